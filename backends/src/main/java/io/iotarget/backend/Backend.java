@@ -1,0 +1,80 @@
+package io.iotarget.backend;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * A block store addressed by byte offset. Every method may be called from any thread, many at
+ * once; ranges are checked by the caller (they always lie inside {@link #sizeBytes()}), and
+ * concurrent operations on overlapping ranges have no defined order, as on a disk.
+ *
+ * <p>Failures are {@link IOException}s; the dispatch layer turns them into an
+ * {@code IO_ERROR} completion.
+ */
+public interface Backend extends AutoCloseable {
+    /** "null", "memory" or "file": the config's backend type. */
+    String kind();
+
+    long sizeBytes();
+
+    /** 512 or 4096. */
+    int logicalBlockSize();
+
+    boolean readOnly();
+
+    /** True when offsets, lengths and buffers must be aligned to {@link #logicalBlockSize()} (O_DIRECT). */
+    default boolean needsAlignedIo() {
+        return false;
+    }
+
+    /** True when calls may block for a device's latency (so they should not run on a timer thread). */
+    default boolean blocking() {
+        return false;
+    }
+
+    /** Fills {@code dst} from its position to its limit with the bytes at {@code offset}; position unchanged. */
+    void read(long offset, ByteBuffer dst) throws IOException;
+
+    /** Stores the bytes of {@code src} between position and limit at {@code offset}; position unchanged. */
+    void write(long offset, ByteBuffer src, boolean fua) throws IOException;
+
+    /** Makes every completed write durable. */
+    void flush() throws IOException;
+
+    /** The range's contents may be dropped; reads of it return zeroes afterwards. */
+    void discard(long offset, long length) throws IOException;
+
+    /**
+     * Makes the range read as zeroes. With {@code mayUnmap} the backend may deallocate it
+     * (punch a hole); without, the range stays allocated.
+     */
+    void writeZeroes(long offset, long length, boolean mayUnmap) throws IOException;
+
+    /** True when {@link #writeZeroes} costs about the same whatever the length (NBD FAST_ZERO). */
+    boolean zeroesFast();
+
+    /** Hint: the range will be read soon. */
+    void prefetch(long offset, long length) throws IOException;
+
+    /**
+     * Describes {@code [offset, offset + length)} as consecutive extents, in order, until the
+     * range is covered or the sink returns false. A backend that cannot tell reports one data
+     * extent: claiming "allocated" is always allowed, claiming "zero" only when true.
+     */
+    void mapExtents(long offset, long length, ExtentSink sink) throws IOException;
+
+    /** Receives the extents of {@link #mapExtents}. */
+    @FunctionalInterface
+    interface ExtentSink {
+        /**
+         * @param length bytes in this extent, &gt; 0
+         * @param hole   not allocated (reads as zeroes; a write may need new space)
+         * @param zero   reads as zeroes
+         * @return false to stop early
+         */
+        boolean extent(long length, boolean hole, boolean zero);
+    }
+
+    @Override
+    void close() throws IOException;
+}

@@ -1,0 +1,193 @@
+package io.iotarget.backend;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+
+/**
+ * A sparse RAM disk. The device is cut into {@link #CHUNK_BYTES} chunks of off-heap memory,
+ * each allocated on its first write; a chunk that was never written (or was discarded whole)
+ * reads as zeroes and is reported as a hole. Any thread; chunk creation is a CAS, so two
+ * writers racing on a fresh chunk agree on one.
+ */
+public final class MemoryBackend implements Backend {
+    /*
+     * Maintainers' notes. A chunk is a direct ByteBuffer used only with absolute bulk get/put,
+     * which never touch its position, so concurrent readers and writers need no lock. Dropping a
+     * chunk (discard of the whole chunk) races with a concurrent write to it exactly as a disk's
+     * TRIM races with a write to the same blocks: either order is a valid outcome. Memory is
+     * returned to the system by the GC's cleaner of the dropped buffer.
+     */
+
+    /** 64 KiB: small enough that 4 KiB random writes do not inflate memory much, large enough for few table entries. */
+    public static final int CHUNK_BYTES = 64 * 1024;
+    private static final int CHUNK_SHIFT = Integer.numberOfTrailingZeros(CHUNK_BYTES);
+    private static final VarHandle CHUNKS = MethodHandles.arrayElementVarHandle(ByteBuffer[].class);
+
+    private final long sizeBytes;
+    private final int logicalBlockSize;
+    private final boolean readOnly;
+    private final ByteBuffer[] chunks;
+
+    public MemoryBackend(long sizeBytes, int logicalBlockSize, boolean readOnly) {
+        long count = (sizeBytes + CHUNK_BYTES - 1) >>> CHUNK_SHIFT;
+        if (count > Integer.MAX_VALUE - 8) throw new IllegalArgumentException("size " + sizeBytes + " too large for a memory backend");
+        this.sizeBytes = sizeBytes;
+        this.logicalBlockSize = logicalBlockSize;
+        this.readOnly = readOnly;
+        this.chunks = new ByteBuffer[(int) count];
+    }
+
+    @Override
+    public String kind() {
+        return "memory";
+    }
+
+    @Override
+    public long sizeBytes() {
+        return sizeBytes;
+    }
+
+    @Override
+    public int logicalBlockSize() {
+        return logicalBlockSize;
+    }
+
+    @Override
+    public boolean readOnly() {
+        return readOnly;
+    }
+
+    /** Bytes of memory currently allocated to chunks. */
+    public long allocatedBytes() {
+        long n = 0;
+        for (int i = 0; i < chunks.length; i++) {
+            if (chunk(i) != null) n += CHUNK_BYTES;
+        }
+        return n;
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) {
+        int at = dst.position();
+        int remaining = dst.remaining();
+        while (remaining > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_BYTES - 1));
+            int n = Math.min(remaining, CHUNK_BYTES - within);
+            ByteBuffer chunk = chunk(index);
+            if (chunk == null) {
+                Zeroes.fill(dst, at, n);
+            } else {
+                dst.put(at, chunk, within, n);
+            }
+            offset += n;
+            at += n;
+            remaining -= n;
+        }
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src, boolean fua) throws NoSpaceException {
+        int at = src.position();
+        int remaining = src.remaining();
+        while (remaining > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_BYTES - 1));
+            int n = Math.min(remaining, CHUNK_BYTES - within);
+            chunkForWrite(index).put(within, src, at, n);
+            offset += n;
+            at += n;
+            remaining -= n;
+        }
+    }
+
+    @Override
+    public void flush() {
+    }
+
+    @Override
+    public void discard(long offset, long length) {
+        zero(offset, length, true);
+    }
+
+    @Override
+    public void writeZeroes(long offset, long length, boolean mayUnmap) throws NoSpaceException {
+        if (mayUnmap) {
+            zero(offset, length, true);
+            return;
+        }
+        // Keep the range allocated: make sure every chunk exists, then zero the covered part.
+        for (long at = offset, end = offset + length; at < end; ) {
+            int index = (int) (at >>> CHUNK_SHIFT);
+            chunkForWrite(index);
+            at = ((long) index + 1) << CHUNK_SHIFT;
+        }
+        zero(offset, length, false);
+    }
+
+    /** Zeroes a range; whole chunks are dropped when {@code dropWhole}, partial ones are zero-filled. */
+    private void zero(long offset, long length, boolean dropWhole) {
+        long end = offset + length;
+        while (offset < end) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_BYTES - 1));
+            int n = (int) Math.min(end - offset, CHUNK_BYTES - within);
+            ByteBuffer chunk = chunk(index);
+            if (chunk != null) {
+                if (n == CHUNK_BYTES && dropWhole) {
+                    CHUNKS.setRelease(chunks, index, (ByteBuffer) null);
+                } else {
+                    Zeroes.fill(chunk, within, n);
+                }
+            }
+            offset += n;
+        }
+    }
+
+    @Override
+    public boolean zeroesFast() {
+        return true;
+    }
+
+    @Override
+    public void prefetch(long offset, long length) {
+    }
+
+    @Override
+    public void mapExtents(long offset, long length, ExtentSink sink) {
+        long end = offset + length;
+        while (offset < end) {
+            boolean hole = chunk((int) (offset >>> CHUNK_SHIFT)) == null;
+            long runEnd = offset;
+            while (runEnd < end && (chunk((int) (runEnd >>> CHUNK_SHIFT)) == null) == hole) {
+                runEnd = ((runEnd >>> CHUNK_SHIFT) + 1) << CHUNK_SHIFT;
+            }
+            runEnd = Math.min(runEnd, end);
+            if (!sink.extent(runEnd - offset, hole, hole)) return;
+            offset = runEnd;
+        }
+    }
+
+    @Override
+    public void close() {
+        for (int i = 0; i < chunks.length; i++) CHUNKS.setRelease(chunks, i, (ByteBuffer) null);
+    }
+
+    private ByteBuffer chunk(int index) {
+        return (ByteBuffer) CHUNKS.getAcquire(chunks, index);
+    }
+
+    private ByteBuffer chunkForWrite(int index) throws NoSpaceException {
+        ByteBuffer chunk = chunk(index);
+        if (chunk != null) return chunk;
+        ByteBuffer fresh;
+        try {
+            fresh = ByteBuffer.allocateDirect(CHUNK_BYTES);
+        } catch (OutOfMemoryError e) {
+            throw new NoSpaceException("memory backend: cannot allocate a " + CHUNK_BYTES + "-byte chunk", e);
+        }
+        ByteBuffer witness = (ByteBuffer) CHUNKS.compareAndExchange(chunks, index, (ByteBuffer) null, fresh);
+        return witness == null ? fresh : witness;
+    }
+}

@@ -1,0 +1,31 @@
+package io.iotarget.backend;
+
+import java.nio.ByteBuffer;
+
+/** Zero-filling of buffer ranges without allocating. */
+final class Zeroes {
+    /** Read-only source of zeroes for bulk puts. */
+    private static final ByteBuffer ZERO = ByteBuffer.allocateDirect(64 * 1024).asReadOnlyBuffer();
+
+    private Zeroes() {
+    }
+
+    /** Writes {@code length} zero bytes into {@code dst} at absolute index {@code index}. */
+    static void fill(ByteBuffer dst, int index, int length) {
+        while (length > 0) {
+            int n = Math.min(length, ZERO.capacity());
+            dst.put(index, ZERO, 0, n);
+            index += n;
+            length -= n;
+        }
+    }
+
+    /** A read-only buffer of {@code length} (at most 64 KiB) zeroes, for writing zeroes to files. */
+    static ByteBuffer slice(int length) {
+        return ZERO.slice(0, length);
+    }
+
+    static int maxSlice() {
+        return ZERO.capacity();
+    }
+}

@@ -1,0 +1,13 @@
+/**
+ * Where bytes finally live. A {@link io.iotarget.backend.Backend} is a positional,
+ * thread-safe store with no notion of groups, requests or time; the dispatch layer turns
+ * admitted requests into calls on it.
+ *
+ * <ul>
+ *   <li>{@link io.iotarget.backend.NullBackend}: discards writes, reads zeroes; measures everything but storage, like null_blk.
+ *   <li>{@link io.iotarget.backend.MemoryBackend}: sparse, off-heap, chunks allocated on first write.
+ *   <li>{@link io.iotarget.backend.FileBackend}: a regular file or a block device, positional IO,
+ *       optionally O_DIRECT; discard and write-zeroes through fallocate(2).
+ * </ul>
+ */
+package io.iotarget.backend;

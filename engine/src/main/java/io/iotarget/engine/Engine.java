@@ -1,0 +1,272 @@
+package io.iotarget.engine;
+
+import io.iotarget.backend.Backend;
+import io.iotarget.dispatch.DispatchQueue;
+import io.iotarget.dispatch.RequestCheck;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.model.Clock;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
+import io.iotarget.model.DeviceNumber;
+import io.iotarget.model.Errno;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * One iotarget instance: devices (backend + dispatch queue), the IO controller, and the single
+ * entry point of the request path, {@link #submit}. Also the embedded Java API (see
+ * {@link #open}).
+ *
+ * <p>Any thread. Device registration is rare and synchronized; {@link #submit} is lock-free
+ * unless a policy applies to the request.
+ */
+public final class Engine implements AutoCloseable {
+    /**
+     * The group the calling code runs as, for {@link Volume}s opened without an explicit group:
+     * {@code ScopedValue.where(Engine.CURRENT_GROUP, group).run(...)}. Unbound means the root.
+     */
+    public static final ScopedValue<Group> CURRENT_GROUP = ScopedValue.newInstance();
+
+    /** blkext's major: the kernel numbers extended-devt block devices 259:N, and so do we by default. */
+    public static final int DEFAULT_MAJOR = 259;
+    public static final int DEFAULT_QUEUE_DEPTH = 256;
+
+    private final Clock clock;
+    private final IoController controller;
+    private final Releaser releaser;
+    private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
+    private volatile DispatchQueue[] queues = new DispatchQueue[0];
+    /** Front-end users (exports, namespaces) per device index; guarded by this. */
+    private final java.util.Map<Integer, Integer> users = new java.util.HashMap<>();
+
+    /** An engine on the system clock with its releaser thread running. */
+    public Engine() {
+        this(Clock.SYSTEM, true);
+    }
+
+    /**
+     * @param clock          the engine's only time source
+     * @param releaserThread false for tests that drive time by hand and call {@link #releaseDue()}
+     */
+    public Engine(Clock clock, boolean releaserThread) {
+        this.clock = clock;
+        this.controller = new IoController(clock);
+        this.releaser = releaserThread ? new Releaser(controller, clock, this::dispatchReleased) : null;
+        if (releaser != null) {
+            controller.releaseSignal(releaser);
+            releaser.start();
+        }
+    }
+
+    public IoController controller() {
+        return controller;
+    }
+
+    public Clock clock() {
+        return clock;
+    }
+
+    // ---------------------------------------------------------------- devices
+
+    /**
+     * Adds a device on {@code backend}. Its number is {@code number}, or the next free
+     * {@code 259:N} when null. The backend belongs to the engine from now on.
+     *
+     * @throws ControlException EEXIST when the name or number is taken
+     */
+    public synchronized Device addDevice(String name, Backend backend, DeviceNumber number, int queueDepth) throws ControlException {
+        DispatchQueue[] current = queues;
+        int index = current.length;
+        for (int i = 0; i < current.length; i++) {
+            DispatchQueue q = current[i];
+            if (q == null) {
+                if (index == current.length) index = i;
+                continue;
+            }
+            if (q.device().name().equals(name)) throw new ControlException(Errno.EEXIST, "a device named " + name + " exists");
+            if (number != null && q.device().number().equals(number)) throw new ControlException(Errno.EEXIST, "device number " + number + " is taken");
+        }
+        if (number == null) number = nextFreeNumber(current);
+        int alignment = backend.needsAlignedIo() ? backend.logicalBlockSize() : 1;
+        Device device = new Device(index, number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
+        DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Completion());
+        controller.registerDevice(device);
+        DispatchQueue[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
+        next[index] = queue;
+        queues = next;
+        return device;
+    }
+
+    private static DeviceNumber nextFreeNumber(DispatchQueue[] current) {
+        int minor = 0;
+        boolean taken;
+        do {
+            taken = false;
+            for (DispatchQueue q : current) {
+                if (q != null && q.device().number().equals(new DeviceNumber(DEFAULT_MAJOR, minor))) {
+                    taken = true;
+                    minor++;
+                    break;
+                }
+            }
+        } while (taken);
+        return new DeviceNumber(DEFAULT_MAJOR, minor);
+    }
+
+    /** A front end starts using the device (an export or namespace on it); removal now fails with EBUSY. */
+    public synchronized void acquire(Device device) throws ControlException {
+        if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
+        users.merge(device.index(), 1, Integer::sum);
+    }
+
+    /** Undoes one {@link #acquire}. */
+    public synchronized void release(Device device) {
+        users.computeIfPresent(device.index(), (k, n) -> n > 1 ? n - 1 : null);
+    }
+
+    /** Exports and namespaces using the device. */
+    public synchronized int users(Device device) {
+        return users.getOrDefault(device.index(), 0);
+    }
+
+    /**
+     * Removes a device: requests parked in the controller fail with {@link IoStatus#ABORTED},
+     * and the backend is closed.
+     *
+     * @throws ControlException EBUSY while an export or namespace uses it
+     */
+    public synchronized void removeDevice(Device device) throws ControlException, IOException {
+        DispatchQueue queue = queue(device);
+        if (queue == null) return;
+        if (users(device) > 0) throw new ControlException(Errno.EBUSY, "device " + device.name() + " is used by " + users(device) + " export(s)/namespace(s)");
+        DispatchQueue[] next = queues.clone();
+        next[device.index()] = null;
+        queues = next;
+        controller.unregisterDevice(device, clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
+        queue.backend().close();
+    }
+
+    /** Devices in index order. */
+    public List<Device> devices() {
+        List<Device> list = new ArrayList<>();
+        for (DispatchQueue q : queues) if (q != null) list.add(q.device());
+        return list;
+    }
+
+    /** The device with this name, or null. */
+    public Device device(String name) {
+        for (DispatchQueue q : queues) if (q != null && q.device().name().equals(name)) return q.device();
+        return null;
+    }
+
+    /** The backend behind a device (for front ends that map extents or report capabilities). */
+    public Backend backend(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? null : q.backend();
+    }
+
+    private DispatchQueue queue(Device device) {
+        DispatchQueue[] a = queues;
+        int i = device.index();
+        DispatchQueue q = i < a.length ? a[i] : null;
+        return q != null && q.device() == device ? q : null;
+    }
+
+    // ---------------------------------------------------------------- request path
+
+    /**
+     * Submits a request. Its callback runs exactly once: on this thread when the request is
+     * refused or nothing delays it, later on another thread when a policy parks it.
+     */
+    public void submit(IoRequest io) {
+        long now = clock.nanoTime();
+        io.submitNs(now);
+        IoStatus check = RequestCheck.check(io);
+        if (check != IoStatus.OK) {
+            finish(io, check);
+            return;
+        }
+        DispatchQueue queue = queue(io.device());
+        if (queue == null) {
+            finish(io, IoStatus.ABORTED);
+            return;
+        }
+        if (controller.admit(io, now)) queue.dispatch(io);
+    }
+
+    /** Parked requests whose time has come go to dispatch; for engines without a releaser thread. */
+    public void releaseDue() {
+        controller.releaseDue(clock.nanoTime(), this::dispatchReleased);
+    }
+
+    private void dispatchReleased(IoRequest io) {
+        DispatchQueue queue = queue(io.device());
+        if (queue == null) {
+            finish(io, IoStatus.ABORTED);
+        } else if (queue.backend().blocking() && releaser != null) {
+            blockingDispatch.execute(() -> queue.dispatch(io));
+        } else {
+            queue.dispatch(io);
+        }
+    }
+
+    private void finish(IoRequest io, IoStatus status) {
+        io.status(status);
+        io.completeNs(clock.nanoTime());
+        io.callback().complete(io);
+    }
+
+    /** Dispatch hooks: issue and completion times for the policies, then the creator's callback. */
+    private final class Completion implements DispatchQueue.Listener {
+        @Override
+        public void issued(IoRequest io) {
+            long now = clock.nanoTime();
+            io.issueNs(now);
+            controller.issue(io, now);
+        }
+
+        @Override
+        public void completed(IoRequest io, IoStatus status) {
+            long now = clock.nanoTime();
+            io.completeNs(now);
+            io.status(status);
+            controller.complete(io, now, Engine.this::dispatchReleased);
+            io.callback().complete(io);
+        }
+    }
+
+    // ---------------------------------------------------------------- embedded API
+
+    /**
+     * Opens a device for embedded use. IO through the volume is charged to {@code group}, or,
+     * when null, to the {@link #CURRENT_GROUP} of the thread that submits each request.
+     *
+     * @throws ControlException ENODEV when there is no such device
+     */
+    public Volume open(String deviceName, Group group) throws ControlException {
+        Device device = device(deviceName);
+        if (device == null) throw new ControlException(Errno.ENODEV, "no device " + deviceName);
+        return new Volume(this, device, group);
+    }
+
+    @Override
+    public void close() {
+        if (releaser != null) releaser.stop();
+        blockingDispatch.close();
+        for (DispatchQueue q : queues) {
+            if (q == null) continue;
+            try {
+                q.backend().close();
+            } catch (IOException e) {
+                // closing: nothing left to tell
+            }
+        }
+    }
+}

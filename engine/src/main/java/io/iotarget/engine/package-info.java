@@ -1,0 +1,17 @@
+/**
+ * The engine wires the layers into one request path and owns what the lower layers must not:
+ * the clock, the one thread that releases parked requests, and the device registry.
+ *
+ * <pre>
+ *  submit(io) ─► RequestCheck ─► IoController.admit ─┬─ true ──► DispatchQueue ─► Backend
+ *                                                    └─ parked ─► Releaser (timer thread)
+ *                                                                  └─ releaseDue ─► DispatchQueue
+ *  DispatchQueue completion ─► IoController.complete ─► io.callback()
+ * </pre>
+ *
+ * {@link io.iotarget.engine.Engine} is also the embedded Java API: {@link
+ * io.iotarget.engine.Engine#open} gives a {@link io.iotarget.engine.Volume} that submits IO on
+ * behalf of an explicit group or of the caller's current one ({@link
+ * io.iotarget.engine.Engine#CURRENT_GROUP}, a scoped value, like {@code task_css(current)}).
+ */
+package io.iotarget.engine;

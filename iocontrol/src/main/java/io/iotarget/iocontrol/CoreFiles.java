@@ -1,0 +1,274 @@
+package io.iotarget.iocontrol;
+
+import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.KernelParse;
+import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.stat.StatField;
+import io.iotarget.iocontrol.stat.StatFlusher;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+import java.util.List;
+
+/**
+ * The cgroup core files a storage target needs (cgroup.controllers, cgroup.subtree_control,
+ * cgroup.stat, cgroup.events, cgroup.max.descendants, cgroup.max.depth) and io.stat, with the
+ * kernel's formats and errors.
+ */
+final class CoreFiles {
+    private CoreFiles() {
+    }
+
+    static List<InterfaceFile> all(IoController controller) {
+        return List.of(
+                new Controllers(), new SubtreeControl(controller), new Events(), new Stat(controller),
+                new MaxLimit("cgroup.max.descendants", controller), new MaxLimit("cgroup.max.depth", controller),
+                new IoStat(controller));
+    }
+
+    /** Read-only core file base. */
+    private abstract static class CoreFile implements InterfaceFile {
+        @Override
+        public Placement placement() {
+            return Placement.EVERYWHERE;
+        }
+
+        @Override
+        public boolean controllerFile() {
+            return false;
+        }
+    }
+
+    /** cgroup.controllers: what this group may enable for its children. */
+    private static final class Controllers extends CoreFile {
+        @Override
+        public String name() {
+            return "cgroup.controllers";
+        }
+
+        @Override
+        public String read(Group g) {
+            return g.ioEnabled() ? "io\n" : "\n";
+        }
+    }
+
+    /** cgroup.subtree_control: "+io" / "-io", the kernel's rules and errnos. */
+    private static final class SubtreeControl extends CoreFile {
+        private final IoController controller;
+
+        SubtreeControl(IoController controller) {
+            this.controller = controller;
+        }
+
+        @Override
+        public String name() {
+            return "cgroup.subtree_control";
+        }
+
+        @Override
+        public String read(Group g) {
+            controller.treeLock().lock();
+            try {
+                return g.ioInSubtree ? "io\n" : "\n";
+            } finally {
+                controller.treeLock().unlock();
+            }
+        }
+
+        @Override
+        public boolean writable() {
+            return true;
+        }
+
+        @Override
+        public void write(Group g, String text) throws ControlException {
+            Boolean want = null;
+            for (String token : KernelParse.tokens(text)) {
+                char sign = token.charAt(0);
+                String name = token.substring(1);
+                if ((sign != '+' && sign != '-') || !name.equals("io")) {
+                    throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: +io or -io; io is the only controller)");
+                }
+                want = sign == '+';
+            }
+            if (want == null) return;
+            controller.treeLock().lock();
+            try {
+                if (!g.online()) throw new ControlException(Errno.ENODEV, g.path() + " was removed");
+                if (want == g.ioInSubtree) return;
+                if (want && !g.ioEnabled()) {
+                    throw new ControlException(Errno.ENOENT, "io is not available in " + g.path()
+                            + " (enable it in the parent's cgroup.subtree_control first)");
+                }
+                if (!want) {
+                    for (Group child : g.children.values()) {
+                        if (child.ioInSubtree) throw new ControlException(Errno.EBUSY, child.path() + " still has io in cgroup.subtree_control");
+                    }
+                }
+                controller.setIoInSubtree(g, want);
+            } finally {
+                controller.treeLock().unlock();
+            }
+        }
+    }
+
+    /** cgroup.events: populated = some member is bound in the subtree; nothing freezes here. */
+    private static final class Events extends CoreFile {
+        @Override
+        public String name() {
+            return "cgroup.events";
+        }
+
+        @Override
+        public Placement placement() {
+            return Placement.NOT_ON_ROOT;
+        }
+
+        @Override
+        public String read(Group g) {
+            return "populated " + (populated(g) ? 1 : 0) + "\nfrozen 0\n";
+        }
+
+        private static boolean populated(Group g) {
+            if (g.members > 0) return true;
+            for (Group c : g.children.values()) if (populated(c)) return true;
+            return false;
+        }
+    }
+
+    /** cgroup.stat: descendant counts (removed groups are gone at once, so none are dying). */
+    private static final class Stat extends CoreFile {
+        private final IoController controller;
+
+        Stat(IoController controller) {
+            this.controller = controller;
+        }
+
+        @Override
+        public String name() {
+            return "cgroup.stat";
+        }
+
+        @Override
+        public String read(Group g) {
+            controller.treeLock().lock();
+            try {
+                return "nr_descendants " + g.descendantCount() + "\nnr_dying_descendants 0\n";
+            } finally {
+                controller.treeLock().unlock();
+            }
+        }
+    }
+
+    /** cgroup.max.descendants / cgroup.max.depth: "max" or an integer ≥ 0. */
+    private static final class MaxLimit extends CoreFile {
+        private final String name;
+        private final IoController controller;
+
+        MaxLimit(String name, IoController controller) {
+            this.name = name;
+            this.controller = controller;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        private boolean depth() {
+            return name.endsWith("depth");
+        }
+
+        @Override
+        public String read(Group g) {
+            long v = depth() ? g.maxDepth : g.maxDescendants;
+            return (v == Long.MAX_VALUE ? "max" : Long.toString(v)) + "\n";
+        }
+
+        @Override
+        public boolean writable() {
+            return true;
+        }
+
+        @Override
+        public void write(Group g, String text) throws ControlException {
+            String v = text.strip();
+            long value;
+            if (v.equals("max")) {
+                value = Long.MAX_VALUE;
+            } else {
+                try {
+                    value = Integer.parseInt(v);
+                } catch (NumberFormatException e) {
+                    throw KernelParse.invalid(name, v, "max or an integer >= 0");
+                }
+                if (value < 0) throw new ControlException(Errno.ERANGE, name + "=" + v + " (expected: max or an integer >= 0)");
+            }
+            controller.treeLock().lock();
+            try {
+                if (depth()) g.maxDepth = value;
+                else g.maxDescendants = value;
+            } finally {
+                controller.treeLock().unlock();
+            }
+        }
+    }
+
+    /**
+     * io.stat: one line per device the group has state on,
+     * {@code MAJ:MIN rbytes= wbytes= rios= wios= dbytes= dios=} (the six fields only when one of
+     * the first four is non-zero), then each policy's fields. A group with no per-device state
+     * returns at once, without flushing (seed 004).
+     */
+    private static final class IoStat implements InterfaceFile {
+        private final IoController controller;
+
+        IoStat(IoController controller) {
+            this.controller = controller;
+        }
+
+        @Override
+        public String name() {
+            return "io.stat";
+        }
+
+        @Override
+        public Placement placement() {
+            return Placement.EVERYWHERE;
+        }
+
+        @Override
+        public boolean controllerFile() {
+            return true;
+        }
+
+        @Override
+        public String read(Group g) {
+            List<DeviceGroup> pairs = g.deviceGroups();
+            if (pairs.isEmpty()) return "";
+            StatFlusher flusher = controller.flusher();
+            StringBuilder sb = new StringBuilder(96 * pairs.size());
+            flusher.lock().lock();
+            try {
+                flusher.flush();
+                for (DeviceGroup dg : pairs) {
+                    var s = dg.stats();
+                    sb.append(dg.device().device().number()).append(' ');
+                    long rbytes = s.total(StatField.RBYTES), wbytes = s.total(StatField.WBYTES);
+                    long rios = s.total(StatField.RIOS), wios = s.total(StatField.WIOS);
+                    if ((rbytes | wbytes | rios | wios) != 0) {
+                        sb.append("rbytes=").append(rbytes).append(" wbytes=").append(wbytes)
+                          .append(" rios=").append(rios).append(" wios=").append(wios)
+                          .append(" dbytes=").append(s.total(StatField.DBYTES))
+                          .append(" dios=").append(s.total(StatField.DIOS));
+                    }
+                    for (DevicePolicy p : dg.device().policies) p.appendStat(dg, sb);
+                    sb.append('\n');
+                }
+            } finally {
+                flusher.lock().unlock();
+            }
+            return sb.toString();
+        }
+    }
+}

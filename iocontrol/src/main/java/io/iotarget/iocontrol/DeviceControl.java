@@ -1,0 +1,61 @@
+package io.iotarget.iocontrol;
+
+import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.model.Device;
+import io.iotarget.model.IoRequest;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The controller's state for one device, the analogue of a request queue's rq_qos list and
+ * root blkg: the policy chain instantiated for this device, the lock their hooks run under,
+ * and the requests they released that still have to be handed to dispatch.
+ */
+public final class DeviceControl {
+    private final Device device;
+    final ReentrantLock lock = new ReentrantLock();
+    final DevicePolicy[] policies;
+    final Resumer[] resumers;
+    /** Requests that have passed the whole chain after waiting; drained by the caller that holds the lock. */
+    final ArrayDeque<IoRequest> ready = new ArrayDeque<>();
+    /** The time of the locked operation in progress, for resumers. Device lock. */
+    long lockedNowNs;
+    /** When some policy next needs {@code releaseDue}; Long.MAX_VALUE when nothing waits. */
+    volatile long nextWakeNs = Long.MAX_VALUE;
+    /** Requests sit in {@link #ready} and no caller is about to drain them. */
+    volatile boolean readyPending;
+    volatile boolean removed;
+    DeviceGroup root;
+
+    DeviceControl(Device device, int policyCount) {
+        this.device = device;
+        this.policies = new DevicePolicy[policyCount];
+        this.resumers = new Resumer[policyCount];
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    /** The root group's state on this device (whole-device io.stat). */
+    public DeviceGroup root() {
+        return root;
+    }
+
+    /** The instance of the policy at {@code index} on this device. */
+    public DevicePolicy policy(int index) {
+        return policies[index];
+    }
+
+    /** True for the thread inside a hook: policies may assert it. */
+    public boolean heldByCurrentThread() {
+        return lock.isHeldByCurrentThread();
+    }
+
+    @Override
+    public String toString() {
+        return device.name() + "(" + device.number() + ")";
+    }
+}

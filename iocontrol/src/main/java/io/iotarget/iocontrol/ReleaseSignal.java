@@ -1,0 +1,15 @@
+package io.iotarget.iocontrol;
+
+/**
+ * How the controller, which has no threads and no clock, asks its owner to call
+ * {@link IoController#releaseDue} again. Implementations must be cheap and must not call back
+ * into the controller.
+ */
+@FunctionalInterface
+public interface ReleaseSignal {
+    /** Call {@code releaseDue} no later than {@code whenNs} (engine clock); 0 or less means now. */
+    void releaseBy(long whenNs);
+
+    ReleaseSignal NONE = whenNs -> {
+    };
+}

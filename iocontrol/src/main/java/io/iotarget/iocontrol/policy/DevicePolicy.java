@@ -1,0 +1,52 @@
+package io.iotarget.iocontrol.policy;
+
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.model.IoRequest;
+
+/**
+ * A policy on one device: its hooks on the IO path and its per-(group, device) state.
+ *
+ * <p>Threads: {@link #applies} is called without locks and must only read; every other hook
+ * runs under the device's lock, so a policy's device and group state needs no locking of its
+ * own. Hooks must not block; a policy that wants a request to wait parks it in its own queue
+ * and later hands it to the {@link Resumer} (from {@link #admit}'s caller thread never).
+ */
+public interface DevicePolicy {
+    /** State for a new (group, device) pair; pairs are created parents first. Under the tree lock. */
+    Object newGroupState(DeviceGroup group);
+
+    /**
+     * Lock-free hint: could this policy act on this request? False lets the request skip the
+     * policy (and, when no policy applies, the device lock). A stale answer is harmless: it is
+     * the same as the request arriving just before or after a configuration change.
+     */
+    boolean applies(IoRequest io, DeviceGroup group);
+
+    /**
+     * Decides now: true passes the request on; false means the policy has parked it and will
+     * give it to {@code resumer} when its time comes (from {@link #releaseDue},
+     * {@link #onComplete} or a configuration change).
+     */
+    boolean admit(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer);
+
+    /** Resumes every parked request whose time has come. */
+    void releaseDue(long nowNs, Resumer resumer);
+
+    /** When {@link #releaseDue} next has work; {@link Long#MAX_VALUE} when nothing is parked. */
+    long nextWakeNs();
+
+    /** The request left the policies for the backend. Called for requests this policy admitted. */
+    default void onIssue(IoRequest io, DeviceGroup group, long nowNs) {
+    }
+
+    /** The backend finished the request. Called for requests this policy admitted. */
+    default void onComplete(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    }
+
+    /** The group was removed: nothing it parked may wait any longer. */
+    void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer);
+
+    /** Appends this policy's io.stat fields for the pair (" cost.usage=12"), if any. Flusher lock held. */
+    default void appendStat(DeviceGroup group, StringBuilder line) {
+    }
+}

@@ -1,0 +1,132 @@
+package io.iotarget.iocontrol.policy.throttle;
+
+import io.iotarget.iocontrol.DeviceControl;
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.KernelParse;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+/**
+ * io.max, as blk-throttle reads and writes it.
+ * <pre>
+ * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max    (devices with some limit)
+ * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V]             V = decimal or max
+ * </pre>
+ * A token without '=' or with a bad value: EINVAL; a value of 0: ERANGE (checked before the
+ * key, as the kernel does); an unknown key: EINVAL; iops above 2^32 - 1 read back as max.
+ * The line is parsed whole before anything changes.
+ */
+final class IoMaxFile implements InterfaceFile {
+    /** The kernel reads each token with "%26s". */
+    private static final int MAX_TOKEN = 26;
+    private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
+
+    private final IoController controller;
+    private final ThrottlePolicy policy;
+
+    IoMaxFile(IoController controller, ThrottlePolicy policy) {
+        this.controller = controller;
+        this.policy = policy;
+    }
+
+    @Override
+    public String name() {
+        return "io.max";
+    }
+
+    @Override
+    public Placement placement() {
+        return Placement.NOT_ON_ROOT;
+    }
+
+    @Override
+    public boolean controllerFile() {
+        return true;
+    }
+
+    @Override
+    public String read(Group group) {
+        StringBuilder sb = new StringBuilder();
+        for (DeviceGroup dg : group.deviceGroups()) {
+            long[] v = new long[4];
+            DeviceControl dc = dg.device();
+            // Limits change under the tree lock: holding it gives a consistent read of all four.
+            controller.treeLock().lock();
+            try {
+                ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
+                v[0] = tg.bps[ThrottleGroup.READ];
+                v[1] = tg.bps[ThrottleGroup.WRITE];
+                v[2] = tg.iops[ThrottleGroup.READ];
+                v[3] = tg.iops[ThrottleGroup.WRITE];
+            } finally {
+                controller.treeLock().unlock();
+            }
+            if (v[0] == ThrottleGroup.BPS_MAX && v[1] == ThrottleGroup.BPS_MAX
+                && v[2] == ThrottleGroup.IOPS_MAX && v[3] == ThrottleGroup.IOPS_MAX) continue;
+            sb.append(dc.device().number())
+              .append(" rbps=").append(bps(v[0])).append(" wbps=").append(bps(v[1]))
+              .append(" riops=").append(iops(v[2])).append(" wiops=").append(iops(v[3])).append('\n');
+        }
+        return sb.toString();
+    }
+
+    private static String bps(long v) {
+        return v == ThrottleGroup.BPS_MAX ? "max" : Long.toUnsignedString(v);
+    }
+
+    private static String iops(long v) {
+        return v == ThrottleGroup.IOPS_MAX ? "max" : Long.toString(v);
+    }
+
+    @Override
+    public boolean writable() {
+        return true;
+    }
+
+    @Override
+    public void write(Group group, String text) throws ControlException {
+        KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        Long[] given = new Long[4];
+        for (String token : KernelParse.tokens(line.body())) {
+            if (token.length() > MAX_TOKEN) throw new ControlException(Errno.EINVAL, "token '" + token + "' longer than " + MAX_TOKEN + " characters");
+            int eq = token.indexOf('=');
+            if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
+            String key = token.substring(0, eq);
+            String value = token.substring(eq + 1);
+            long v = value.equals("max") ? KernelParse.U64_MAX : KernelParse.parseU64(key, value);
+            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=0 (expected: > 0 or max)");
+            int k = indexOf(key);
+            if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops)");
+            if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
+            given[k] = v;
+        }
+        controller.configure(group, line.device(), (dg, nowNs) -> {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
+            long[] bps = tg.bps.clone();
+            long[] iops = tg.iops.clone();
+            for (int k = 0; k < 4; k++) {
+                if (given[k] == null) continue;
+                if (k < 2) bps[k] = given[k];
+                else iops[k - 2] = given[k];
+            }
+            ThrottleDevice device = (ThrottleDevice) dg.device().policy(policy.index());
+            device.setLimits(dg, bps, iops, nowNs);
+            updateRules(dg.group(), dg.device());
+        });
+    }
+
+    /** Recomputes has-rules for the group and every descendant on the device (parents first). */
+    private void updateRules(Group group, DeviceControl dc) {
+        DeviceGroup dg = group.deviceGroup(dc.device().index());
+        if (dg != null) ((ThrottleGroup) dg.policyState(policy.index())).updateHasRules();
+        for (Group child : group.children()) updateRules(child, dc);
+    }
+
+    private static int indexOf(String key) {
+        for (int i = 0; i < KEYS.length; i++) if (KEYS[i].equals(key)) return i;
+        return -1;
+    }
+}

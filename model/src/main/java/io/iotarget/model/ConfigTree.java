@@ -1,0 +1,54 @@
+package io.iotarget.model;
+
+import java.util.List;
+
+/**
+ * A configuration tree in the shape of a pseudo file system (cgroupfs, nvmet's configfs):
+ * directories created with mkdir, attribute files read and written as text, and — as in
+ * configfs — symbolic links between directories (a port's subsystems, a subsystem's allowed
+ * hosts). The control plane mounts each front end's tree and drives it from the CLI, the HTTP
+ * API and the config file; there is no other way to configure a front end.
+ *
+ * <p>Paths are relative to the tree's root, '/'-separated, without a leading slash. Every
+ * operation either succeeds completely or throws and changes nothing. Any thread.
+ */
+public interface ConfigTree {
+    /** What a path names. */
+    enum Kind {
+        /** Holds attributes and subdirectories; created with {@link #mkdir}. */
+        DIRECTORY,
+        /** An attribute: {@link #read} and (unless read-only) {@link #write}. */
+        FILE,
+        /** A directory of links, populated with {@link #link}, like configfs's {@code ports/1/subsystems}. */
+        LINKS
+    }
+
+    /** What {@code path} is; ENOENT if nothing. */
+    Kind kind(String path) throws ControlException;
+
+    /** Entry names of a directory or link directory, in a stable order; subdirectories end with '/'. */
+    List<String> list(String path) throws ControlException;
+
+    String read(String path) throws ControlException;
+
+    void write(String path, String value) throws ControlException;
+
+    void mkdir(String path) throws ControlException;
+
+    void rmdir(String path) throws ControlException;
+
+    /** Creates {@code linkPath} (inside a {@link Kind#LINKS} directory) pointing at {@code target}, a path in this tree. */
+    default void link(String target, String linkPath) throws ControlException {
+        throw new ControlException(Errno.EPERM, "this tree has no links");
+    }
+
+    /** Removes a link. */
+    default void unlink(String linkPath) throws ControlException {
+        throw new ControlException(Errno.EPERM, "this tree has no links");
+    }
+
+    /** The target (a path in this tree) of the link at {@code linkPath}. */
+    default String readLink(String linkPath) throws ControlException {
+        throw new ControlException(Errno.EINVAL, linkPath + " is not a link");
+    }
+}

@@ -1,0 +1,192 @@
+package io.iotarget.model;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One IO: the single shape in which every front end's data-moving commands reach the
+ * controller. Mutable and reusable; a creator keeps a few per connection and calls
+ * {@link #reset()} between uses, so the IO path allocates nothing.
+ *
+ * <p>Ownership moves with the request: the creator fills it and submits it; from submission
+ * until {@link IoCallback#complete} the engine, controller and backend own it and the creator
+ * must not touch it; after the callback it belongs to the creator again.
+ *
+ * <p>The group and device are fixed when the request is built, like a bio's {@code bi_blkg}:
+ * who pays is decided where the request is created (an export's or namespace's bound group,
+ * or the embedded caller's group), never later.
+ */
+public final class IoRequest {
+    // Set by the creator.
+    private IoOp op;
+    private int flags;
+    private long offset;
+    private long length;
+    private ByteBuffer data;
+    private Device device;
+    private IoGroup group;
+    private IoCallback callback;
+    private Object attachment;
+    private long tag;
+
+    // Set by the engine.
+    private IoStatus status;
+    private long submitNs;
+    private long issueNs;
+    private long completeNs;
+
+    // Owned by the controller's policies between submission and completion.
+    private int policyFlags;
+    private long policyCost;
+
+    /**
+     * Describes the IO. For ops that {@linkplain IoOp#carriesData() carry data}, {@code data}
+     * holds exactly {@code length} bytes between its position and limit: the bytes to write, or
+     * the space to read into. Other ops pass {@code null}.
+     */
+    public IoRequest set(IoOp op, int flags, long offset, long length, ByteBuffer data) {
+        this.op = op;
+        this.flags = flags;
+        this.offset = offset;
+        this.length = length;
+        this.data = data;
+        return this;
+    }
+
+    /** Where the IO goes and who pays for it. */
+    public IoRequest target(Device device, IoGroup group) {
+        this.device = device;
+        this.group = group;
+        return this;
+    }
+
+    /** Who hears about completion, and what the creator wants back (an NBD handle, an NVMe command id). */
+    public IoRequest callback(IoCallback callback, Object attachment, long tag) {
+        this.callback = callback;
+        this.attachment = attachment;
+        this.tag = tag;
+        return this;
+    }
+
+    /** Clears everything so the object can describe the next IO. */
+    public void reset() {
+        op = null;
+        flags = 0;
+        offset = 0;
+        length = 0;
+        data = null;
+        device = null;
+        group = null;
+        callback = null;
+        attachment = null;
+        tag = 0;
+        status = null;
+        submitNs = issueNs = completeNs = 0;
+        policyFlags = 0;
+        policyCost = 0;
+    }
+
+    public IoOp op() {
+        return op;
+    }
+
+    public int flags() {
+        return flags;
+    }
+
+    public boolean hasFlag(int flag) {
+        return (flags & flag) != 0;
+    }
+
+    public long offset() {
+        return offset;
+    }
+
+    public long length() {
+        return length;
+    }
+
+    public ByteBuffer data() {
+        return data;
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    public IoGroup group() {
+        return group;
+    }
+
+    public IoCallback callback() {
+        return callback;
+    }
+
+    public Object attachment() {
+        return attachment;
+    }
+
+    public long tag() {
+        return tag;
+    }
+
+    public IoStatus status() {
+        return status;
+    }
+
+    /** Engine only: records how the request ended, just before the callback runs. */
+    public void status(IoStatus status) {
+        this.status = status;
+    }
+
+    /** When the request entered the controller (engine clock, ns). */
+    public long submitNs() {
+        return submitNs;
+    }
+
+    public void submitNs(long nowNs) {
+        this.submitNs = nowNs;
+    }
+
+    /** When the request left the policies for the backend (engine clock, ns). */
+    public long issueNs() {
+        return issueNs;
+    }
+
+    public void issueNs(long nowNs) {
+        this.issueNs = nowNs;
+    }
+
+    /** When the backend finished it (engine clock, ns). */
+    public long completeNs() {
+        return completeNs;
+    }
+
+    public void completeNs(long nowNs) {
+        this.completeNs = nowNs;
+    }
+
+    /** Policy bits (for example io.max's "bps already charged here"); controller only. */
+    public int policyFlags() {
+        return policyFlags;
+    }
+
+    public void policyFlags(int policyFlags) {
+        this.policyFlags = policyFlags;
+    }
+
+    /** A policy's per-request number (for example iocost's absolute cost); controller only. */
+    public long policyCost() {
+        return policyCost;
+    }
+
+    public void policyCost(long policyCost) {
+        this.policyCost = policyCost;
+    }
+
+    @Override
+    public String toString() {
+        return op + " dev=" + (device == null ? "-" : device.number()) + " group=" + (group == null ? "-" : group.path())
+                + " off=" + offset + " len=" + length + " flags=0x" + Integer.toHexString(flags)
+                + (status == null ? "" : " status=" + status);
+    }
+}
