@@ -4,7 +4,6 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
 
-import java.math.BigInteger;
 import java.util.ArrayDeque;
 import java.util.List;
 
@@ -107,15 +106,22 @@ final class ThrottleGroup {
         return Math.min(mulDivSaturated(iops, ns, NS_PER_SEC), IOPS_MAX);
     }
 
-    /** floor(a × b / c) for unsigned a and non-negative b, c; Long.MAX_VALUE if it does not fit. */
+    /**
+     * floor(a × b / c) for unsigned a, b ≥ 0 and 0 < c ≤ 2^31 without allocating;
+     * Long.MAX_VALUE when the result does not fit. With a = q·c + r and b = s·c + t:
+     * a·b/c = q·b + r·s + floor(r·t / c), where r·t &lt; c² cannot overflow.
+     */
     static long mulDivSaturated(long a, long b, long c) {
-        if (a >= 0) {
-            long hi = Math.multiplyHigh(a, b);
-            long lo = a * b;
-            if (hi == 0 && lo >= 0) return lo / c;
-        }
-        BigInteger r = new BigInteger(Long.toUnsignedString(a)).multiply(BigInteger.valueOf(b)).divide(BigInteger.valueOf(c));
-        return r.bitLength() < 63 ? r.longValue() : Long.MAX_VALUE;
+        if (a < 0) return b == 0 ? 0 : Long.MAX_VALUE;      // a ≥ 2^63 bytes/s: unlimited in practice
+        long q = a / c, r = a % c, s = b / c, t = b % c;
+        long qb = q * b;
+        if (Math.multiplyHigh(q, b) != 0 || qb < 0) return Long.MAX_VALUE;
+        long rs = r * s;
+        if (Math.multiplyHigh(r, s) != 0 || rs < 0) return Long.MAX_VALUE;
+        long sum = qb + rs;
+        if (sum < 0) return Long.MAX_VALUE;
+        sum += r * t / c;
+        return sum < 0 ? Long.MAX_VALUE : sum;
     }
 
     static long roundUp(long value, long step) {
