@@ -21,7 +21,8 @@ public enum Errno {
     ERANGE(34, "Numerical result out of range"),
     ENAMETOOLONG(36, "File name too long"),
     ENOTEMPTY(39, "Directory not empty"),
-    EOPNOTSUPP(95, "Operation not supported");
+    EOPNOTSUPP(95, "Operation not supported"),
+    EADDRINUSE(98, "Address already in use");
 
     private final int code;
     private final String message;

@@ -1,0 +1,25 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.model.Device;
+import io.iotarget.model.IoGroup;
+
+/**
+ * An enabled namespace as the IO path sees it: immutable, published by the configuration
+ * thread in a {@link NamespaceTable}. Any thread.
+ *
+ * @param nsid     namespace id, 1..0xFFFFFFFE
+ * @param device   the engine device its IO goes to
+ * @param group    who pays for its IO: the bound group, or the root when unbound
+ * @param readOnly writes are refused with Namespace Is Write Protected
+ * @param lbaShift log2 of the LBA size (9 or 12)
+ * @param blocks   NSZE: the device size in LBAs
+ * @param uuid     16 bytes (NS descriptor type 3)
+ * @param nguid    16 bytes, all zero when not set
+ */
+record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
+                       byte[] uuid, byte[] nguid) {
+    /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
+    boolean contains(long slba, long count) {
+        return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;
+    }
+}

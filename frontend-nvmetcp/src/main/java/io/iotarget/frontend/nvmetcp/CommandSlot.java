@@ -1,0 +1,154 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.engine.Engine;
+import io.iotarget.model.IoCallback;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * One command in flight on a queue, reused for the life of the connection: its SQE, its data
+ * buffer, its pooled {@link IoRequest}s and its completion. The slot's {@link #tag} is the
+ * transfer tag of its R2Ts.
+ *
+ * <p>Ownership moves with the command, never shared: the queue's reader fills the slot and
+ * runs or submits the command; the engine owns it until the last {@link #complete} call; the
+ * queue's writer owns it from {@link Connection#respond} until it has written the response and
+ * put the tag back on the free list. Each hand-off is a release/acquire pair (the response
+ * queue's exchange, the free list's index), so the fields themselves are plain.
+ */
+final class CommandSlot implements IoCallback {
+    /** What the writer is to send for the slot. */
+    static final int EVENT_R2T = 1;
+    static final int EVENT_RESPONSE = 2;
+
+    private static final int DATA_ALIGNMENT = 4096;
+    private static final ByteBuffer NO_DATA = ByteBuffer.allocateDirect(0);
+    private static final VarHandle PENDING;
+    private static final VarHandle FIRST_ERROR;
+    static final VarHandle NEXT;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            PENDING = l.findVarHandle(CommandSlot.class, "pending", int.class);
+            FIRST_ERROR = l.findVarHandle(CommandSlot.class, "firstError", IoStatus.class);
+            NEXT = l.findVarHandle(CommandSlot.class, "next", CommandSlot.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    final int tag;
+    final Connection connection;
+    final ByteBuffer sqe = ByteBuffer.allocate(Sqe.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+
+    /** Storage for the command's data, direct and page aligned, grown to the largest transfer seen. */
+    private ByteBuffer storage = NO_DATA;
+    private IoRequest[] requests = {new IoRequest()};
+
+    // Reader-side command state.
+    /** Bytes the command transfers (either way); its data lies in {@link #data()} [0, dataLength). */
+    int dataLength;
+    /** Host-to-controller bytes still expected through R2T/H2CData, and bytes received so far. */
+    boolean awaitingData;
+    int received;
+    boolean dataCorrupt;
+    /** The namespace an IO command addresses, kept for the error log. */
+    ActiveNamespace namespace;
+    long startLba;
+
+    // Completion, read by the writer.
+    int event;
+    int status;
+    long result;
+    /** The response carries the command's data to the host (C2HData) when it succeeds. */
+    boolean dataToHost;
+
+    @SuppressWarnings("unused")     // PENDING
+    private volatile int pending;
+    @SuppressWarnings("unused")     // FIRST_ERROR
+    private volatile IoStatus firstError;
+    @SuppressWarnings("unused")     // NEXT, SlotQueue's link
+    volatile CommandSlot next;
+
+    CommandSlot(int tag, Connection connection) {
+        this.tag = tag;
+        this.connection = connection;
+    }
+
+    /** Readies the slot for a new command whose SQE is at {@code header[sqeAt, sqeAt + 64)}. */
+    void begin(ByteBuffer header, int sqeAt) {
+        sqe.put(0, header, sqeAt, Sqe.BYTES);
+        dataLength = 0;
+        awaitingData = false;
+        received = 0;
+        dataCorrupt = false;
+        namespace = null;
+        startLba = 0;
+        status = Status.SUCCESS;
+        result = 0;
+        dataToHost = false;
+    }
+
+    int commandId() {
+        return Sqe.commandId(sqe);
+    }
+
+    /** The data buffer sized for {@code length} bytes: position 0, limit {@code length}; earlier content is garbage. */
+    ByteBuffer data(int length) {
+        if (storage.capacity() < length) {
+            int capacity = Math.max(DATA_ALIGNMENT, Integer.highestOneBit(length - 1) << 1);
+            storage = ByteBuffer.allocateDirect(capacity + DATA_ALIGNMENT).alignedSlice(DATA_ALIGNMENT).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        dataLength = length;
+        return storage.clear().limit(length);
+    }
+
+    /** The command's data, [0, dataLength). */
+    ByteBuffer data() {
+        return storage.clear().limit(dataLength);
+    }
+
+    /** The window [offset, offset + length) of the data, for an H2CData PDU to fill. */
+    ByteBuffer dataWindow(int offset, int length) {
+        return storage.limit(offset + length).position(offset);
+    }
+
+    /** The i-th pooled request, reset; grows the pool when a command needs more (DSM ranges). */
+    IoRequest request(int i) {
+        if (i >= requests.length) {
+            IoRequest[] grown = java.util.Arrays.copyOf(requests, Math.max(i + 1, requests.length * 2));
+            for (int k = requests.length; k < grown.length; k++) grown[k] = new IoRequest();
+            requests = grown;
+        }
+        IoRequest io = requests[i];
+        io.reset();
+        return io;
+    }
+
+    /**
+     * Submits requests 0..count-1 (built with {@link #request}) through the engine; the
+     * slot responds once the last one completes. Reader thread; {@code count} &gt; 0.
+     */
+    void submitAll(int count, Engine engine) {
+        FIRST_ERROR.setOpaque(this, (IoStatus) null);
+        PENDING.setRelease(this, count);
+        for (int i = 0; i < count; i++) engine.submit(requests[i]);
+    }
+
+    /** Engine callback, any thread: the last completion responds; the first failure decides the status. */
+    @Override
+    public void complete(IoRequest io) {
+        IoStatus s = io.status();
+        if (s != IoStatus.OK) FIRST_ERROR.compareAndSet(this, (IoStatus) null, s);
+        if ((int) PENDING.getAndAdd(this, -1) != 1) return;
+        IoStatus error = (IoStatus) FIRST_ERROR.getAcquire(this);
+        status = error == null ? Status.SUCCESS : Status.of(error);
+        connection.finishIo(this);
+    }
+}

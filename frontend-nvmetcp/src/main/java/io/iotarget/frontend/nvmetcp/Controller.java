@@ -1,0 +1,408 @@
+package io.iotarget.frontend.nvmetcp;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A dynamic controller: created by an admin-queue Connect for one (subsystem, host, port),
+ * gone when its admin queue closes. Holds the registers (CAP, VS, CC, CSTS), the queue table,
+ * keep-alive, asynchronous events (AER slots, the changed-namespace list) and the error log.
+ *
+ * <p>Threads: the registers are read by any queue (volatile) and written under {@link #lock},
+ * as is everything else. The lock is taken by the queues' readers, the keep-alive timer,
+ * engine completion threads (error log) and the configuration thread, always after the
+ * configuration lock, never before it.
+ */
+final class Controller {
+    // CC fields (NVMe base spec, Controller Configuration).
+    static final int CC_ENABLE = 1;
+    static final int CC_CSS_SHIFT = 4;
+    static final int CC_MPS_SHIFT = 7;
+    static final int CC_AMS_SHIFT = 11;
+    static final int CC_SHN_SHIFT = 14;
+    static final int CC_IOSQES_SHIFT = 16;
+    static final int CC_IOCQES_SHIFT = 20;
+    // CSTS bits.
+    static final int CSTS_READY = 1;
+    static final int CSTS_FATAL = 1 << 1;
+    static final int CSTS_SHUTDOWN_COMPLETE = 2 << 2;
+    // Property offsets.
+    static final int PROPERTY_CAP = 0x00;
+    static final int PROPERTY_VS = 0x08;
+    static final int PROPERTY_CC = 0x14;
+    static final int PROPERTY_CSTS = 0x1C;
+
+    /** Asynchronous event configuration bits (Set Features 0x0B) this controller can raise. */
+    static final int AEN_SMART_WARNINGS = 0x1F;
+    static final int AEN_NAMESPACE_ATTRIBUTE = 1 << 8;
+    static final int AEN_DISCOVERY_LOG = 1 << 31;
+    /** AER completion DW0: type 2 (notice) | info << 8 | log page << 16. */
+    static final int EVENT_NAMESPACE_CHANGED = 0x02 | 0x00 << 8 | 0x04 << 16;
+    static final int EVENT_DISCOVERY_CHANGED = 0x02 | 0xF0 << 8 | 0x70 << 16;
+    /** NVMET_ASYNC_EVENTS: outstanding AERs per controller. */
+    static final int MAX_ASYNC_EVENT_REQUESTS = 4;
+    /** NVME_MAX_CHANGED_NAMESPACES. */
+    static final int CHANGED_NAMESPACES_MAX = 1024;
+    static final int ERROR_LOG_ENTRIES = 16;
+    static final int ERROR_LOG_ENTRY_BYTES = 64;
+    /** NVMET_DISC_KATO_MS: discovery controllers that asked for no keep-alive still go after 2 minutes of silence. */
+    static final int DISCOVERY_KATO_MS = 120_000;
+    /** CAP.TO in 500 ms units: 7.5 s, nvmet's value. */
+    private static final long CAP_TIMEOUT = 15;
+
+    final NvmeTarget target;
+    final Subsystem subsystem;
+    final Port port;
+    final int cntlid;
+    final String hostNqn;
+    final byte[] hostId;
+    /** CAP.MQES + 1: the largest queue a host may create. */
+    final int queueSizeLimit;
+    final int inlineDataBytes;
+    final long cap;
+
+    final ReentrantLock lock = new ReentrantLock();
+    private final Connection[] queues;
+    private volatile int cc;
+    private volatile int csts;
+    /** A command arrived on some queue since the last keep-alive tick (traffic-based keep-alive). */
+    private volatile boolean traffic = true;
+    private int katoMs;
+    private ScheduledFuture<?> keepAlive;
+    private boolean dead;
+
+    private int aenConfig;
+    private final CommandSlot[] asyncEventRequests = new CommandSlot[MAX_ASYNC_EVENT_REQUESTS];
+    private int asyncEventRequestCount;
+    private final ArrayDeque<Integer> pendingEvents = new ArrayDeque<>();
+    /** Event kinds delivered and not yet acknowledged by reading their log page without RAE. */
+    private boolean namespaceEventMasked;
+    private boolean discoveryEventMasked;
+    private final int[] changedNamespaces = new int[CHANGED_NAMESPACES_MAX];
+    private int changedCount;
+    private boolean changedOverflow;
+
+    private final ByteBuffer errorLog = ByteBuffer.allocate(ERROR_LOG_ENTRIES * ERROR_LOG_ENTRY_BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    private long errorCount;
+
+    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, int katoMs) {
+        this.target = target;
+        this.subsystem = subsystem;
+        this.port = port;
+        this.cntlid = cntlid;
+        this.hostNqn = hostNqn;
+        this.hostId = hostId;
+        this.queueSizeLimit = port.queueSizeLimit();
+        this.inlineDataBytes = port.inlineDataBytes();
+        this.queues = new Connection[subsystem.maxQid + 1];
+        this.katoMs = katoMs == 0 && subsystem.discovery ? DISCOVERY_KATO_MS : katoMs;
+        this.cap = (queueSizeLimit - 1) | 1L << 16 | CAP_TIMEOUT << 24 | 1L << 37;
+    }
+
+    boolean discovery() {
+        return subsystem.discovery;
+    }
+
+    int maxQid() {
+        return queues.length - 1;
+    }
+
+    // ---------------------------------------------------------------- queues
+
+    /** Installs a connected queue; a status if the queue id is taken or the controller is gone. */
+    int attach(int qid, Connection queue) {
+        lock.lock();
+        try {
+            if (dead) return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+            if (queues[qid] != null) return Status.CONNECT_CONTROLLER_BUSY | Status.DNR;
+            queues[qid] = queue;
+            if (qid == 0) startKeepAlive();
+            return Status.SUCCESS;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A queue's connection closed. When it was the admin queue, the controller goes with all its queues. */
+    void detach(int qid, Connection queue) {
+        lock.lock();
+        try {
+            if (queues[qid] != queue) return;
+            queues[qid] = null;
+            if (qid != 0) return;
+            dead = true;
+            if (keepAlive != null) keepAlive.cancel(false);
+            for (Connection c : queues) if (c != null) c.close();
+        } finally {
+            lock.unlock();
+        }
+        target.controllerGone(this);
+    }
+
+    /**
+     * A fatal error (keep-alive timeout, configuration change): CSTS.CFS is set and every queue
+     * is closed, as nvmet's {@code nvmet_ctrl_fatal_error}; the host reconnects.
+     */
+    void fatal() {
+        lock.lock();
+        try {
+            csts |= CSTS_FATAL;
+            for (Connection c : queues) if (c != null) c.close();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- keep-alive
+
+    /** Any queue, per command: cheap unless the flag is clear. */
+    void noteTraffic() {
+        if (!traffic) traffic = true;
+    }
+
+    int katoMs() {
+        lock.lock();
+        try {
+            return katoMs;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Set Features KATO: restarts the timer with the new period. */
+    void kato(int ms) {
+        lock.lock();
+        try {
+            katoMs = ms;
+            if (keepAlive != null) keepAlive.cancel(false);
+            keepAlive = null;
+            if (!dead) startKeepAlive();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lock held. nvmet counts KATO in whole seconds, rounded up. */
+    private void startKeepAlive() {
+        if (katoMs == 0) return;
+        long periodMs = (katoMs + 999) / 1000 * 1000L;
+        traffic = true;
+        keepAlive = target.scheduler().scheduleWithFixedDelay(this::keepAliveTick, periodMs, periodMs, TimeUnit.MILLISECONDS);
+    }
+
+    private void keepAliveTick() {
+        if (traffic) {
+            traffic = false;
+            return;
+        }
+        fatal();
+    }
+
+    // ---------------------------------------------------------------- registers
+
+    int cc() {
+        return cc;
+    }
+
+    int csts() {
+        return csts;
+    }
+
+    /** CC.EN = 1 and CSTS.RDY = 1: commands other than fabrics commands may run. */
+    boolean ready() {
+        return (cc & CC_ENABLE) != 0 && (csts & CSTS_READY) != 0;
+    }
+
+    /** A Property Set of CC, as nvmet's {@code nvmet_update_cc}. Admin queue reader. */
+    void writeCc(int value) {
+        lock.lock();
+        try {
+            int old = cc;
+            cc = value;
+            boolean enable = (value & CC_ENABLE) != 0, wasEnabled = (old & CC_ENABLE) != 0;
+            int shutdown = (value >>> CC_SHN_SHIFT) & 3, wasShutdown = (old >>> CC_SHN_SHIFT) & 3;
+            if (enable && !wasEnabled) csts = validCc(value) ? CSTS_READY : CSTS_FATAL;
+            if (!enable && wasEnabled) csts = 0;
+            if (shutdown != 0 && wasShutdown == 0) csts |= CSTS_SHUTDOWN_COMPLETE;
+            if (shutdown == 0 && wasShutdown != 0) csts &= ~CSTS_SHUTDOWN_COMPLETE;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** IOSQES 6 (64 B), IOCQES 4 (16 B), MPS 0 (4 KiB), AMS round robin, CSS NVM. */
+    private static boolean validCc(int value) {
+        return ((value >>> CC_IOSQES_SHIFT) & 0xf) == 6 && ((value >>> CC_IOCQES_SHIFT) & 0xf) == 4
+               && ((value >>> CC_MPS_SHIFT) & 0xf) == 0 && ((value >>> CC_AMS_SHIFT) & 7) == 0
+               && ((value >>> CC_CSS_SHIFT) & 7) == 0;
+    }
+
+    // ---------------------------------------------------------------- asynchronous events
+
+    /** Async event configuration (Set Features 0x0B); false when it asks for events this controller cannot raise. */
+    boolean aenConfig(int value) {
+        int supported = discovery() ? AEN_DISCOVERY_LOG : AEN_SMART_WARNINGS | AEN_NAMESPACE_ATTRIBUTE;
+        if ((value & ~supported) != 0) return false;
+        lock.lock();
+        try {
+            aenConfig = value;
+        } finally {
+            lock.unlock();
+        }
+        return true;
+    }
+
+    int aenConfig() {
+        lock.lock();
+        try {
+            return aenConfig;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** An Asynchronous Event Request: parked until an event; a status when over the limit. */
+    int asyncEventRequest(CommandSlot slot) {
+        lock.lock();
+        try {
+            if (asyncEventRequestCount == MAX_ASYNC_EVENT_REQUESTS) return Status.ASYNC_EVENT_LIMIT | Status.DNR;
+            asyncEventRequests[asyncEventRequestCount++] = slot;
+            deliverEvents();
+            return Connection.PENDING;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A namespace of the subsystem was enabled, disabled or changed: the changed list grows and the host hears of it. */
+    void namespaceChanged(int nsid) {
+        lock.lock();
+        try {
+            if (changedCount < CHANGED_NAMESPACES_MAX) {
+                boolean present = false;
+                for (int i = 0; i < changedCount; i++) present |= changedNamespaces[i] == nsid;
+                if (!present) changedNamespaces[changedCount++] = nsid;
+            } else {
+                changedOverflow = true;
+            }
+            if ((aenConfig & AEN_NAMESPACE_ATTRIBUTE) != 0 && !namespaceEventMasked) {
+                namespaceEventMasked = true;
+                pendingEvents.add(EVENT_NAMESPACE_CHANGED);
+                deliverEvents();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** What a discovery controller's host may see changed (ports, links, allowed hosts). */
+    void discoveryChanged() {
+        lock.lock();
+        try {
+            if ((aenConfig & AEN_DISCOVERY_LOG) != 0 && !discoveryEventMasked) {
+                discoveryEventMasked = true;
+                pendingEvents.add(EVENT_DISCOVERY_CHANGED);
+                deliverEvents();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lock held: completes parked AERs with queued events. */
+    private void deliverEvents() {
+        while (asyncEventRequestCount > 0 && !pendingEvents.isEmpty()) {
+            CommandSlot slot = asyncEventRequests[--asyncEventRequestCount];
+            asyncEventRequests[asyncEventRequestCount] = null;
+            slot.result = pendingEvents.poll();
+            slot.status = Status.SUCCESS;
+            slot.connection.respond(slot);
+        }
+    }
+
+    /**
+     * Log page 0x04: fills {@code out} (4096 bytes, zeroed) with the changed nsids, 0xFFFFFFFF
+     * first when more than 1024 changed, and clears the list; without RAE the event is re-armed.
+     */
+    void takeChangedNamespaces(ByteBuffer out, boolean retainEvent) {
+        lock.lock();
+        try {
+            if (changedOverflow) {
+                out.putInt(0, 0xFFFFFFFF);
+            } else {
+                for (int i = 0; i < changedCount; i++) out.putInt(i * 4, changedNamespaces[i]);
+            }
+            changedCount = 0;
+            changedOverflow = false;
+            if (!retainEvent) namespaceEventMasked = false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The discovery log was read without RAE: the next change raises an event again. */
+    void discoveryLogRead(boolean retainEvent) {
+        if (retainEvent) return;
+        lock.lock();
+        try {
+            discoveryEventMasked = false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- error log and health
+
+    /**
+     * Records a failed command in the error log ring (entry layout: error count u64 @0, SQID u16
+     * @8, CID u16 @10, status field u16 @12, parameter error location u16 @14, LBA u64 @16,
+     * NSID u32 @24, transport type u8 @29). Any thread.
+     */
+    void recordError(int sqid, int commandId, int status, long lba, int nsid) {
+        lock.lock();
+        try {
+            errorCount++;
+            int at = (int) (errorCount % ERROR_LOG_ENTRIES) * ERROR_LOG_ENTRY_BYTES;
+            for (int i = 0; i < ERROR_LOG_ENTRY_BYTES; i++) errorLog.put(at + i, (byte) 0);
+            errorLog.putLong(at, errorCount);
+            errorLog.putShort(at + 8, (short) sqid);
+            errorLog.putShort(at + 10, (short) commandId);
+            errorLog.putShort(at + 12, (short) (status << 1));
+            errorLog.putShort(at + 14, (short) 0xFFFF);
+            errorLog.putLong(at + 16, lba);
+            errorLog.putInt(at + 24, nsid);
+            errorLog.put(at + 29, (byte) Port.TRTYPE_TCP);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Log page 0x01: the entries, most recent first, into {@code out} (zeroed, 64 × entries bytes). */
+    void errorLog(ByteBuffer out) {
+        lock.lock();
+        try {
+            long n = Math.min(errorCount, ERROR_LOG_ENTRIES);
+            for (int i = 0; i < n; i++) {
+                int slot = (int) ((errorCount - i) % ERROR_LOG_ENTRIES) * ERROR_LOG_ENTRY_BYTES;
+                out.put(i * ERROR_LOG_ENTRY_BYTES, errorLog, slot, ERROR_LOG_ENTRY_BYTES);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Sums the IO queues' command counters: {reads, writes, bytes read, bytes written}. */
+    long[] ioCounters() {
+        long[] sum = new long[4];
+        lock.lock();
+        try {
+            for (Connection c : queues) if (c != null) c.addCounters(sum);
+        } finally {
+            lock.unlock();
+        }
+        return sum;
+    }
+}

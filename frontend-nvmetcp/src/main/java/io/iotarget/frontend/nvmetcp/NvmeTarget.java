@@ -1,0 +1,123 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.engine.Engine;
+import io.iotarget.model.ConfigTree;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The NVMe/TCP target: nvmet's model (subsystems, namespaces, ports, hosts and the discovery
+ * subsystem) served over TCP to NVMe hosts such as Linux's nvme-tcp, with every namespace's IO
+ * charged to its group through the {@link Engine}. Configured only through {@link #tree()},
+ * which mirrors {@code /sys/kernel/config/nvmet}.
+ *
+ * <p>Threads: the configuration (the tree, Connect, Identify, log pages) is guarded by one
+ * configuration lock; each connection has a reader and a writer virtual thread; one timer
+ * thread runs keep-alive checks. The IO path takes no configuration lock. Any thread may call
+ * the public methods.
+ */
+public final class NvmeTarget implements AutoCloseable {
+    private final Engine engine;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
+
+    final Map<String, Host> hosts = new TreeMap<>();
+    final Map<String, Subsystem> subsystems = new TreeMap<>();
+    final Map<Integer, Port> ports = new TreeMap<>();
+    final Subsystem discovery = new Subsystem(Subsystem.WELL_KNOWN_DISCOVERY_NQN, true);
+    /** GENCTR of the discovery log: bumped whenever what a host may discover changes. */
+    private long discoveryGeneration;
+    private final NvmetTree tree;
+
+    public NvmeTarget(Engine engine) {
+        this.engine = engine;
+        this.tree = new NvmetTree(this);
+    }
+
+    /** The configuration tree, laid out like nvmet's configfs. */
+    public ConfigTree tree() {
+        return tree;
+    }
+
+    Engine engine() {
+        return engine;
+    }
+
+    ScheduledExecutorService scheduler() {
+        return scheduler;
+    }
+
+    void lock() {
+        lock.lock();
+    }
+
+    void unlock() {
+        lock.unlock();
+    }
+
+    /**
+     * The subsystem a Connect to {@code nqn} through {@code port} reaches: the discovery
+     * subsystem (by its configured or well-known NQN), or an NVM subsystem linked to the port.
+     * Configuration lock held.
+     */
+    Subsystem subsystemForConnect(Port port, String nqn) {
+        if (nqn.equals(discovery.nqn) || nqn.equals(Subsystem.WELL_KNOWN_DISCOVERY_NQN)) return discovery;
+        Subsystem s = subsystems.get(nqn);
+        return s != null && port.links(s) ? s : null;
+    }
+
+    /** The discovery log as {@code c}'s host sees it through {@code c}'s port. */
+    ByteBuffer discoveryLog(Controller c) {
+        lock();
+        try {
+            List<String> nqns = new ArrayList<>();
+            nqns.add(discovery.nqn);
+            for (Subsystem s : c.port.subsystems.values()) {
+                if (s.allows(c.hostNqn) && !nqns.contains(s.nqn)) nqns.add(s.nqn);
+            }
+            return LogPages.discoveryLog(discoveryGeneration, c.port, nqns);
+        } finally {
+            unlock();
+        }
+    }
+
+    /** What a host may discover changed: new generation, and discovery controllers hear of it. Lock held. */
+    void discoveryChanged() {
+        discoveryGeneration++;
+        for (Controller c : discovery.controllers) c.discoveryChanged();
+    }
+
+    /** A controller's admin queue closed. */
+    void controllerGone(Controller c) {
+        lock();
+        try {
+            c.subsystem.controllers.remove(c);
+        } finally {
+            unlock();
+        }
+    }
+
+    /** Stops every port, closes every connection and disables every namespace (releasing devices and groups). */
+    @Override
+    public void close() {
+        lock();
+        try {
+            for (Port p : ports.values()) p.stop();
+            for (Subsystem s : subsystems.values()) {
+                for (Namespace ns : s.namespaces.values()) ns.disable(engine);
+                s.publishTable();
+            }
+        } finally {
+            unlock();
+        }
+        scheduler.shutdownNow();
+    }
+}

@@ -1,0 +1,766 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.KernelParse;
+import io.iotarget.model.ConfigTree;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The target's configuration as a tree shaped like nvmet's configfs, with nvmet's attribute
+ * names, value formats and errnos:
+ *
+ * <pre>
+ *  hosts/&lt;hostnqn&gt;/
+ *  subsystems/&lt;nqn&gt;/   attr_allow_any_host attr_version attr_serial attr_model attr_firmware
+ *                        attr_cntlid_min attr_cntlid_max attr_qid_max
+ *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
+ *      namespaces/&lt;nsid&gt;/  device_path device_uuid device_nguid readonly buffered_io
+ *                            cgroup_id cgroup enable
+ *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_treq
+ *                        param_inline_data_size param_max_queue_size
+ *      subsystems/&lt;name&gt; -&gt; subsystems/&lt;nqn&gt;              (links; the first starts listening)
+ *  discovery_nqn
+ * </pre>
+ *
+ * Listings run in dependency order (hosts, subsystems, ports; {@code enable} last in a
+ * namespace), so replaying a listing rebuilds the same target. {@code cgroup_id} is nvmet's
+ * attribute with the cgroup_id patch (a group id; 0 = unbound, charged to the root group);
+ * {@code cgroup} is iotarget's name for the same binding by group path; writing either updates
+ * both. {@code readonly} is iotarget's (nvmet has none). Reads end with a newline, as sysfs
+ * reads do; a trailing newline on writes is ignored.
+ *
+ * <p>Any thread; every operation runs under the target's configuration lock.
+ */
+final class NvmetTree implements ConfigTree {
+    private static final String SUBSYSTEMS = "subsystems";
+    private static final String PORTS = "ports";
+    private static final String HOSTS = "hosts";
+    private static final String NAMESPACES = "namespaces";
+    private static final String ALLOWED_HOSTS = "allowed_hosts";
+    private static final String DISCOVERY_NQN = "discovery_nqn";
+    private static final int TRADDR_MAX = 256;
+    private static final int TRSVCID_MAX = 32;
+
+    /** An attribute file: how to show it and how to store a write (null = read-only). */
+    private record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
+    }
+
+    @FunctionalInterface
+    private interface Reader<T> {
+        String read(T owner);
+    }
+
+    @FunctionalInterface
+    private interface Writer<T> {
+        void write(T owner, String value) throws ControlException;
+    }
+
+    /** What a path names. */
+    private sealed interface Node {
+    }
+
+    private record Root() implements Node {
+    }
+
+    private record Collection(String name) implements Node {
+    }
+
+    private record SubsystemDir(Subsystem subsystem) implements Node {
+    }
+
+    private record AllowedHosts(Subsystem subsystem) implements Node {
+    }
+
+    private record Namespaces(Subsystem subsystem) implements Node {
+    }
+
+    private record NamespaceDir(Namespace namespace) implements Node {
+    }
+
+    private record PortDir(Port port) implements Node {
+    }
+
+    private record PortSubsystems(Port port) implements Node {
+    }
+
+    private record HostDir(Host host) implements Node {
+    }
+
+    /** A link inside a LINKS directory; {@code target} is the tree path it points at. */
+    private record Link(Node directory, String name, String target) implements Node {
+    }
+
+    private record File<T>(T owner, Attribute<T> attribute) implements Node {
+    }
+
+    private final NvmeTarget target;
+    private final List<Attribute<NvmeTarget>> rootAttributes;
+    private final List<Attribute<Subsystem>> subsystemAttributes;
+    private final List<Attribute<Namespace>> namespaceAttributes;
+    private final List<Attribute<Port>> portAttributes;
+
+    NvmetTree(NvmeTarget target) {
+        this.target = target;
+        this.rootAttributes = List.of(new Attribute<>(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn));
+        this.subsystemAttributes = List.of(
+                new Attribute<>("attr_allow_any_host", s -> bool(s.allowAnyHost), this::writeAllowAnyHost),
+                new Attribute<>("attr_version", s -> versionText(s.version), NvmetTree::writeVersion),
+                new Attribute<>("attr_serial", s -> s.serial, NvmetTree::writeSerial),
+                new Attribute<>("attr_model", s -> s.model, NvmetTree::writeModel),
+                new Attribute<>("attr_firmware", s -> s.firmware, NvmetTree::writeFirmware),
+                new Attribute<>("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), NvmetTree::writeCntlidMin),
+                new Attribute<>("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
+                new Attribute<>("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax));
+        this.namespaceAttributes = List.of(
+                new Attribute<>("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath),
+                new Attribute<>("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
+                new Attribute<>("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
+                new Attribute<>("readonly", ns -> bool(ns.readOnly), NvmetTree::writeReadOnly),
+                new Attribute<>("buffered_io", ns -> bool(ns.bufferedIo), NvmetTree::writeBufferedIo),
+                new Attribute<>("cgroup_id", ns -> Long.toString(ns.group == null ? 0 : ns.group.id()), this::writeCgroupId),
+                new Attribute<>("cgroup", ns -> ns.group == null ? "" : ns.group.path(), this::writeCgroup),
+                new Attribute<>("enable", ns -> bool(ns.enabled()), this::writeEnable));
+        this.portAttributes = List.of(
+                new Attribute<>("addr_trtype", p -> p.trtype, NvmetTree::writeTrtype),
+                new Attribute<>("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
+                new Attribute<>("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
+                new Attribute<>("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
+                new Attribute<>("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
+                new Attribute<>("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
+                new Attribute<>("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize));
+    }
+
+    // ---------------------------------------------------------------- ConfigTree
+
+    @Override
+    public Kind kind(String path) throws ControlException {
+        target.lock();
+        try {
+            return switch (resolve(path)) {
+                case File<?> f -> Kind.FILE;
+                case AllowedHosts a -> Kind.LINKS;
+                case PortSubsystems p -> Kind.LINKS;
+                default -> Kind.DIRECTORY;
+            };
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public List<String> list(String path) throws ControlException {
+        target.lock();
+        try {
+            Node node = resolve(path);
+            if (node instanceof Link link) node = resolve(link.target());
+            List<String> out = new ArrayList<>();
+            switch (node) {
+                case Root r -> {
+                    out.add(HOSTS + "/");
+                    out.add(SUBSYSTEMS + "/");
+                    out.add(PORTS + "/");
+                    for (Attribute<NvmeTarget> a : rootAttributes) out.add(a.name());
+                }
+                case Collection c -> {
+                    switch (c.name()) {
+                        case HOSTS -> target.hosts.keySet().forEach(n -> out.add(n + "/"));
+                        case SUBSYSTEMS -> target.subsystems.keySet().forEach(n -> out.add(n + "/"));
+                        default -> target.ports.keySet().forEach(n -> out.add(n + "/"));
+                    }
+                }
+                case SubsystemDir s -> {
+                    for (Attribute<Subsystem> a : subsystemAttributes) out.add(a.name());
+                    out.add(ALLOWED_HOSTS + "/");
+                    out.add(NAMESPACES + "/");
+                }
+                case AllowedHosts a -> out.addAll(a.subsystem().allowedHosts.keySet());
+                case Namespaces n -> n.subsystem().namespaces.keySet().forEach(id -> out.add(Integer.toUnsignedString(id) + "/"));
+                case NamespaceDir n -> {
+                    for (Attribute<Namespace> a : namespaceAttributes) out.add(a.name());
+                }
+                case PortDir p -> {
+                    for (Attribute<Port> a : portAttributes) out.add(a.name());
+                    out.add(SUBSYSTEMS + "/");
+                }
+                case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
+                case HostDir h -> {
+                }
+                case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
+                case Link l -> throw new IllegalStateException("links resolved above");
+            }
+            return out;
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public String read(String path) throws ControlException {
+        target.lock();
+        try {
+            if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
+            return show(file) + "\n";
+        } finally {
+            target.unlock();
+        }
+    }
+
+    private static <T> String show(File<T> file) {
+        return file.attribute().reader().read(file.owner());
+    }
+
+    @Override
+    public void write(String path, String value) throws ControlException {
+        target.lock();
+        try {
+            if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
+            store(file, value.endsWith("\n") ? value.substring(0, value.length() - 1) : value);
+        } finally {
+            target.unlock();
+        }
+    }
+
+    private static <T> void store(File<T> file, String value) throws ControlException {
+        Writer<T> writer = file.attribute().writer();
+        if (writer == null) throw new ControlException(Errno.EACCES, file.attribute().name() + " is read-only");
+        writer.write(file.owner(), value);
+    }
+
+    @Override
+    public void mkdir(String path) throws ControlException {
+        List<String> parts = split(path);
+        if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root exists");
+        String name = parts.getLast();
+        target.lock();
+        try {
+            Node parent = resolve(parts.subList(0, parts.size() - 1));
+            if (exists(parent, name)) throw new ControlException(Errno.EEXIST, path + " exists");
+            switch (parent) {
+                case Collection c when c.name().equals(HOSTS) -> {
+                    checkNqn("hosts", name);
+                    target.hosts.put(name, new Host(name));
+                }
+                case Collection c when c.name().equals(SUBSYSTEMS) -> {
+                    checkNqn("subsystems", name);
+                    if (name.equals(Subsystem.WELL_KNOWN_DISCOVERY_NQN) || name.equals(target.discovery.nqn)) {
+                        throw new ControlException(Errno.EINVAL, "subsystems/" + name + ": the discovery subsystem cannot be created");
+                    }
+                    target.subsystems.put(name, new Subsystem(name, false));
+                }
+                case Collection c -> {
+                    int id = (int) parseUnsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");
+                    target.ports.put(id, new Port(id));
+                }
+                case Namespaces n -> {
+                    long nsid = parseUnsigned("namespaces/" + name, name, 0xFFFFFFFFL, "an nsid 1..4294967294");
+                    if (nsid == 0 || nsid == 0xFFFFFFFFL) throw KernelParse.invalid("namespaces/" + name, name, "an nsid 1..4294967294");
+                    n.subsystem().namespaces.put((int) nsid, new Namespace(n.subsystem(), (int) nsid));
+                }
+                default -> throw new ControlException(Errno.EPERM, path + ": cannot create directories here");
+            }
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public void rmdir(String path) throws ControlException {
+        target.lock();
+        try {
+            switch (resolve(path)) {
+                case HostDir h -> {
+                    for (Subsystem s : target.subsystems.values()) {
+                        for (Map.Entry<String, Host> e : s.allowedHosts.entrySet()) {
+                            if (e.getValue() == h.host()) {
+                                throw new ControlException(Errno.EBUSY, path + " is linked from subsystems/" + s.nqn + "/allowed_hosts/" + e.getKey());
+                            }
+                        }
+                    }
+                    target.hosts.remove(h.host().nqn);
+                }
+                case SubsystemDir sd -> {
+                    Subsystem s = sd.subsystem();
+                    if (!s.namespaces.isEmpty()) throw new ControlException(Errno.ENOTEMPTY, path + " has namespaces");
+                    if (!s.allowedHosts.isEmpty()) throw new ControlException(Errno.ENOTEMPTY, path + " has allowed_hosts links");
+                    for (Port p : target.ports.values()) {
+                        for (Map.Entry<String, Subsystem> e : p.subsystems.entrySet()) {
+                            if (e.getValue() == s) throw new ControlException(Errno.EBUSY, path + " is linked from ports/" + p.id + "/subsystems/" + e.getKey());
+                        }
+                    }
+                    for (Controller c : List.copyOf(s.controllers)) c.fatal();
+                    target.subsystems.remove(s.nqn);
+                }
+                case NamespaceDir nd -> {
+                    Namespace ns = nd.namespace();
+                    boolean wasEnabled = ns.enabled();
+                    ns.disable(target.engine());
+                    ns.subsystem.namespaces.remove(ns.nsid);
+                    if (wasEnabled) namespaceChanged(ns);
+                }
+                case PortDir pd -> {
+                    if (!pd.port().subsystems.isEmpty()) throw new ControlException(Errno.ENOTEMPTY, path + " has linked subsystems");
+                    target.ports.remove(pd.port().id);
+                }
+                default -> throw new ControlException(Errno.EPERM, path + ": not a removable directory");
+            }
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public void link(String targetPath, String linkPath) throws ControlException {
+        List<String> parts = split(linkPath);
+        if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root exists");
+        String name = parts.getLast();
+        target.lock();
+        try {
+            Node directory = resolve(parts.subList(0, parts.size() - 1));
+            Node pointee = resolveOrNull(split(targetPath));
+            switch (directory) {
+                case PortSubsystems ps -> {
+                    if (!(pointee instanceof SubsystemDir sd)) {
+                        throw new ControlException(Errno.EINVAL, linkPath + " -> " + targetPath + " (expected: a link to subsystems/<nqn>)");
+                    }
+                    Port port = ps.port();
+                    if (port.subsystems.containsKey(name)) throw new ControlException(Errno.EEXIST, linkPath + " exists");
+                    if (port.links(sd.subsystem())) throw new ControlException(Errno.EEXIST, "ports/" + port.id + " already links subsystems/" + sd.subsystem().nqn);
+                    if (port.subsystems.isEmpty()) port.listen(target);
+                    port.subsystems.put(name, sd.subsystem());
+                    target.discoveryChanged();
+                }
+                case AllowedHosts ah -> {
+                    if (!(pointee instanceof HostDir hd)) {
+                        throw new ControlException(Errno.EINVAL, linkPath + " -> " + targetPath + " (expected: a link to hosts/<hostnqn>)");
+                    }
+                    Subsystem s = ah.subsystem();
+                    if (s.allowAnyHost) throw new ControlException(Errno.EINVAL, linkPath + ": attr_allow_any_host=1 (expected: 0 before linking hosts)");
+                    if (s.allowedHosts.containsKey(name) || s.allowedHosts.containsValue(hd.host())) throw new ControlException(Errno.EEXIST, linkPath + " exists");
+                    s.allowedHosts.put(name, hd.host());
+                    target.discoveryChanged();
+                }
+                default -> throw new ControlException(Errno.EPERM, linkPath + ": links can only be made in ports/<id>/subsystems and subsystems/<nqn>/allowed_hosts");
+            }
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public void unlink(String linkPath) throws ControlException {
+        target.lock();
+        try {
+            if (!(resolve(linkPath) instanceof Link link)) throw new ControlException(Errno.EPERM, linkPath + " is not a link");
+            switch (link.directory()) {
+                case PortSubsystems ps -> {
+                    Port port = ps.port();
+                    Subsystem s = port.subsystems.remove(link.name());
+                    for (Controller c : List.copyOf(s.controllers)) if (c.port == port) c.fatal();
+                    if (port.subsystems.isEmpty()) port.stop();
+                    target.discoveryChanged();
+                }
+                case AllowedHosts ah -> {
+                    ah.subsystem().allowedHosts.remove(link.name());
+                    target.discoveryChanged();
+                }
+                default -> throw new IllegalStateException("links live in LINKS directories");
+            }
+        } finally {
+            target.unlock();
+        }
+    }
+
+    @Override
+    public String readLink(String linkPath) throws ControlException {
+        target.lock();
+        try {
+            if (!(resolve(linkPath) instanceof Link link)) throw new ControlException(Errno.EINVAL, linkPath + " is not a link");
+            return link.target();
+        } finally {
+            target.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- resolution
+
+    private Node resolve(String path) throws ControlException {
+        return resolve(split(path));
+    }
+
+    private Node resolve(List<String> parts) throws ControlException {
+        Node node = resolveOrNull(parts);
+        if (node == null) throw new ControlException(Errno.ENOENT, "no such file or directory: " + String.join("/", parts));
+        return node;
+    }
+
+    /** Walks the path; links are followed when the path goes on through them. Lock held. */
+    private Node resolveOrNull(List<String> parts) throws ControlException {
+        Node node = new Root();
+        for (int i = 0; i < parts.size(); i++) {
+            if (node instanceof Link link) node = resolveOrNull(split(link.target()));
+            if (node == null) return null;
+            node = child(node, parts.get(i));
+            if (node == null) return null;
+        }
+        return node;
+    }
+
+    private Node child(Node node, String name) {
+        return switch (node) {
+            case Root r -> switch (name) {
+                case HOSTS, SUBSYSTEMS, PORTS -> new Collection(name);
+                default -> file(target, rootAttributes, name);
+            };
+            case Collection c -> switch (c.name()) {
+                case HOSTS -> target.hosts.containsKey(name) ? new HostDir(target.hosts.get(name)) : null;
+                case SUBSYSTEMS -> target.subsystems.containsKey(name) ? new SubsystemDir(target.subsystems.get(name)) : null;
+                default -> {
+                    Integer id = portId(name);
+                    yield id != null && target.ports.containsKey(id) ? new PortDir(target.ports.get(id)) : null;
+                }
+            };
+            case SubsystemDir s -> switch (name) {
+                case ALLOWED_HOSTS -> new AllowedHosts(s.subsystem());
+                case NAMESPACES -> new Namespaces(s.subsystem());
+                default -> file(s.subsystem(), subsystemAttributes, name);
+            };
+            case AllowedHosts a -> {
+                Host h = a.subsystem().allowedHosts.get(name);
+                yield h == null ? null : new Link(a, name, HOSTS + "/" + h.nqn);
+            }
+            case Namespaces n -> {
+                Long nsid = nsid(name);
+                Namespace ns = nsid == null ? null : n.subsystem().namespaces.get(nsid.intValue());
+                yield ns == null ? null : new NamespaceDir(ns);
+            }
+            case NamespaceDir n -> file(n.namespace(), namespaceAttributes, name);
+            case PortDir p -> name.equals(SUBSYSTEMS) ? new PortSubsystems(p.port()) : file(p.port(), portAttributes, name);
+            case PortSubsystems p -> {
+                Subsystem s = p.port().subsystems.get(name);
+                yield s == null ? null : new Link(p, name, SUBSYSTEMS + "/" + s.nqn);
+            }
+            case HostDir h -> null;
+            case File<?> f -> null;
+            case Link l -> null;
+        };
+    }
+
+    private static <T> File<T> file(T owner, List<Attribute<T>> attributes, String name) {
+        for (Attribute<T> a : attributes) if (a.name().equals(name)) return new File<>(owner, a);
+        return null;
+    }
+
+    private boolean exists(Node parent, String name) {
+        return child(parent, name) != null;
+    }
+
+    private static Integer portId(String name) {
+        try {
+            int id = Integer.parseInt(name);
+            return id >= 0 && id <= 0xFFFF && name.equals(Integer.toString(id)) ? id : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private static Long nsid(String name) {
+        try {
+            long id = Long.parseLong(name);
+            return id > 0 && id < 0xFFFFFFFFL && name.equals(Long.toString(id)) ? id : null;
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private static List<String> split(String path) throws ControlException {
+        List<String> parts = new ArrayList<>();
+        for (String p : path.split("/")) {
+            if (p.isEmpty() || p.equals(".")) continue;
+            if (p.equals("..")) throw new ControlException(Errno.EINVAL, "'..' is not allowed in paths: " + path);
+            parts.add(p);
+        }
+        return parts;
+    }
+
+    // ---------------------------------------------------------------- root and subsystem attributes
+
+    private void writeDiscoveryNqn(NvmeTarget t, String value) throws ControlException {
+        checkNqn(DISCOVERY_NQN, value);
+        if (t.subsystems.containsKey(value)) throw new ControlException(Errno.EINVAL, DISCOVERY_NQN + "=" + value + " is the NQN of a subsystem");
+        t.discovery.nqn = value;
+        t.discoveryChanged();
+    }
+
+    private void writeAllowAnyHost(Subsystem s, String value) throws ControlException {
+        boolean allow = KernelText.bool("attr_allow_any_host", value);
+        if (allow && !s.allowedHosts.isEmpty()) {
+            throw new ControlException(Errno.EINVAL, "attr_allow_any_host=1: allowed_hosts has " + s.allowedHosts.size() + " link(s) (expected: none)");
+        }
+        if (s.allowAnyHost != allow) {
+            s.allowAnyHost = allow;
+            target.discoveryChanged();
+        }
+    }
+
+    private static void writeVersion(Subsystem s, String value) throws ControlException {
+        fixedAfterDiscovery(s, "attr_version", value);
+        String[] parts = value.strip().split("\\.");
+        if (parts.length < 2 || parts.length > 3) throw KernelParse.invalid("attr_version", value, "major.minor or major.minor.tertiary");
+        int[] v = new int[3];
+        for (int i = 0; i < parts.length; i++) v[i] = (int) parseUnsigned("attr_version", parts[i], 0xFF, "major.minor[.tertiary], each 0..255");
+        if (v[0] > 0xFFFF) throw KernelParse.invalid("attr_version", value, "major.minor[.tertiary]");
+        s.version = Subsystem.version(v[0], v[1], v[2]);
+    }
+
+    private static void writeSerial(Subsystem s, String value) throws ControlException {
+        fixedAfterDiscovery(s, "attr_serial", value);
+        s.serial = printable("attr_serial", value, Subsystem.SERIAL_BYTES);
+    }
+
+    private static void writeModel(Subsystem s, String value) throws ControlException {
+        fixedAfterDiscovery(s, "attr_model", value);
+        s.model = printable("attr_model", value, Subsystem.MODEL_BYTES);
+    }
+
+    private static void writeFirmware(Subsystem s, String value) throws ControlException {
+        fixedAfterDiscovery(s, "attr_firmware", value);
+        s.firmware = printable("attr_firmware", value, Subsystem.FIRMWARE_BYTES);
+    }
+
+    private static void writeCntlidMin(Subsystem s, String value) throws ControlException {
+        int min = (int) parseUnsigned("attr_cntlid_min", value.strip(), 0xFFFF, "1..attr_cntlid_max");
+        if (min == 0 || min > s.cntlidMax) throw KernelParse.invalid("attr_cntlid_min", value, "1.." + s.cntlidMax);
+        s.cntlidMin = min;
+    }
+
+    private static void writeCntlidMax(Subsystem s, String value) throws ControlException {
+        int max = (int) parseUnsigned("attr_cntlid_max", value.strip(), 0xFFFF, "attr_cntlid_min..65535");
+        if (max == 0 || max < s.cntlidMin) throw KernelParse.invalid("attr_cntlid_max", value, s.cntlidMin + "..65535");
+        s.cntlidMax = max;
+    }
+
+    /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
+    private static void writeQidMax(Subsystem s, String value) throws ControlException {
+        int max = (int) parseUnsigned("attr_qid_max", value.strip(), 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
+        if (max < 1 || max > Subsystem.MAX_QID_LIMIT) throw KernelParse.invalid("attr_qid_max", value, "1.." + Subsystem.MAX_QID_LIMIT);
+        s.maxQid = max;
+        for (Controller c : List.copyOf(s.controllers)) c.fatal();
+    }
+
+    private static void fixedAfterDiscovery(Subsystem s, String attribute, String value) throws ControlException {
+        if (s.discovered) {
+            throw new ControlException(Errno.EINVAL, attribute + "=" + value + ": a host has identified the subsystem; "
+                    + attribute + " is fixed until the subsystem is recreated");
+        }
+    }
+
+    // ---------------------------------------------------------------- namespace attributes
+
+    private static void requireDisabled(Namespace ns, String attribute, String value) throws ControlException {
+        if (ns.enabled()) throw new ControlException(Errno.EBUSY, attribute + "=" + value + ": namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled (write enable=0 first)");
+    }
+
+    private static void writeDevicePath(Namespace ns, String value) throws ControlException {
+        requireDisabled(ns, "device_path", value);
+        if (value.isEmpty()) throw KernelParse.invalid("device_path", value, "an engine device name or an absolute path");
+        ns.devicePath = value;
+    }
+
+    private static void writeDeviceUuid(Namespace ns, String value) throws ControlException {
+        requireDisabled(ns, "device_uuid", value);
+        String v = value.strip();
+        if (!v.matches("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")) {
+            throw KernelParse.invalid("device_uuid", value, "a UUID like 0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70");
+        }
+        ns.uuid = UUID.fromString(v);
+    }
+
+    /** 16 bytes in hex, '-' or ':' allowed after any byte (nvmet's parser). */
+    private static void writeDeviceNguid(Namespace ns, String value) throws ControlException {
+        requireDisabled(ns, "device_nguid", value);
+        String v = value.strip();
+        byte[] nguid = new byte[16];
+        int p = 0;
+        for (int i = 0; i < 16; i++) {
+            if (p + 2 > v.length() || Character.digit(v.charAt(p), 16) < 0 || Character.digit(v.charAt(p + 1), 16) < 0) {
+                throw KernelParse.invalid("device_nguid", value, "16 bytes in hex, optionally separated by - or :");
+            }
+            nguid[i] = (byte) HexFormat.fromHexDigits(v, p, p + 2);
+            p += 2;
+            if (p < v.length() && (v.charAt(p) == '-' || v.charAt(p) == ':')) p++;
+        }
+        ns.nguid = nguid;
+    }
+
+    private static void writeReadOnly(Namespace ns, String value) throws ControlException {
+        boolean ro = KernelText.bool("readonly", value);
+        requireDisabled(ns, "readonly", value);
+        ns.readOnly = ro;
+    }
+
+    private static void writeBufferedIo(Namespace ns, String value) throws ControlException {
+        boolean buffered = KernelText.bool("buffered_io", value);
+        if (ns.enabled()) throw new ControlException(Errno.EINVAL, "buffered_io=" + value + ": namespace is enabled (write enable=0 first)");
+        ns.bufferedIo = buffered;
+    }
+
+    /** nvmet's cgroup_id: a group id; 0 unbinds. An id no group has is ENOENT, a non-number EINVAL. */
+    private void writeCgroupId(Namespace ns, String value) throws ControlException {
+        long id = KernelParse.parseU64("cgroup_id", value.strip());
+        requireDisabled(ns, "cgroup_id", value);
+        if (id == 0) {
+            ns.group = null;
+            return;
+        }
+        Group g = target.engine().controller().groupById(id);
+        if (g == null) throw new ControlException(Errno.ENOENT, "cgroup_id=" + value.strip() + ": no group has this id");
+        ns.group = g;
+    }
+
+    /** iotarget's cgroup: the same binding by path ("" unbinds). */
+    private void writeCgroup(Namespace ns, String value) throws ControlException {
+        String v = value.strip();
+        requireDisabled(ns, "cgroup", value);
+        if (v.isEmpty()) {
+            ns.group = null;
+            return;
+        }
+        IoController controller = target.engine().controller();
+        try {
+            ns.group = controller.group(v);
+        } catch (ControlException e) {
+            throw new ControlException(e.errno(), "cgroup=" + v + ": " + e.detail());
+        }
+    }
+
+    private void writeEnable(Namespace ns, String value) throws ControlException {
+        boolean enable = KernelText.bool("enable", value);
+        if (enable == ns.enabled()) return;
+        if (enable) ns.enable(target.engine());
+        else ns.disable(target.engine());
+        namespaceChanged(ns);
+    }
+
+    /** The subsystem's table changes and its controllers' hosts are told (AEN, changed namespace list). */
+    private static void namespaceChanged(Namespace ns) {
+        ns.subsystem.publishTable();
+        for (Controller c : ns.subsystem.controllers) c.namespaceChanged(ns.nsid);
+    }
+
+    // ---------------------------------------------------------------- port attributes
+
+    private static void requireStopped(Port p, String attribute, String value) throws ControlException {
+        if (p.listening()) {
+            throw new ControlException(Errno.EACCES, attribute + "=" + value + ": ports/" + p.id
+                    + " is enabled (unlink its subsystems before changing attributes)");
+        }
+    }
+
+    private static void writeTrtype(Port p, String value) throws ControlException {
+        requireStopped(p, "addr_trtype", value);
+        String v = value.strip();
+        if (!v.equals("tcp")) throw KernelParse.invalid("addr_trtype", value, "tcp, the only transport iotarget serves");
+        p.trtype = v;
+    }
+
+    private static void writeAdrfam(Port p, String value) throws ControlException {
+        requireStopped(p, "addr_adrfam", value);
+        String v = value.strip();
+        if (!v.equals("ipv4") && !v.equals("ipv6")) throw KernelParse.invalid("addr_adrfam", value, "ipv4 or ipv6");
+        p.adrfam = v;
+    }
+
+    private static void writeTraddr(Port p, String value) throws ControlException {
+        String v = value.strip();
+        if (v.isEmpty() || v.length() > TRADDR_MAX || v.contains(" ")) throw KernelParse.invalid("addr_traddr", value, "an address of at most 256 characters");
+        requireStopped(p, "addr_traddr", value);
+        p.traddr = v;
+    }
+
+    private static void writeTrsvcid(Port p, String value) throws ControlException {
+        String v = value.strip();
+        if (v.isEmpty() || v.length() > TRSVCID_MAX || v.contains(" ")) throw KernelParse.invalid("addr_trsvcid", value, "a service id (TCP port) of at most 32 characters");
+        requireStopped(p, "addr_trsvcid", value);
+        p.trsvcid = v;
+    }
+
+    private static String treqText(Port p) {
+        return switch (p.treq) {
+            case Port.TREQ_REQUIRED -> "required";
+            case Port.TREQ_NOT_REQUIRED -> "not required";
+            default -> "not specified";
+        };
+    }
+
+    private static void writeTreq(Port p, String value) throws ControlException {
+        requireStopped(p, "addr_treq", value);
+        p.treq = switch (value.strip()) {
+            case "not specified" -> Port.TREQ_NOT_SPECIFIED;
+            case "required" -> Port.TREQ_REQUIRED;
+            case "not required" -> Port.TREQ_NOT_REQUIRED;
+            default -> throw KernelParse.invalid("addr_treq", value, "not specified, required or not required");
+        };
+    }
+
+    private static void writeInlineDataSize(Port p, String value) throws ControlException {
+        requireStopped(p, "param_inline_data_size", value);
+        int v = KernelText.integer("param_inline_data_size", value.strip());
+        if (v > Connection.MAX_TRANSFER_BYTES) throw KernelParse.invalid("param_inline_data_size", value, "-1 (transport default) up to " + Connection.MAX_TRANSFER_BYTES);
+        p.inlineDataSize = v;
+    }
+
+    private static void writeMaxQueueSize(Port p, String value) throws ControlException {
+        requireStopped(p, "param_max_queue_size", value);
+        int v = KernelText.integer("param_max_queue_size", value.strip());
+        if (v == 0 || v == 1 || v > Port.DEFAULT_MAX_QUEUE_SIZE) {
+            throw KernelParse.invalid("param_max_queue_size", value, "-1 (transport default) or 2.." + Port.DEFAULT_MAX_QUEUE_SIZE);
+        }
+        p.maxQueueSize = v;
+    }
+
+    // ---------------------------------------------------------------- formats
+
+    private static String bool(boolean b) {
+        return b ? "1" : "0";
+    }
+
+    private static String versionText(int vs) {
+        int major = vs >>> 16, minor = (vs >>> 8) & 0xFF, tertiary = vs & 0xFF;
+        return tertiary == 0 ? major + "." + minor : major + "." + minor + "." + tertiary;
+    }
+
+    /** nvmet shows NGUIDs as it shows UUIDs (%pUb). */
+    private static String uuidText(byte[] b) {
+        String hex = HexFormat.of().formatHex(b);
+        return hex.substring(0, 8) + "-" + hex.substring(8, 12) + "-" + hex.substring(12, 16) + "-" + hex.substring(16, 20) + "-" + hex.substring(20);
+    }
+
+    private static String printable(String attribute, String value, int max) throws ControlException {
+        if (value.isEmpty() || value.length() > max) throw KernelParse.invalid(attribute, value, "1.." + max + " printable ASCII characters");
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < 0x20 || c > 0x7e) throw KernelParse.invalid(attribute, value, "1.." + max + " printable ASCII characters");
+        }
+        return value;
+    }
+
+    private static void checkNqn(String where, String nqn) throws ControlException {
+        if (nqn.isEmpty() || nqn.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > Subsystem.MAX_NQN_BYTES) {
+            throw KernelParse.invalid(where, nqn, "an NQN of 1.." + Subsystem.MAX_NQN_BYTES + " bytes");
+        }
+    }
+
+    private static long parseUnsigned(String what, String value, long max, String expected) throws ControlException {
+        long v = KernelParse.parseU64(what, value);
+        if (Long.compareUnsigned(v, max) > 0) throw KernelParse.invalid(what, value, expected);
+        return v;
+    }
+}

@@ -1,0 +1,170 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+import java.io.IOException;
+import java.net.BindException;
+import java.net.Inet4Address;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * {@code ports/<portid>}: a transport address and the subsystems reachable through it. As in
+ * nvmet, the port listens while at least one subsystem is linked, and its address is fixed
+ * while it listens. Configuration fields are guarded by the target's configuration lock; the
+ * accept loop runs on its own virtual thread.
+ */
+final class Port {
+    /** NVMET_TCP_DEF_INLINE_DATA_SIZE: 4 pages of in-capsule data per IO command. */
+    static final int DEFAULT_INLINE_DATA_BYTES = 16384;
+    /** NVMET_QUEUE_SIZE: CAP.MQES + 1 when the port does not say. */
+    static final int DEFAULT_MAX_QUEUE_SIZE = 1024;
+    /** nvmet's transport addresses: NVMF_TRTYPE_TCP, NVMF_ADDR_FAMILY_IP4/IP6. */
+    static final int TRTYPE_TCP = 3;
+    static final int ADRFAM_IPV4 = 1;
+    static final int ADRFAM_IPV6 = 2;
+    /** TREQ values: bits 1:0 secure channel, bit 2 "SQ flow control disable supported" (always set, as nvmet does). */
+    static final int TREQ_NOT_SPECIFIED = 0;
+    static final int TREQ_REQUIRED = 1;
+    static final int TREQ_NOT_REQUIRED = 2;
+    static final int TREQ_DISABLE_SQFLOW = 4;
+
+    final int id;
+    String trtype = "";
+    String adrfam = "";
+    String traddr = "";
+    String trsvcid = "";
+    int treq = TREQ_NOT_SPECIFIED;
+    /** -1 = the transport's choice, as nvmet's param_* attributes. */
+    int inlineDataSize = -1;
+    int maxQueueSize = -1;
+    /** subsystems/: link name → subsystem. */
+    final Map<String, Subsystem> subsystems = new LinkedHashMap<>();
+
+    private ServerSocketChannel listener;
+    final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+
+    Port(int id) {
+        this.id = id;
+    }
+
+    boolean listening() {
+        return listener != null;
+    }
+
+    int inlineDataBytes() {
+        return inlineDataSize < 0 ? DEFAULT_INLINE_DATA_BYTES : inlineDataSize;
+    }
+
+    int queueSizeLimit() {
+        return maxQueueSize <= 0 ? DEFAULT_MAX_QUEUE_SIZE : Math.min(maxQueueSize, DEFAULT_MAX_QUEUE_SIZE);
+    }
+
+    int adrfamCode() {
+        return adrfam.equals("ipv6") ? ADRFAM_IPV6 : ADRFAM_IPV4;
+    }
+
+    boolean links(Subsystem s) {
+        return subsystems.containsValue(s);
+    }
+
+    /** Binds the address and starts accepting; connections go to {@code target}. */
+    void listen(NvmeTarget target) throws ControlException {
+        if (!trtype.equals("tcp")) throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_trtype=" + trtype + " (expected: tcp before linking a subsystem)");
+        if (adrfam.isEmpty()) throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_adrfam is not set (expected: ipv4 or ipv6)");
+        InetAddress address;
+        try {
+            address = InetAddress.ofLiteral(traddr);
+        } catch (IllegalArgumentException e) {
+            throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_traddr=" + traddr + " (expected: an " + adrfam + " address literal)");
+        }
+        if (adrfam.equals("ipv4") != (address instanceof Inet4Address) || adrfam.equals("ipv6") != (address instanceof Inet6Address)) {
+            throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_traddr=" + traddr + " is not an " + adrfam + " address");
+        }
+        int portNumber;
+        try {
+            portNumber = Integer.parseInt(trsvcid);
+        } catch (NumberFormatException e) {
+            portNumber = -1;
+        }
+        if (portNumber < 0 || portNumber > 65535) {
+            throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_trsvcid=" + trsvcid + " (expected: a TCP port 0..65535)");
+        }
+        ServerSocketChannel server = null;
+        try {
+            server = ServerSocketChannel.open();
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(new InetSocketAddress(address, portNumber), 128);
+        } catch (BindException e) {
+            closeQuietly(server);
+            throw new ControlException(Errno.EADDRINUSE, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": " + e.getMessage());
+        } catch (IOException e) {
+            closeQuietly(server);
+            throw new ControlException(Errno.EINVAL, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": " + e.getMessage());
+        }
+        listener = server;
+        ServerSocketChannel accepting = server;
+        Thread.ofVirtual().name("nvmet-port-" + id + "-accept").start(() -> acceptLoop(accepting, target));
+    }
+
+    /** The port actually bound (for trsvcid 0), or -1 when not listening. */
+    int boundPort() {
+        try {
+            return listener == null ? -1 : ((InetSocketAddress) listener.getLocalAddress()).getPort();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    /** Stops listening and closes every connection that came in through the port. */
+    void stop() {
+        closeQuietly(listener);
+        listener = null;
+        for (Connection c : connections) c.close();
+    }
+
+    private void acceptLoop(ServerSocketChannel server, NvmeTarget target) {
+        while (true) {
+            SocketChannel channel;
+            try {
+                channel = server.accept();
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                if (!server.isOpen()) return;
+                continue;
+            }
+            try {
+                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            } catch (IOException e) {
+                // Latency only.
+            }
+            Connection c = new Connection(target, this, channel);
+            connections.add(c);
+            if (!server.isOpen()) {
+                c.close();          // stop() ran while this connection was being accepted
+                return;
+            }
+            c.start();
+        }
+    }
+
+    private static void closeQuietly(java.io.Closeable c) {
+        if (c == null) return;
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closing
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.iotarget.frontend.nvmetcp;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The 64-byte submission queue entry, read in place (little-endian, absolute gets). Offsets
+ * follow the NVMe base and fabrics specs ({@code struct nvme_command} in Linux).
+ *
+ * <pre>
+ *  0      1       2        4         8 ........ 24                 40     44     48     52     56     60
+ * | OPC | FLAGS | CID u16 | NSID u32 | CDW2-3, MPTR | SGL1 (16 bytes) | CDW10 | CDW11 | CDW12 | CDW13 | CDW14 | CDW15 |
+ *        FUSE bits 1:0, PSDT bits 7:6     SGL1: address u64 @24, length u32 @32, identifier u8 @39
+ *
+ *  Fabrics (OPC 0x7F): FCTYPE u8 @4.  Connect: RECFMT u16 @40, QID u16 @42, SQSIZE u16 @44,
+ *  CATTR u8 @46, KATO u32 @48.  Property Get/Set: ATTRIB u8 @40, OFST u32 @44, VALUE u64 @48.
+ * </pre>
+ */
+final class Sqe {
+    static final int BYTES = 64;
+
+    static final int OPCODE = 0;
+    static final int FLAGS = 1;
+    static final int COMMAND_ID = 2;
+    static final int NSID = 4;
+    static final int SGL_ADDRESS = 24;
+    static final int SGL_LENGTH = 32;
+    static final int SGL_IDENTIFIER = 39;
+    static final int CDW10 = 40;
+    static final int CDW11 = 44;
+    static final int CDW12 = 48;
+    static final int CDW13 = 52;
+    static final int CDW14 = 56;
+    static final int CDW15 = 60;
+
+    static final int FABRICS_TYPE = 4;
+    static final int CONNECT_RECFMT = 40;
+    static final int CONNECT_QID = 42;
+    static final int CONNECT_SQSIZE = 44;
+    static final int CONNECT_CATTR = 46;
+    static final int CONNECT_KATO = 48;
+    static final int PROPERTY_ATTRIB = 40;
+    static final int PROPERTY_OFFSET = 44;
+    static final int PROPERTY_VALUE = 48;
+
+    /** FLAGS: PSDT = 01b (SGL for data), no fused operation: the only value a fabrics command may carry. */
+    static final int FLAGS_SGL = 0x40;
+    /** SGL identifier: Data Block, subtype Offset: the data is in the capsule. */
+    static final int SGL_IN_CAPSULE = 0x01;
+    /** SGL identifier: Transport Data Block, subtype A: the data moves with R2T/H2CData or C2HData. */
+    static final int SGL_TRANSPORT = 0x5A;
+
+    static final int OPCODE_FABRICS = 0x7F;
+    /** Opcode bits 1:0: 01b host-to-controller data, 10b controller-to-host data (NVMe "data transfer" convention). */
+    static final int DIRECTION_TO_CONTROLLER = 0b01;
+    static final int DIRECTION_TO_HOST = 0b10;
+
+    private Sqe() {
+    }
+
+    static int opcode(ByteBuffer sqe) {
+        return sqe.get(OPCODE) & 0xff;
+    }
+
+    static int commandId(ByteBuffer sqe) {
+        return sqe.getShort(COMMAND_ID) & 0xffff;
+    }
+
+    static int nsid(ByteBuffer sqe) {
+        return sqe.getInt(NSID);
+    }
+
+    static int cdw(ByteBuffer sqe, int offset) {
+        return sqe.getInt(offset);
+    }
+
+    /** The data direction bits: of the fabrics command type for fabrics commands, else of the opcode. */
+    static int direction(ByteBuffer sqe) {
+        int op = opcode(sqe);
+        return (op == OPCODE_FABRICS ? sqe.get(FABRICS_TYPE) : op) & 0b11;
+    }
+}

@@ -1,0 +1,55 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.model.IoStatus;
+
+/**
+ * NVMe completion status codes in Linux's unshifted form: {@code SCT << 8 | SC}, with
+ * {@link #DNR} (do not retry) at bit 14; the wire carries them shifted left by one (bit 0 is
+ * the phase tag). Constants and the one mapping from the engine's {@link IoStatus}.
+ */
+final class Status {
+    static final int SUCCESS = 0x000;
+    // Generic command status (SCT 0).
+    static final int INVALID_OPCODE = 0x001;
+    static final int INVALID_FIELD = 0x002;
+    static final int DATA_TRANSFER_ERROR = 0x004;
+    static final int INTERNAL = 0x006;
+    static final int ABORT_REQUESTED = 0x007;
+    static final int INVALID_NAMESPACE = 0x00B;
+    static final int COMMAND_SEQUENCE_ERROR = 0x00C;
+    static final int SGL_DATA_LENGTH_INVALID = 0x00F;
+    static final int SGL_TYPE_INVALID = 0x011;
+    static final int SGL_OFFSET_INVALID = 0x016;
+    static final int NAMESPACE_WRITE_PROTECTED = 0x020;
+    static final int LBA_OUT_OF_RANGE = 0x080;
+    static final int CAPACITY_EXCEEDED = 0x081;
+    // Command specific status (SCT 1).
+    static final int ASYNC_EVENT_LIMIT = 0x105;
+    static final int INVALID_LOG_PAGE = 0x109;
+    static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
+    static final int CONNECT_CONTROLLER_BUSY = 0x181;
+    static final int CONNECT_INVALID_PARAMETERS = 0x182;
+    static final int CONNECT_INVALID_HOST = 0x184;
+    // Media and data integrity errors (SCT 2).
+    static final int COMPARE_FAILURE = 0x285;
+
+    static final int DNR = 0x4000;
+
+    private Status() {
+    }
+
+    /** How an engine completion reads to an NVMe host; every failure but an abort is final (DNR). */
+    static int of(IoStatus status) {
+        return switch (status) {
+            case OK -> SUCCESS;
+            case INVALID, NOT_FAST -> INVALID_FIELD | DNR;
+            case OUT_OF_RANGE -> LBA_OUT_OF_RANGE | DNR;
+            case READ_ONLY -> NAMESPACE_WRITE_PROTECTED | DNR;
+            case NOT_SUPPORTED -> INVALID_OPCODE | DNR;
+            case IO_ERROR -> INTERNAL | DNR;
+            case NO_SPACE -> CAPACITY_EXCEEDED | DNR;
+            case COMPARE_FAILED -> COMPARE_FAILURE | DNR;
+            case ABORTED -> ABORT_REQUESTED;
+        };
+    }
+}

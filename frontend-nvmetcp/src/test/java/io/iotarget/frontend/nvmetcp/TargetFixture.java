@@ -1,0 +1,58 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.backend.MemoryBackend;
+import io.iotarget.engine.Engine;
+import io.iotarget.model.ConfigTree;
+import io.iotarget.model.ControlException;
+
+/**
+ * An engine with a 64 MiB memory device named {@code default} and a target configured the way
+ * the control plane's embedded default does it, listening on a free port of 127.0.0.1.
+ */
+final class TargetFixture implements AutoCloseable {
+    static final String NQN = "nqn.2026-11.io.iotarget:default";
+    static final long DEVICE_BYTES = 64L << 20;
+
+    final Engine engine = new Engine();
+    final NvmeTarget target = new NvmeTarget(engine);
+    final ConfigTree tree = target.tree();
+    final int port;
+
+    TargetFixture() throws ControlException {
+        engine.addDevice("default", new MemoryBackend(DEVICE_BYTES, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+        String s = "subsystems/" + NQN;
+        tree.mkdir(s);
+        tree.write(s + "/attr_allow_any_host", "1");
+        tree.mkdir(s + "/namespaces/1");
+        tree.write(s + "/namespaces/1/device_path", "default");
+        tree.write(s + "/namespaces/1/enable", "1");
+        tree.mkdir("ports/1");
+        tree.write("ports/1/addr_trtype", "tcp");
+        tree.write("ports/1/addr_adrfam", "ipv4");
+        tree.write("ports/1/addr_traddr", "127.0.0.1");
+        tree.write("ports/1/addr_trsvcid", "0");
+        tree.link(s, "ports/1/subsystems/" + NQN);
+        port = target.ports.get(1).boundPort();
+    }
+
+    /** A host whose admin queue is connected and enabled on the default subsystem. */
+    TestHost admin(boolean headerDigest, boolean dataDigest) throws Exception {
+        TestHost h = new TestHost(port, headerDigest, dataDigest);
+        h.bringUp(NQN, TestHost.HOST_NQN, 5000);
+        return h;
+    }
+
+    /** An IO queue of controller {@code cntlid}. */
+    TestHost ioQueue(int cntlid, int qid, boolean headerDigest, boolean dataDigest, boolean noSqFlowControl) throws Exception {
+        TestHost h = new TestHost(port, headerDigest, dataDigest);
+        TestHost.Completion c = h.connect(NQN, TestHost.HOST_NQN, qid, cntlid, 128, 0, noSqFlowControl);
+        if (c.status() != 0) throw new IllegalStateException("IO connect failed: " + Integer.toHexString(c.status()));
+        return h;
+    }
+
+    @Override
+    public void close() {
+        target.close();
+        engine.close();
+    }
+}

@@ -1,0 +1,298 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.frontend.nvmetcp.TestHost.Completion;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The target against an in-test NVMe/TCP host: bring-up, Identify layouts, IO paths, errors. */
+class TargetProtocolTest {
+    private TargetFixture fixture;
+
+    @BeforeEach
+    void start() throws Exception {
+        fixture = new TargetFixture();
+    }
+
+    @AfterEach
+    void stop() {
+        fixture.close();
+    }
+
+    private static byte[] random(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private static ByteBuffer le(byte[] b) {
+        return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static String ascii(byte[] b, int at, int n) {
+        return new String(b, at, n, StandardCharsets.US_ASCII);
+    }
+
+    @Test
+    void shouldBringUpAControllerLikeTheLinuxHost() throws Exception {
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            Completion connect = h.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(0, connect.status());
+            int cntlid = (int) connect.result();
+            assertTrue(cntlid >= 1 && cntlid <= 0xFFEF, "dynamic controller id " + cntlid);
+
+            long cap = h.propertyGet(0x00, true).result();
+            assertEquals(1023, cap & 0xFFFF, "MQES");
+            assertEquals(15, (cap >>> 24) & 0xFF, "CAP.TO");
+            assertEquals(1, (cap >>> 37) & 1, "CAP.CSS NVM");
+            assertEquals(0, (cap >>> 48) & 0xF, "MPSMIN 4 KiB");
+            assertEquals(0x010300, h.propertyGet(0x08, false).result(), "VS 1.3");
+            assertEquals(0, h.propertyGet(0x1C, false).result(), "not ready before CC.EN");
+            assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, h.identify(1, 0).status(), "admin commands wait for CC.EN");
+            assertEquals(0, h.propertySet(0x14, 0x460001).status());
+            assertEquals(1, h.propertyGet(0x1C, false).result(), "CSTS.RDY");
+            assertEquals(Status.INVALID_FIELD | Status.DNR, h.propertyGet(0x00, false).status(), "CAP is 8 bytes");
+
+            byte[] id = h.identify(1, 0).data();
+            ByteBuffer b = le(id);
+            assertEquals(cntlid, b.getShort(78) & 0xFFFF, "CNTLID matches Connect");
+            assertEquals(TargetFixture.NQN, ascii(id, 768, TargetFixture.NQN.length()));
+            assertEquals(0, id[768 + TargetFixture.NQN.length()], "SUBNQN NUL-terminated");
+            assertEquals("iotarget", ascii(id, 24, 40).strip());
+            assertEquals(10, b.getShort(320), "KAS");
+            assertEquals(0x66, id[512] & 0xFF, "SQES");
+            assertEquals(0x44, id[513] & 0xFF, "CQES");
+            assertEquals((64 + 16384) / 16, b.getInt(1792), "IOCCSZ for 16 KiB in-capsule data");
+            assertEquals(1, b.getInt(1796), "IORCSZ");
+            assertEquals(0, b.getShort(1800), "ICDOFF");
+            assertEquals(1, id[1803], "MSDBD");
+            assertEquals(1, id[111], "CNTRLTYPE I/O");
+            assertEquals(8, id[77], "MDTS 1 MiB");
+            assertEquals(1, b.getInt(536) & 1, "SGLS");
+            assertEquals(0x8D, b.getShort(520) & 0xFFFF, "ONCS compare, DSM, write zeroes, verify");
+            assertEquals(1, id[525], "VWC");
+            assertEquals(3, id[259], "AERL");
+            assertEquals(1 << 8, b.getInt(92), "OAES namespace attribute notices");
+            assertEquals(0x010300, b.getInt(80), "VER");
+
+            assertEquals(127 | 127 << 16, h.setFeatures(0x07, 0x00010001).result(), "128 IO queues granted");
+            assertEquals(0, h.setFeatures(0x0B, 1 << 8).status(), "namespace notices");
+            assertEquals(Status.INVALID_FIELD | Status.DNR, h.setFeatures(0x0B, 1 << 31).status(), "discovery notices only for discovery");
+        }
+    }
+
+    @Test
+    void shouldDescribeTheNamespaceForTheHost() throws Exception {
+        try (TestHost h = fixture.admin(false, false)) {
+            byte[] ns = h.identify(0, 1).data();
+            ByteBuffer b = le(ns);
+            long blocks = TargetFixture.DEVICE_BYTES / 512;
+            assertEquals(blocks, b.getLong(0), "NSZE");
+            assertEquals(blocks, b.getLong(8), "NCAP");
+            assertEquals(9, (b.getInt(128) >>> 16) & 0xFF, "LBAF0 LBADS 512 B");
+            assertEquals(0, ns[26], "FLBAS");
+            assertEquals(1, ns[30], "NMIC shared");
+
+            assertArrayEquals(new byte[4096], h.identify(0, 7).data(), "an absent nsid reads as zeroes");
+            assertEquals(Status.INVALID_NAMESPACE | Status.DNR, h.identify(0, 0xFFFFFFFF).status());
+
+            ByteBuffer list = le(h.identify(2, 0).data());
+            assertEquals(1, list.getInt(0));
+            assertEquals(0, list.getInt(4));
+            assertEquals(0, le(h.identify(2, 1).data()).getInt(0), "only nsids above the one asked");
+
+            byte[] desc = h.identify(3, 1).data();
+            assertEquals(3, desc[0], "UUID descriptor");
+            assertEquals(16, desc[1]);
+            String uuid = fixture.tree.read("subsystems/" + TargetFixture.NQN + "/namespaces/1/device_uuid").strip();
+            assertEquals(uuid.replace("-", ""), java.util.HexFormat.of().formatHex(desc, 4, 20));
+            assertEquals(4, desc[20], "CSI descriptor");
+            assertEquals(1, desc[21]);
+            assertEquals(0, desc[24], "CSI = NVM");
+            assertEquals(0, desc[25], "list ends");
+
+            assertEquals(0, h.identify(6, 0).status(), "CS controller structure for NVM");
+            assertEquals(1, h.identify(8, 1).data()[14], "NSTAT ready");
+            assertEquals(Status.INVALID_FIELD | Status.DNR, h.identify(0x1F, 0).status());
+        }
+    }
+
+    @Test
+    void shouldReadBackWhatWasWrittenThroughEveryDataPath() throws Exception {
+        for (boolean hd : new boolean[]{false, true}) {
+            for (boolean dd : new boolean[]{false, true}) {
+                for (boolean noFlowControl : new boolean[]{false, true}) {
+                    try (TestHost admin = new TestHost(fixture.port, hd, dd)) {
+                        int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+                        try (TestHost io = fixture.ioQueue(cntlid, 1, hd, dd, noFlowControl)) {
+                            String what = "hd=" + hd + " dd=" + dd + " noSqFlow=" + noFlowControl;
+                            byte[] small = random(4096, 1);
+                            assertEquals(0, io.execute(io.lbaCommand(0x01, 1, 8, 8, 0), small, 0, true).status(), "in-capsule write " + what);
+                            byte[] big = random(1 << 20, 2);                    // R2T, 8 H2CData PDUs
+                            assertEquals(0, io.execute(io.lbaCommand(0x01, 1, 4096, 2048, 0), big, 0, false).status(), "R2T write " + what);
+                            Completion r1 = io.execute(io.lbaCommand(0x02, 1, 8, 8, 0), null, 4096, false);
+                            assertEquals(0, r1.status());
+                            assertArrayEquals(small, r1.data(), "small read back " + what);
+                            assertEquals(noFlowControl, r1.viaSuccessFlag(), "C2HData SUCCESS exactly when SQ flow control is off");
+                            Completion r2 = io.execute(io.lbaCommand(0x02, 1, 4096, 2048, 0), null, 1 << 20, false);
+                            assertArrayEquals(big, r2.data(), "1 MiB read back " + what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void shouldRefuseAHostThatIsNotAllowed() throws Exception {
+        String s = "subsystems/" + TargetFixture.NQN;
+        fixture.tree.write(s + "/attr_allow_any_host", "0");
+        fixture.tree.mkdir("hosts/nqn.2014-08.org.nvmexpress:uuid:allowed");
+        fixture.tree.link("hosts/nqn.2014-08.org.nvmexpress:uuid:allowed", s + "/allowed_hosts/allowed");
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            Completion c = h.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(Status.CONNECT_INVALID_HOST | Status.DNR, c.status());
+            assertEquals(0x10200, c.result(), "invalid parameter: HOSTNQN in the connect data");
+        }
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            assertEquals(0, h.connect(TargetFixture.NQN, "nqn.2014-08.org.nvmexpress:uuid:allowed", 0, 0xFFFF, 32, 5000, false).status());
+        }
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            Completion c = h.connect("nqn.2026-11.io.iotarget:nosuch", TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(Status.CONNECT_INVALID_PARAMETERS | Status.DNR, c.status());
+            assertEquals(0x10100, c.result(), "invalid parameter: SUBNQN");
+        }
+    }
+
+    @Test
+    void shouldAnswerUnknownOpcodesAndBadLbasWithoutHarm() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            assertEquals(Status.INVALID_OPCODE | Status.DNR, admin.execute(admin.sqe(0xC1, 0), null, 0, false).status(), "vendor admin opcode");
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                for (int opcode : new int[]{0x04, 0x0D, 0x11, 0x19, 0x7E, 0x80, 0x81, 0x82, 0xFF}) {
+                    Completion c = io.execute(io.lbaCommand(opcode, 1, 0, 1, 0), null, 0, false);
+                    assertEquals(Status.INVALID_OPCODE | Status.DNR, c.status(), "opcode 0x" + Integer.toHexString(opcode));
+                }
+                Completion vendorWrite = io.execute(io.lbaCommand(0x81, 1, 0, 1, 0), new byte[512], 0, false);
+                assertEquals(Status.INVALID_OPCODE | Status.DNR, vendorWrite.status(), "refused before any R2T");
+                long blocks = TargetFixture.DEVICE_BYTES / 512;
+                assertEquals(Status.LBA_OUT_OF_RANGE | Status.DNR, io.execute(io.lbaCommand(0x02, 1, blocks, 1, 0), null, 512, false).status());
+                assertEquals(Status.LBA_OUT_OF_RANGE | Status.DNR, io.execute(io.lbaCommand(0x02, 1, blocks - 1, 2, 0), null, 1024, false).status());
+                assertEquals(Status.LBA_OUT_OF_RANGE | Status.DNR, io.execute(io.lbaCommand(0x01, 1, -1L, 1, 0), new byte[512], 0, true).status(), "SLBA 2^64-1");
+                assertEquals(Status.LBA_OUT_OF_RANGE | Status.DNR, io.execute(io.lbaCommand(0x08, 1, blocks - 4, 8, 0), null, 0, false).status());
+                assertEquals(Status.LBA_OUT_OF_RANGE | Status.DNR, io.execute(io.lbaCommand(0x0C, 1, blocks, 1, 0), null, 0, false).status());
+                assertEquals(Status.INVALID_NAMESPACE | Status.DNR, io.execute(io.lbaCommand(0x02, 2, 0, 1, 0), null, 512, false).status());
+                assertEquals(Status.SGL_DATA_LENGTH_INVALID | Status.DNR, io.execute(io.lbaCommand(0x02, 1, 0, 2, 0), null, 512, false).status(),
+                        "data length must match NLB");
+                assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status(), "the queue still works");
+            }
+            ByteBuffer log = le(admin.getLogPage(0x01, 64 * 16, 0, false).data());
+            assertTrue(log.getLong(0) >= 1, "errors are counted in the error log");
+            assertEquals(1, log.getShort(8), "most recent error on queue 1");
+        }
+    }
+
+    @Test
+    void shouldTellTheHostAboutNamespaceChanges() throws Exception {
+        try (TestHost h = fixture.admin(false, false)) {
+            assertEquals(0, h.setFeatures(0x0B, 1 << 8).status());
+            String ns2 = "subsystems/" + TargetFixture.NQN + "/namespaces/2";
+            fixture.tree.mkdir(ns2);
+            fixture.tree.write(ns2 + "/device_path", "default");
+            fixture.tree.write(ns2 + "/enable", "1");
+            Completion aen = h.execute(h.sqe(0x0C, 0), null, 0, false);     // the event was queued: completes at once
+            assertEquals(0, aen.status());
+            assertEquals(0x00040002, aen.result(), "notice, namespace attribute changed, log 0x04");
+            ByteBuffer changed = le(h.getLogPage(0x04, 4096, 0, false).data());
+            assertEquals(2, changed.getInt(0));
+            assertEquals(0, changed.getInt(4));
+            assertEquals(0, le(h.getLogPage(0x04, 4096, 0, false).data()).getInt(0), "reading clears the list");
+            ByteBuffer list = le(h.identify(2, 0).data());
+            assertEquals(1, list.getInt(0));
+            assertEquals(2, list.getInt(4));
+        }
+    }
+
+    @Test
+    void shouldListWhatAHostMayConnectToInTheDiscoveryLog() throws Exception {
+        String other = "nqn.2026-11.io.iotarget:hidden";
+        fixture.tree.mkdir("subsystems/" + other);
+        fixture.tree.link("subsystems/" + other, "ports/1/subsystems/" + other);   // not allowed for any host
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            int cntlid = h.bringUp("nqn.2014-08.org.nvmexpress.discovery", TestHost.HOST_NQN, 0);
+            byte[] id = h.identify(1, 0).data();
+            assertEquals(2, id[111], "CNTRLTYPE discovery");
+            assertEquals(cntlid, le(id).getShort(78));
+            byte[] header = h.getLogPage(0x70, 1024, 0, false).data();
+            long records = le(header).getLong(8);
+            assertEquals(2, records, "the discovery subsystem itself and the default subsystem");
+            byte[] log = h.getLogPage(0x70, 1024 * 3, 0, false).data();
+            ByteBuffer b = le(log);
+            assertEquals(3, log[1024 + 2], "current discovery subsystem entry");
+            assertEquals(2, log[2048 + 2], "NVM subsystem entry");
+            assertEquals(3, log[2048], "TRTYPE tcp");
+            assertEquals(1, log[2048 + 1], "ADRFAM ipv4");
+            assertEquals(1, b.getShort(2048 + 4), "PORTID");
+            assertEquals(TargetFixture.NQN, ascii(log, 2048 + 256, TargetFixture.NQN.length()));
+            assertEquals("127.0.0.1", ascii(log, 2048 + 512, 9));
+            assertEquals(Status.INVALID_OPCODE | Status.DNR, h.execute(h.sqe(0x08, 0), null, 0, false).status(), "no Abort on discovery controllers");
+            try (TestHost q = new TestHost(fixture.port, false, false)) {
+                Completion ioConnect = q.connect("nqn.2014-08.org.nvmexpress.discovery", TestHost.HOST_NQN, 1, cntlid, 32, 0, false);
+                assertEquals(Status.CONNECT_INVALID_PARAMETERS | Status.DNR, ioConnect.status(), "no IO queues on a discovery controller");
+            }
+        }
+    }
+
+    @Test
+    void shouldDropAControllerWhoseHostStopsTalking() throws Exception {
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            h.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 1000);
+            long start = System.nanoTime();
+            assertTrue(h.closedByTarget(), "keep-alive timeout closes the admin queue");
+            double seconds = (System.nanoTime() - start) / 1e9;
+            assertTrue(seconds >= 0.9 && seconds < 3.5, "closed after one or two KATO periods: " + seconds + " s");
+        }
+    }
+
+    @Test
+    void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
+        try (TestHost bad = fixture.admin(false, false); TestHost good = fixture.admin(false, false)) {
+            byte[] pdu = io.iotarget.frontend.nvmetcp.pdu.HostPdus.capsule(new byte[64], null, false, false);
+            pdu[2] = 40;                                                         // wrong hlen
+            bad.sendRaw(pdu);
+            try {
+                bad.readPdu();
+            } catch (java.io.EOFException e) {
+                // expected: a C2HTermReq
+            }
+            assertNotNull(bad.termRequest, "C2HTermReq sent");
+            assertEquals(1, le(bad.termRequest).getShort(8), "FES invalid header field");
+            assertEquals(2, le(bad.termRequest).getInt(10), "FEI: hlen");
+            assertTrue(bad.closedByTarget());
+            assertEquals(0, good.identify(1, 0).status(), "other connections are unaffected");
+        }
+    }
+
+    @Test
+    void shouldRefuseASecondConnectOnTheSameQueueId() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost q1 = fixture.ioQueue(cntlid, 1, false, false, false); TestHost again = new TestHost(fixture.port, false, false)) {
+                assertEquals(Status.CONNECT_CONTROLLER_BUSY | Status.DNR,
+                        again.connect(TargetFixture.NQN, TestHost.HOST_NQN, 1, cntlid, 128, 0, false).status());
+                assertEquals(0, q1.execute(q1.sqe(0x00, 1), null, 0, false).status(), "the first queue 1 still works");
+            }
+        }
+    }
+}
