@@ -72,7 +72,8 @@ final class Connection implements PduHandler {
     private boolean initialized;
 
     // Fixed by ICReq before the writer starts (Thread.start publishes them).
-    private boolean dataDigest;
+    private volatile boolean headerDigest;
+    private volatile boolean dataDigest;
     private PduEncoder encoder;
     private Thread writer;
 
@@ -192,7 +193,7 @@ final class Connection implements PduHandler {
             return;
         }
         int digests = header.get(Pdu.IC_DIGEST) & (Pdu.IC_DIGEST_HEADER | Pdu.IC_DIGEST_DATA);
-        boolean headerDigest = (digests & Pdu.IC_DIGEST_HEADER) != 0;
+        headerDigest = (digests & Pdu.IC_DIGEST_HEADER) != 0;
         dataDigest = (digests & Pdu.IC_DIGEST_DATA) != 0;
         encoder = new PduEncoder(headerDigest);
         decoder.digests(headerDigest, dataDigest);
@@ -421,6 +422,14 @@ final class Connection implements PduHandler {
 
     boolean closed() {
         return closed;
+    }
+
+    /** One line for operators: what the connection negotiated and which queue it is. Any thread. */
+    String describe() {
+        Controller c = controller;
+        return "port=" + port.id + " " + (c == null ? "unconnected" : "subsystem=" + c.subsystem.nqn + " cntlid=" + c.cntlid + " qid=" + qid
+                + " host=" + c.hostNqn) + " hdgst=" + (headerDigest ? 1 : 0) + " ddgst=" + (dataDigest ? 1 : 0)
+               + " sqflow=" + (sqFlowControlDisabled ? "off" : "on");
     }
 
     // ---------------------------------------------------------------- writer

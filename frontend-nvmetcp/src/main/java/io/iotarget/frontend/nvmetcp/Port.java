@@ -117,15 +117,6 @@ final class Port {
         Thread.ofVirtual().name("nvmet-port-" + id + "-accept").start(() -> acceptLoop(accepting, target));
     }
 
-    /** The port actually bound (for trsvcid 0), or -1 when not listening. */
-    int boundPort() {
-        try {
-            return listener == null ? -1 : ((InetSocketAddress) listener.getLocalAddress()).getPort();
-        } catch (IOException e) {
-            return -1;
-        }
-    }
-
     /** Stops listening and closes every connection that came in through the port. */
     void stop() {
         closeQuietly(listener);

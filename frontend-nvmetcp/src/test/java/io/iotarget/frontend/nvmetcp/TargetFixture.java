@@ -30,9 +30,18 @@ final class TargetFixture implements AutoCloseable {
         tree.write("ports/1/addr_trtype", "tcp");
         tree.write("ports/1/addr_adrfam", "ipv4");
         tree.write("ports/1/addr_traddr", "127.0.0.1");
-        tree.write("ports/1/addr_trsvcid", "0");
+        port = freePort();
+        tree.write("ports/1/addr_trsvcid", Integer.toString(port));
         tree.link(s, "ports/1/subsystems/" + NQN);
-        port = target.ports.get(1).boundPort();
+    }
+
+    /** A port nobody listens on right now (the kernel's next ephemeral choice). */
+    static int freePort() {
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return probe.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** A host whose admin queue is connected and enabled on the default subsystem. */
