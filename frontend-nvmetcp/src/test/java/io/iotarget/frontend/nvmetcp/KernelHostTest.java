@@ -3,6 +3,8 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.iocontrol.Group;
 import org.junit.jupiter.api.Test;
 
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -51,6 +53,55 @@ class KernelHostTest {
             assertEquals(List.of(), failed);
             assertTrue(result.lines("CHECK").size() >= 30, "every step reported");
             assertEquals(0, result.exitCode(), result.text());
+        }
+    }
+
+    /**
+     * Seed 001 end to end: a memory-backed and a file-backed namespace in two subsystems, each
+     * bound by cgroup_id to its own group with io.max; the limits bite and io.stat matches what
+     * the host moved. The same guest then runs the stock kernel nvmet, which charges the tenant
+     * nothing.
+     */
+    @Test
+    void seed001LimitsBiteAndIoStatMatchesTheHost() throws Exception {
+        assumeTrue(GuestVm.enabled(), "VM tests run with -Diotarget.vm=true");
+        Path image = Path.of("target", "seed001-ns.img").toAbsolutePath();
+        Files.createDirectories(image.getParent());
+        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(256L << 20);
+        }
+        try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
+            var cg = f.engine.controller();
+            cg.write("cgroup.subtree_control", "+io");
+            Group memGroup = cg.mkdir("nvmet-mem");
+            Group fileGroup = cg.mkdir("nvmet-file");
+            String mem = "nqn.2026-09.io.test01:mem", file = "nqn.2026-09.io.test01:file";
+            for (String[] ns : new String[][]{{mem, "default", Long.toString(memGroup.id())},
+                                              {file, image.toString(), Long.toString(fileGroup.id())}}) {
+                String s = "subsystems/" + ns[0];
+                f.tree.mkdir(s);
+                f.tree.mkdir(s + "/namespaces/1");
+                f.tree.write(s + "/attr_allow_any_host", "1");
+                f.tree.write(s + "/namespaces/1/device_path", ns[1]);
+                f.tree.write(s + "/namespaces/1/cgroup_id", ns[2]);
+                f.tree.write(s + "/namespaces/1/enable", "1");
+                f.tree.link(s, "ports/1/subsystems/" + ns[0]);
+            }
+            String memDev = f.engine.device("default").number().toString();
+            String fileDev = f.engine.device(image.toString()).number().toString();
+            GuestVm.Result result = GuestVm.run(GuestVm.scripts().resolve("seed-001.sh"), Map.ofEntries(
+                    Map.entry("MEM_NQN", mem), Map.entry("FILE_NQN", file), Map.entry("PORT", Integer.toString(f.port)),
+                    Map.entry("CTL_PORT", Integer.toString(control.port())), Map.entry("MEM_GROUP", "nvmet-mem"),
+                    Map.entry("FILE_GROUP", "nvmet-file"), Map.entry("MEM_DEV", memDev), Map.entry("FILE_DEV", fileDev),
+                    Map.entry("RIOPS", "150"), Map.entry("WBPS", "1048576"), Map.entry("FIO_RUNTIME", "3")),
+                    List.of(GuestVm.harness().resolve("examples/kernel-nvmet-iomax.sh")), 400);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed);
+            assertEquals(0, result.exitCode(), result.text());
+            assertTrue(cg.read("nvmet-mem/io.stat").startsWith(memDev + " rbytes="), cg.read("nvmet-mem/io.stat"));
+            assertTrue(cg.read("nvmet-file/io.stat").startsWith(fileDev + " rbytes="), cg.read("nvmet-file/io.stat"));
+        } finally {
+            Files.deleteIfExists(image);
         }
     }
 }
