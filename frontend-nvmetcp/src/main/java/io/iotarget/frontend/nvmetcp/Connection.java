@@ -70,6 +70,8 @@ final class Connection implements PduHandler {
     private CommandSlot current;
     private int currentDataLength;
     private boolean initialized;
+    /** The reader is inside decode(): its own pushes wake the writer once, after the batch. */
+    private boolean decoding;
 
     // Fixed by ICReq before the writer starts (Thread.start publishes them).
     private volatile boolean headerDigest;
@@ -131,7 +133,10 @@ final class Connection implements PduHandler {
                 receive.clear();
                 if (channel.read(receive) < 0) break;
                 receive.flip();
+                decoding = true;
                 decoder.decode(receive);
+                decoding = false;
+                if (writerIdle) LockSupport.unpark(writer);
             }
         } catch (IOException e) {
             // The host went away or the connection was closed under us.
@@ -382,6 +387,7 @@ final class Connection implements PduHandler {
 
     private void push(CommandSlot slot) {
         responses.push(slot);
+        if (decoding && Thread.currentThread() == reader) return;       // woken after the batch
         if (writerIdle) LockSupport.unpark(writer);
     }
 

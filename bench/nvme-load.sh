@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# nvme-load.sh - iotarget's NVMe/TCP load generator (frontend-nvmetcp test scope,
+# io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator). Without --target it starts the target in
+# the same JVM on a null (default) or memory backend. Options: see that class; results and the
+# commands behind them are recorded in bench/results/nvme.md.
+#   bench/nvme-load.sh --backend null --queues 2 --depth 32 --bs 4096 --rw randread --seconds 10
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
+cd "$IOTARGET_HOME"
+MVN_ARGS="${MVN_ARGS:--o}" mvn_run test-compile -pl frontend-nvmetcp -am
+CP=""
+for m in model backends iocontrol dispatch engine frontend-nvmetcp; do CP="$CP:$m/target/classes"; done
+CP="${CP#:}:frontend-nvmetcp/target/test-classes"
+exec java --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xms1g -Xmx1g -cp "$CP" \
+  io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator "$@"

@@ -1,0 +1,47 @@
+/**
+ * The NVMe/TCP front end: Linux nvmet's target model served over NVMe/TCP, with every
+ * namespace's IO charged to the group bound to it (seed 001's {@code cgroup_id}).
+ *
+ * <h2>1. The model (nvmet's configfs, {@link io.iotarget.frontend.nvmetcp.NvmeTarget#tree()})</h2>
+ * <pre>
+ *  subsystems/&lt;nqn&gt; ──&lt; namespaces/&lt;nsid&gt; ── device_path: engine device | /path/to/file-or-bdev
+ *       │   ▲                     └── cgroup_id / cgroup: the group that pays for its IO
+ *       │   └── allowed_hosts/ ──&gt; hosts/&lt;hostnqn&gt;   (or attr_allow_any_host=1)
+ *  ports/&lt;id&gt; (tcp, traddr:trsvcid) ── subsystems/ ──&gt; subsystems/&lt;nqn&gt;   first link = listen
+ *  controller = (subsystem, host, port): created by an admin Connect, gone with its admin queue
+ * </pre>
+ * The discovery subsystem answers {@code nvme discover} with the subsystems linked to the
+ * port that the host may connect to.
+ *
+ * <h2>2. A queue is a connection, and two virtual threads</h2>
+ * <pre>
+ *  socket ─► reader ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
+ *                                                 └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
+ *  socket ◄─ writer ◄─ SlotQueue (MPSC) ◄──────────── respond(slot) ◄──┘      R2T requests too
+ * </pre>
+ * The reader owns the receive side and the slots it fills; the writer owns the send side and
+ * gives tags back (FreeTags, SPSC). A completion on an engine thread (io.max released it, a
+ * file backend finished) pushes its slot and at most unparks the writer: it never blocks on a
+ * socket. Slots, their data buffers and their IoRequests are allocated once per connection
+ * (buffers grow to the largest transfer seen), so the steady state allocates nothing.
+ *
+ * <h2>3. The wire</h2>
+ * ICReq/ICResp with header and data digests (CRC32C) as the host asks; capsules with
+ * in-capsule data up to {@code param_inline_data_size} (16 KiB; 8 KiB on the admin queue);
+ * larger writes through one R2T answered by H2CData PDUs of at most MAXH2CDATA (128 KiB);
+ * reads in one C2HData PDU, with DATA_SUCCESS and no response capsule when the queue was
+ * connected with SQ flow control disabled. Framing errors end the connection with a
+ * C2HTermReq; command errors are NVMe status codes (IoStatus maps to them in {@code Status}).
+ *
+ * <h2>4. Charging</h2>
+ * Read, Write, Flush, Write Zeroes, Dataset Management (deallocate, one request per range),
+ * Verify and Compare each become {@link io.iotarget.model.IoRequest}s targeted at the
+ * namespace's device and group, as {@link io.iotarget.model.IoOp} classifies them; commands
+ * refused before the media (LBA Out of Range, Invalid Opcode, write-protected) are charged
+ * nothing. Commands a host sends through its passthrough ioctls arrive as these same opcodes.
+ *
+ * <h2>5. Watch</h2>
+ * {@code Connection.describe()} per connection (queue, digests, SQ flow control); the error log
+ * (log page 0x01) and SMART counters per controller.
+ */
+package io.iotarget.frontend.nvmetcp;
