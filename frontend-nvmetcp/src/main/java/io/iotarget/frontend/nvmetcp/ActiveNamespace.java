@@ -11,12 +11,14 @@ import io.iotarget.model.IoGroup;
  * @param device   the engine device its IO goes to
  * @param group    who pays for its IO: the bound group, or the root when unbound
  * @param readOnly writes are refused with Namespace Is Write Protected
+ * @param blocking the backend blocks for the device's latency (files, block devices): IO is
+ *                 submitted from a virtual thread per command, not from the queue's reader
  * @param lbaShift log2 of the LBA size (9 or 12)
  * @param blocks   NSZE: the device size in LBAs
  * @param uuid     16 bytes (NS descriptor type 3)
  * @param nguid    16 bytes, all zero when not set
  */
-record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
+record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, boolean blocking, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     boolean contains(long slba, long count) {

@@ -21,7 +21,7 @@ import java.nio.ByteOrder;
  * put the tag back on the free list. Each hand-off is a release/acquire pair (the response
  * queue's exchange, the free list's index), so the fields themselves are plain.
  */
-final class CommandSlot implements IoCallback {
+final class CommandSlot implements IoCallback, Runnable {
     /** What the writer is to send for the slot. */
     static final int EVENT_R2T = 1;
     static final int EVENT_RESPONSE = 2;
@@ -50,6 +50,8 @@ final class CommandSlot implements IoCallback {
     /** Storage for the command's data, direct and page aligned, grown to the largest transfer seen. */
     private ByteBuffer storage = NO_DATA;
     private IoRequest[] requests = {new IoRequest()};
+    private int submitCount;
+    private Engine submitEngine;
 
     // Reader-side command state.
     /** Bytes the command transfers (either way); its data lies in {@link #data()} [0, dataLength). */
@@ -134,11 +136,24 @@ final class CommandSlot implements IoCallback {
     /**
      * Submits requests 0..count-1 (built with {@link #request}) through the engine; the
      * slot responds once the last one completes. Reader thread; {@code count} &gt; 0.
+     *
+     * @param ownThread run the submission (and with it a blocking backend's call) on a new
+     *                  virtual thread, so the reader goes on receiving: a queue's commands on a
+     *                  file or block device then overlap as nvmet's asynchronous kiocbs do
      */
-    void submitAll(int count, Engine engine) {
+    void submitAll(int count, Engine engine, boolean ownThread) {
         FIRST_ERROR.setOpaque(this, (IoStatus) null);
         PENDING.setRelease(this, count);
-        for (int i = 0; i < count; i++) engine.submit(requests[i]);
+        submitCount = count;
+        submitEngine = engine;
+        if (ownThread) Thread.startVirtualThread(this);
+        else run();
+    }
+
+    /** The submission itself: on the reader, or on the command's own virtual thread. */
+    @Override
+    public void run() {
+        for (int i = 0; i < submitCount; i++) submitEngine.submit(requests[i]);
     }
 
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */

@@ -145,13 +145,13 @@ final class IoCommands {
                     .target(ns.device(), ns.group()).callback(slot, null, 0);
         }
         if (count == 0) return Status.SUCCESS;
-        slot.submitAll(count, engine);
+        slot.submitAll(count, engine, ns.blocking());
         return Connection.PENDING;
     }
 
     private int submitOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
         slot.request(0).set(op, flags, offset, length, data).target(ns.device(), ns.group()).callback(slot, null, 0);
-        slot.submitAll(1, engine);
+        slot.submitAll(1, engine, ns.blocking());
         return Connection.PENDING;
     }
 }

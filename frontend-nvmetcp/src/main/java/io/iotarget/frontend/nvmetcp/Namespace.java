@@ -91,7 +91,7 @@ final class Namespace {
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         active = new ActiveNamespace(nsid, device, group != null ? group : engine.controller().root(),
-                readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone());
+                readOnly || device.readOnly(), engine.backend(device).blocking(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone());
     }
 
     void disable(Engine engine) {

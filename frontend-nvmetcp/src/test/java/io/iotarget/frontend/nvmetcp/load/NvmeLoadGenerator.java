@@ -25,8 +25,8 @@ import java.util.zip.CRC32C;
  * queue depth by its own thread (closed loop: every completion sends the next command), with
  * 4 KiB..1 MiB reads and writes, in-capsule or through R2T/H2CData, optionally with header and
  * data digests. It speaks to any NVMe/TCP target; without {@code --target} it starts iotarget's
- * target in the same JVM on a null or memory backend and also reports the whole process's heap
- * allocation per IO. The steady state allocates nothing on the generator's side.
+ * target in the same JVM on a null, memory or file ({@code --backend file:PATH}, O_DIRECT)
+ * backend and also reports the whole process's heap allocation per IO. The steady state allocates nothing on the generator's side.
  *
  * <pre>
  *   bench/nvme-load.sh --backend null --queues 2 --depth 32 --bs 4096 --rw randread --seconds 10
@@ -79,10 +79,20 @@ public final class NvmeLoadGenerator {
         int port;
         if (o.target() == null) {
             engine = new Engine();
-            engine.addDevice("bench", o.backend().equals("memory") ? new MemoryBackend(o.sizeBytes(), 512, false)
-                    : new NullBackend(o.sizeBytes(), 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+            String devicePath = "bench";
+            switch (o.backend()) {
+                case "memory" -> engine.addDevice("bench", new MemoryBackend(o.sizeBytes(), 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+                case "null" -> engine.addDevice("bench", new NullBackend(o.sizeBytes(), 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+                default -> {
+                    if (!o.backend().startsWith("file:")) throw new IllegalArgumentException("--backend null|memory|file:PATH");
+                    devicePath = o.backend().substring("file:".length());      // the namespace opens it (O_DIRECT)
+                    try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(devicePath, "rw")) {
+                        if (f.length() < o.sizeBytes()) f.setLength(o.sizeBytes());
+                    }
+                }
+            }
             target = new NvmeTarget(engine);
-            port = inProcessTarget(target.tree(), o.nqn());
+            port = inProcessTarget(target.tree(), o.nqn(), devicePath);
         } else {
             host = o.target().substring(0, o.target().lastIndexOf(':'));
             port = Integer.parseInt(o.target().substring(o.target().lastIndexOf(':') + 1));
@@ -95,7 +105,7 @@ public final class NvmeLoadGenerator {
         }
     }
 
-    private static int inProcessTarget(ConfigTree tree, String nqn) throws Exception {
+    private static int inProcessTarget(ConfigTree tree, String nqn, String devicePath) throws Exception {
         int port;
         try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
             port = probe.getLocalPort();
@@ -104,7 +114,7 @@ public final class NvmeLoadGenerator {
         tree.mkdir(s);
         tree.write(s + "/attr_allow_any_host", "1");
         tree.mkdir(s + "/namespaces/1");
-        tree.write(s + "/namespaces/1/device_path", "bench");
+        tree.write(s + "/namespaces/1/device_path", devicePath);
         tree.write(s + "/namespaces/1/enable", "1");
         tree.mkdir("ports/1");
         tree.write("ports/1/addr_trtype", "tcp");
