@@ -295,4 +295,22 @@ class TargetProtocolTest {
             }
         }
     }
+
+    @Test
+    void shouldServeAnIpv6Port() throws Exception {
+        fixture.tree.mkdir("ports/6");
+        fixture.tree.write("ports/6/addr_trtype", "tcp");
+        fixture.tree.write("ports/6/addr_adrfam", "ipv6");
+        fixture.tree.write("ports/6/addr_traddr", "::1");
+        int port = TargetFixture.freePort();
+        fixture.tree.write("ports/6/addr_trsvcid", Integer.toString(port));
+        fixture.tree.link("subsystems/" + TargetFixture.NQN, "ports/6/subsystems/default");
+        try (TestHost h = new TestHost("::1", port, false, false)) {
+            h.bringUp("nqn.2014-08.org.nvmexpress.discovery", TestHost.HOST_NQN, 0);
+            byte[] log = h.getLogPage(0x70, 2048 + 1024, 0, false).data();
+            assertEquals(2, log[2048 + 1], "ADRFAM ipv6 in the entry");
+            assertEquals(6, le(log).getShort(2048 + 4), "PORTID");
+            assertEquals("::1", ascii(log, 2048 + 512, 3));
+        }
+    }
 }

@@ -44,8 +44,12 @@ final class TestHost implements AutoCloseable {
     byte[] termRequest;
 
     TestHost(int port, boolean headerDigest, boolean dataDigest) throws IOException {
+        this("127.0.0.1", port, headerDigest, dataDigest);
+    }
+
+    TestHost(String address, int port, boolean headerDigest, boolean dataDigest) throws IOException {
         this.socket = new Socket();
-        socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+        socket.connect(new InetSocketAddress(address, port), 5000);
         socket.setSoTimeout(10_000);
         socket.setTcpNoDelay(true);
         this.in = new DataInputStream(socket.getInputStream());
