@@ -164,6 +164,6 @@ final class CommandSlot implements IoCallback, Runnable {
         if ((int) PENDING.getAndAdd(this, -1) != 1) return;
         IoStatus error = (IoStatus) FIRST_ERROR.getAcquire(this);
         status = error == null ? Status.SUCCESS : Status.of(error);
-        connection.finishIo(this);
+        connection.respond(this);
     }
 }

@@ -190,11 +190,11 @@ final class Connection implements PduHandler {
         int pfv = header.getShort(Pdu.IC_PFV);
         int hpda = header.get(Pdu.IC_PDA);
         if (pfv != 0) {
-            terminate(Pdu.FES_INVALID_HEADER_FIELD, Pdu.IC_PFV, header);
+            terminate(Pdu.FES_UNSUPPORTED_PARAMETER, Pdu.IC_PFV, header);
             return;
         }
         if (hpda != 0) {
-            terminate(Pdu.FES_INVALID_HEADER_FIELD, Pdu.IC_PDA, header);
+            terminate(Pdu.FES_UNSUPPORTED_PARAMETER, Pdu.IC_PDA, header);
             return;
         }
         int digests = header.get(Pdu.IC_DIGEST) & (Pdu.IC_DIGEST_HEADER | Pdu.IC_DIGEST_DATA);
@@ -380,11 +380,6 @@ final class Connection implements PduHandler {
         push(slot);
     }
 
-    /** An IO command's last request completed. Engine thread or reader. */
-    void finishIo(CommandSlot slot) {
-        respond(slot);
-    }
-
     private void push(CommandSlot slot) {
         responses.push(slot);
         if (decoding && Thread.currentThread() == reader) return;       // woken after the batch
@@ -424,10 +419,6 @@ final class Connection implements PduHandler {
         }
         Thread w = writer;
         if (w != null) LockSupport.unpark(w);
-    }
-
-    boolean closed() {
-        return closed;
     }
 
     /** One line for operators: what the connection negotiated and which queue it is. Any thread. */

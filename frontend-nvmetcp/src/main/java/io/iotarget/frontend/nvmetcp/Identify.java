@@ -30,7 +30,6 @@ final class Identify {
      *  540 MNAN u32   768 SUBNQN[256]   1792 IOCCSZ u32   1796 IORCSZ u32   1800 ICDOFF u16
      *  1802 FCATT   1803 MSDBD   2048 PSD0 (max power u16 @0, entry latency u32 @4, exit latency u32 @8)
      */
-    static final int CTRL_VID = 0;
     static final int CTRL_SN = 4;
     static final int CTRL_MN = 24;
     static final int CTRL_FR = 64;

@@ -28,9 +28,6 @@ final class Sqe {
     static final int CDW10 = 40;
     static final int CDW11 = 44;
     static final int CDW12 = 48;
-    static final int CDW13 = 52;
-    static final int CDW14 = 56;
-    static final int CDW15 = 60;
 
     static final int FABRICS_TYPE = 4;
     static final int CONNECT_RECFMT = 40;
@@ -67,10 +64,6 @@ final class Sqe {
 
     static int nsid(ByteBuffer sqe) {
         return sqe.getInt(NSID);
-    }
-
-    static int cdw(ByteBuffer sqe, int offset) {
-        return sqe.getInt(offset);
     }
 
     /** The data direction bits: of the fabrics command type for fabrics commands, else of the opcode. */

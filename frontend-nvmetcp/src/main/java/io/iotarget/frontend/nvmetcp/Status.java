@@ -25,7 +25,6 @@ final class Status {
     static final int CAPACITY_EXCEEDED = 0x081;
     // Command specific status (SCT 1).
     static final int ASYNC_EVENT_LIMIT = 0x105;
-    static final int INVALID_LOG_PAGE = 0x109;
     static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
     static final int CONNECT_CONTROLLER_BUSY = 0x181;
     static final int CONNECT_INVALID_PARAMETERS = 0x182;
