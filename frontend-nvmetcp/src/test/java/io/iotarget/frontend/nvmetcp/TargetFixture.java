@@ -30,9 +30,21 @@ final class TargetFixture implements AutoCloseable {
         tree.write("ports/1/addr_trtype", "tcp");
         tree.write("ports/1/addr_adrfam", "ipv4");
         tree.write("ports/1/addr_traddr", "127.0.0.1");
-        port = freePort();
-        tree.write("ports/1/addr_trsvcid", Integer.toString(port));
-        tree.link(s, "ports/1/subsystems/" + NQN);
+        port = listen(tree, s, "ports/1", NQN);
+    }
+
+    /** Links {@code subsystem} into {@code port} on a free TCP port, retrying if another process takes it first. */
+    static int listen(ConfigTree tree, String subsystem, String port, String linkName) throws ControlException {
+        for (int attempt = 1; ; attempt++) {
+            int p = freePort();
+            tree.write(port + "/addr_trsvcid", Integer.toString(p));
+            try {
+                tree.link(subsystem, port + "/subsystems/" + linkName);
+                return p;
+            } catch (ControlException e) {
+                if (e.errno() != io.iotarget.model.Errno.EADDRINUSE || attempt == 5) throw e;
+            }
+        }
     }
 
     /** A port nobody listens on right now (the kernel's next ephemeral choice). */
