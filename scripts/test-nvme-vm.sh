@@ -8,4 +8,4 @@ VM_DIR="${IOTARGET_VM_DIR:-$IOTARGET_HOME/../shared/vm}"
 [ -x "$VM_DIR/run-guest.sh" ] || VM_DIR=/work/shared/vm
 "$VM_DIR/prepare.sh"
 export IOTARGET_VM_DIR="$VM_DIR"
-mvn_run ${MVN_ARGS:--o} test -pl frontend-nvmetcp -am -Diotarget.vm=true -Dtest=KernelHostTest -Dsurefire.failIfNoSpecifiedTests=false
+mvn_run test -pl frontend-nvmetcp -am -Diotarget.vm=true -Dtest=KernelHostTest -Dsurefire.failIfNoSpecifiedTests=false
