@@ -58,6 +58,11 @@ final class CommandSlot implements IoCallback, Runnable {
     int dataLength;
     /** Host-to-controller bytes still expected through R2T/H2CData, and bytes received so far. */
     boolean awaitingData;
+    /**
+     * Set by the writer once the R2T is encoded: only then may H2CData arrive (a host that
+     * sends earlier would have the slot queued twice). Written by the writer, read by the reader.
+     */
+    volatile boolean r2tSent;
     int received;
     boolean dataCorrupt;
     /** The namespace an IO command addresses, kept for the error log. */
@@ -88,6 +93,7 @@ final class CommandSlot implements IoCallback, Runnable {
         sqe.put(0, header, sqeAt, Sqe.BYTES);
         dataLength = 0;
         awaitingData = false;
+        r2tSent = false;
         received = 0;
         dataCorrupt = false;
         namespace = null;

@@ -281,6 +281,10 @@ final class Connection implements PduHandler {
             terminate(Pdu.FES_INVALID_HEADER_FIELD, Pdu.DATA_TTAG, header);
             return null;
         }
+        if (!slot.r2tSent) {
+            terminate(Pdu.FES_PDU_SEQUENCE_ERROR, Pdu.TYPE, header);     // data before its R2T
+            return null;
+        }
         int offset = header.getInt(Pdu.DATA_OFFSET);
         int length = header.getInt(Pdu.DATA_LENGTH);
         if (length != pduDataLength) {
@@ -466,6 +470,7 @@ final class Connection implements PduHandler {
         if (slot.event == CommandSlot.EVENT_R2T) {
             encoder.r2t(segment, commandId, slot.tag, 0, slot.dataLength);
             gather[gatherCount++] = segment.flip();
+            slot.r2tSent = true;
             return;
         }
         boolean data = slot.dataToHost && slot.status == Status.SUCCESS && slot.dataLength > 0;

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
+import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -268,7 +269,7 @@ class TargetProtocolTest {
     @Test
     void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
         try (TestHost bad = fixture.admin(false, false); TestHost good = fixture.admin(false, false)) {
-            byte[] pdu = io.iotarget.frontend.nvmetcp.pdu.HostPdus.capsule(new byte[64], null, false, false);
+            byte[] pdu = HostPdus.capsule(new byte[64], null, false, false);
             pdu[2] = 40;                                                         // wrong hlen
             bad.sendRaw(pdu);
             try {
@@ -311,6 +312,33 @@ class TargetProtocolTest {
             assertEquals(2, log[2048 + 1], "ADRFAM ipv6 in the entry");
             assertEquals(6, le(log).getShort(2048 + 4), "PORTID");
             assertEquals("::1", ascii(log, 2048 + 512, 3));
+        }
+    }
+
+    @Test
+    void shouldTerminateAHostThatSendsDataBeforeItsR2T() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                ByteBuffer sqe = io.lbaCommand(0x01, 1, 0, 8, 0);
+                sqe.putInt(32, 4096);
+                sqe.put(39, (byte) 0x5A);                                  // data through R2T
+                int cid = sqe.getShort(2);
+                byte[] capsule = HostPdus.capsule(sqe.array(), null, false, false);
+                byte[] early = HostPdus.h2cData(cid, 0, 0, new byte[4096], true, false, false);
+                byte[] both = new byte[capsule.length + early.length];
+                System.arraycopy(capsule, 0, both, 0, capsule.length);
+                System.arraycopy(early, 0, both, capsule.length, early.length);
+                io.sendRaw(both);                                          // one segment: decoded before the writer runs
+                try {
+                    while (true) io.readPdu();
+                } catch (java.io.IOException e) {
+                    // the C2HTermReq, then the end of the stream
+                }
+                assertNotNull(io.termRequest, "C2HTermReq sent");
+                assertEquals(2, le(io.termRequest).getShort(8), "FES PDU sequence error");
+            }
+            assertEquals(0, admin.identify(1, 0).status(), "the admin queue of another connection is unaffected");
         }
     }
 }
