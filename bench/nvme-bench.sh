@@ -8,7 +8,7 @@ S="${1:-10}"
 IMG="frontend-nvmetcp/target/bench.img"
 [ -s "$IMG" ] || dd if=/dev/urandom of="$IMG" bs=1M count=256 oflag=direct status=none
 echo "# $(date -u +%FT%TZ) $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
-run() { nice bench/nvme-load.sh --seconds "$S" "$@" 2>&1 | grep -E '^RESULT|Exception|ERROR' || true; }
+run() { nice bench/nvme-load.sh --seconds "$S" "$@" 2>&1 | grep -oE 'RESULT.*|[A-Za-z.]*Exception.*|ERROR.*' || true; }
 run --backend null --rw randread --bs 4096 --queues 2 --depth 32
 run --backend null --rw randwrite --bs 4096 --queues 2 --depth 32
 run --backend null --rw randread --bs 4096 --queues 2 --depth 32 --digests
