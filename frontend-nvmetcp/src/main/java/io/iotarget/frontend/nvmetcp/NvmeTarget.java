@@ -19,7 +19,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * which mirrors {@code /sys/kernel/config/nvmet}.
  *
  * <p>Threads: the configuration (the tree, Connect, Identify, log pages) is guarded by one
- * configuration lock; each connection has a reader and a writer virtual thread; one timer
+ * configuration lock; each connection has a reader and a writer thread; one timer
  * thread runs keep-alive checks. The IO path takes no configuration lock. Any thread may call
  * the public methods.
  */

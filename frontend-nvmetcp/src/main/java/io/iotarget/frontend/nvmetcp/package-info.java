@@ -13,7 +13,7 @@
  * The discovery subsystem answers {@code nvme discover} with the subsystems linked to the
  * port that the host may connect to.
  *
- * <h2>2. A queue is a connection, and two virtual threads</h2>
+ * <h2>2. A queue is a connection, and two threads</h2>
  * <pre>
  *  socket ─► reader ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
  *                                                 └─ IO: IoCommands ─► engine.submit ─► completion (any thread)

@@ -341,4 +341,30 @@ class TargetProtocolTest {
             assertEquals(0, admin.identify(1, 0).status(), "the admin queue of another connection is unaffected");
         }
     }
+
+    @Test
+    void shouldReportHealthAndCommandCountsInTheSmartLog() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost q = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                for (int i = 0; i < 3; i++) assertEquals(0, q.execute(q.lbaCommand(0x02, 1, 0, 8, 0), null, 4096, false).status());
+                for (int i = 0; i < 2; i++) assertEquals(0, q.execute(q.lbaCommand(0x01, 1, 0, 8, 0), new byte[4096], 0, true).status());
+                ByteBuffer smart = le(admin.getLogPage(0x02, 512, 0, false).data());
+                assertEquals(0, smart.get(0), "no critical warning");
+                assertEquals(100, smart.get(3), "available spare");
+                assertEquals(1, smart.getLong(32), "data units read: 24 sectors, rounded up to one unit of 1000");
+                assertEquals(1, smart.getLong(48), "data units written");
+                assertEquals(3, smart.getLong(64), "host read commands");
+                assertEquals(2, smart.getLong(80), "host write commands");
+                ByteBuffer effects = le(admin.getLogPage(0x05, 4096, 0, false).data());
+                assertEquals(1, effects.getInt(4 * 0x06), "Identify supported");
+                assertEquals(3, effects.getInt(1024 + 4 * 0x01), "Write supported, changes logical block content");
+                assertEquals(0, effects.getInt(1024 + 4 * 0x81), "no vendor IO commands");
+                assertEquals(Status.INVALID_FIELD | Status.DNR, admin.getLogPage(0x70, 1024, 0, false).status(), "no discovery log on an IO controller");
+                assertEquals(Status.INVALID_FIELD | Status.DNR, admin.getLogPage(0xC0, 512, 0, false).status(), "unknown log page");
+                byte[] io = admin.getLogPage(0x05, 1024, 1024, false).data();
+                assertEquals(3, le(io).getInt(4 * 0x01), "LPO 1024: the IO command entries");
+            }
+        }
+    }
 }

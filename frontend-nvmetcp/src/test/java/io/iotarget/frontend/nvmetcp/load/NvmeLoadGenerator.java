@@ -63,7 +63,9 @@ public final class NvmeLoadGenerator {
                     case "--warmup" -> warmup = Double.parseDouble(args[++i]);
                     case "--digests" -> digests = true;
                     case "--inline" -> inline = Integer.parseInt(args[++i]);
-                    default -> throw new IllegalArgumentException("unknown option " + a + " (see the class doc)");
+                    default -> throw new IllegalArgumentException("unknown option " + a + " (expected: --target HOST:PORT --nqn NQN "
+                            + "--backend null|memory|file:PATH --size BYTES --queues N --depth N --bs BYTES "
+                            + "--rw read|write|randread|randwrite|randrw --read-percent P --seconds S --warmup S --digests --inline BYTES)");
                 }
             }
             if (!List.of("read", "write", "randread", "randwrite", "randrw").contains(rw)) throw new IllegalArgumentException("--rw " + rw);
