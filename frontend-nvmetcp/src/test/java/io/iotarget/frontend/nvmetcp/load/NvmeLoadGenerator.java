@@ -26,7 +26,8 @@ import java.util.zip.CRC32C;
  * 4 KiB..1 MiB reads and writes, in-capsule or through R2T/H2CData, optionally with header and
  * data digests. It speaks to any NVMe/TCP target; without {@code --target} it starts iotarget's
  * target in the same JVM on a null, memory or file ({@code --backend file:PATH}, O_DIRECT)
- * backend and also reports the whole process's heap allocation per IO. The steady state allocates nothing on the generator's side.
+ * backend, optionally charged to a group with io.max ({@code --io-max 'riops=20000'}), and also
+ * reports the whole process's heap allocation per IO. The steady state allocates nothing on the generator's side.
  *
  * <pre>
  *   bench/nvme-load.sh --backend null --queues 2 --depth 32 --bs 4096 --rw randread --seconds 10
@@ -40,13 +41,14 @@ public final class NvmeLoadGenerator {
     private static final String DEFAULT_NQN = "nqn.2026-11.io.iotarget:bench";
 
     record Options(String target, String nqn, String backend, long sizeBytes, int queues, int depth, int blockSize,
-                   String rw, int readPercent, double seconds, double warmup, boolean digests, int inlineLimit) {
+                   String rw, int readPercent, double seconds, double warmup, boolean digests, int inlineLimit, String ioMax) {
         static Options parse(String[] args) {
             String target = null, nqn = DEFAULT_NQN, backend = "null", rw = "randread";
             long size = 1L << 30;
             int queues = 2, depth = 32, bs = 4096, readPercent = 70, inline = 16384;
             double seconds = 10, warmup = 2;
             boolean digests = false;
+            String ioMax = null;
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
                 switch (a) {
@@ -63,13 +65,16 @@ public final class NvmeLoadGenerator {
                     case "--warmup" -> warmup = Double.parseDouble(args[++i]);
                     case "--digests" -> digests = true;
                     case "--inline" -> inline = Integer.parseInt(args[++i]);
+                    case "--io-max" -> ioMax = args[++i];
                     default -> throw new IllegalArgumentException("unknown option " + a + " (expected: --target HOST:PORT --nqn NQN "
                             + "--backend null|memory|file:PATH --size BYTES --queues N --depth N --bs BYTES "
-                            + "--rw read|write|randread|randwrite|randrw --read-percent P --seconds S --warmup S --digests --inline BYTES)");
+                            + "--rw read|write|randread|randwrite|randrw --read-percent P --seconds S --warmup S --digests --inline BYTES "
+                            + "--io-max 'riops=N wbps=N ...')");
                 }
             }
             if (!List.of("read", "write", "randread", "randwrite", "randrw").contains(rw)) throw new IllegalArgumentException("--rw " + rw);
-            return new Options(target, nqn, backend, size, queues, depth, bs, rw, readPercent, seconds, warmup, digests, inline);
+            if (ioMax != null && target != null) throw new IllegalArgumentException("--io-max needs the in-process target");
+            return new Options(target, nqn, backend, size, queues, depth, bs, rw, readPercent, seconds, warmup, digests, inline, ioMax);
         }
     }
 
@@ -95,6 +100,16 @@ public final class NvmeLoadGenerator {
             }
             target = new NvmeTarget(engine);
             port = inProcessTarget(target.tree(), o.nqn(), devicePath);
+            if (o.ioMax() != null) {
+                // The namespace's IO is charged to group "bench", limited by io.max (seed 001's case at full speed).
+                String ns = "subsystems/" + o.nqn() + "/namespaces/1";
+                engine.controller().write("cgroup.subtree_control", "+io");
+                engine.controller().mkdir("bench");
+                engine.controller().write("bench/io.max", engine.device(devicePath).number() + " " + o.ioMax());
+                target.tree().write(ns + "/enable", "0");
+                target.tree().write(ns + "/cgroup", "bench");
+                target.tree().write(ns + "/enable", "1");
+            }
         } else {
             host = o.target().substring(0, o.target().lastIndexOf(':'));
             port = Integer.parseInt(o.target().substring(o.target().lastIndexOf(':') + 1));
@@ -165,9 +180,10 @@ public final class NvmeLoadGenerator {
             if (q.failure != null) throw q.failure;
         }
         double s = elapsedNs / 1e9;
-        System.out.printf(Locale.ROOT, "RESULT rw=%s bs=%d queues=%d depth=%d digests=%s backend=%s iops=%.0f MiBps=%.1f "
+        System.out.printf(Locale.ROOT, "RESULT rw=%s bs=%d queues=%d depth=%d digests=%s backend=%s%s iops=%.0f MiBps=%.1f "
                         + "lat_us_p50=%.1f p99=%.1f p99.9=%.1f cpu_us_per_io=%.2f alloc_bytes_per_io=%s seconds=%.1f%n",
                 o.rw(), o.blockSize(), o.queues(), o.depth(), o.digests(), o.target() == null ? o.backend() : "external",
+                o.ioMax() == null ? "" : " io.max='" + o.ioMax() + "'",
                 ios / s, bytes / s / (1 << 20), all.percentile(50) / 1e3, all.percentile(99) / 1e3, all.percentile(99.9) / 1e3,
                 cpuNs / 1e3 / ios, o.target() == null ? String.format(Locale.ROOT, "%.1f", (double) allocated / ios) : "n/a", s);
         admin.close();
