@@ -210,20 +210,27 @@ public final class IoController {
         }
         if (!anyApplies) {
             account(io, dg);
+            io.admitNs(nowNs);
             return true;
         }
         boolean admitted;
+        boolean resumedOthers;
         long wakeBefore;
         dc.lock.lock();
         try {
             dc.lockedNowNs = nowNs;
             wakeBefore = dc.nextWakeNs;
             admitted = advance(dc, io, dg, 0, nowNs);
-            if (!admitted) updateNextWake(dc);
+            if (admitted) io.admitNs(nowNs);
+            // A stage may have started a timer (iocost's period) or resumed others' requests.
+            updateNextWake(dc);
+            resumedOthers = !dc.ready.isEmpty();
+            if (resumedOthers) dc.readyPending = true;
         } finally {
             dc.lock.unlock();
         }
-        if (!admitted && dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
+        if (resumedOthers) signal.releaseBy(Long.MIN_VALUE);
+        else if (dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
         return admitted;
     }
 
@@ -247,19 +254,25 @@ public final class IoController {
     /**
      * The backend finished the request: policies that admitted it see the completion, and any
      * request that this frees (a depth slot, say) goes to {@code sink}, outside the lock.
+     *
+     * @return how long the issuer must wait before hearing of the completion, in ns (iocost's
+     *         delay for a group in debt); 0 to report it now
      */
-    public void complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
+    public long complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
         int stages = io.policyFlags() & STAGE_BITS_MASK;
-        if (stages == 0) return;
+        if (stages == 0) return 0;
         DeviceControl dc = deviceControl(io.device().index());
-        if (dc == null) return;
+        if (dc == null) return 0;
         DeviceGroup dg = deviceGroupFor(io, dc);
         List<IoRequest> released = null;
+        long holdNs = 0;
+        long wakeBefore;
         dc.lock.lock();
         try {
             dc.lockedNowNs = nowNs;
+            wakeBefore = dc.nextWakeNs;
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]);
+                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]));
             }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
@@ -269,7 +282,9 @@ public final class IoController {
         } finally {
             dc.lock.unlock();
         }
+        if (dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
         if (released != null) released.forEach(sink);
+        return holdNs;
     }
 
     /** Hands every parked request whose time has come, on every device, to {@code sink}. */
@@ -308,7 +323,10 @@ public final class IoController {
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
         DeviceGroup dg = deviceGroupFor(io, dc);
-        if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) dc.ready.add(io);
+        if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
+            io.admitNs(dc.lockedNowNs);
+            dc.ready.add(io);
+        }
     }
 
     /** Runs stages {@code fromStage..} on the request. Device lock held. */
@@ -374,7 +392,7 @@ public final class IoController {
         updateNextWake(dc);
         if (!dc.ready.isEmpty()) {
             dc.readyPending = true;
-            signal.releaseBy(0);
+            signal.releaseBy(Long.MIN_VALUE);
         } else if (dc.nextWakeNs < before) {
             signal.releaseBy(dc.nextWakeNs);
         }

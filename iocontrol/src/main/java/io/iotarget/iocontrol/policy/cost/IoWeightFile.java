@@ -8,17 +8,25 @@ import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MAX;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MIN;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
+
 /**
  * io.weight, as blk-iocost reads and writes it.
  * <pre>
  * read:  default W            then   MAJ:MIN W   for each device override
- * write: W | default W        sets the group's default
+ * write: W | default W        sets the group's default (re-evaluated on every device at once)
  *        MAJ:MIN W            sets an override for one device
  *        MAJ:MIN default      removes that override
  * </pre>
- * W must be an integer in [1, 10000] (EINVAL otherwise).
+ * W must be an integer in [1, 10000] (EINVAL otherwise). A per-device line needs iocost to be
+ * set up on the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP
+ * otherwise), as the kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
  */
 final class IoWeightFile implements InterfaceFile {
+    private static final String EXPECTED = "an integer in " + WEIGHT_MIN + ".." + WEIGHT_MAX;
+
     private final IoController controller;
     private final CostPolicy policy;
 
@@ -44,13 +52,14 @@ final class IoWeightFile implements InterfaceFile {
 
     @Override
     public String read(Group group) {
+        // Weights change under the tree lock: holding it gives a consistent read.
         controller.treeLock().lock();
         try {
             StringBuilder sb = new StringBuilder();
-            sb.append("default ").append(((CostPolicy.GroupWeight) group.policyData(policy.index())).defaultWeight).append('\n');
+            sb.append("default ").append(policy.defaultWeight(group)).append('\n');
             for (DeviceGroup dg : group.deviceGroups()) {
-                int w = ((CostPolicy.CostGroupState) dg.policyState(policy.index())).weightConfigured;
-                if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w).append('\n');
+                long w = policy.device(dg.device()).state(dg).cfgWeight;
+                if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w / WEIGHT_ONE).append('\n');
             }
             return sb.toString();
         } finally {
@@ -66,27 +75,47 @@ final class IoWeightFile implements InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         if (text.indexOf(':') < 0) {
-            String v = text.strip();
-            if (v.startsWith("default")) {
-                String rest = v.substring("default".length());
-                if (rest.isEmpty() || !Character.isWhitespace(rest.charAt(0))) throw KernelParse.invalid("weight", v, "W or default W, W in 1..10000");
-                v = rest.strip();
-            }
-            int w = weight(v);
-            controller.treeLock().lock();
-            try {
-                if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
-                ((CostPolicy.GroupWeight) group.policyData(policy.index())).defaultWeight = w;
-            } finally {
-                controller.treeLock().unlock();
-            }
+            writeDefault(group, text.strip());
             return;
         }
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         String body = line.body().strip();
-        int w = body.equals("default") ? 0 : weight(body);
-        controller.configure(group, line.device(),
-                (dg, nowNs) -> ((CostPolicy.CostGroupState) dg.policyState(policy.index())).weightConfigured = w);
+        long w = body.equals("default") ? 0 : weight(body);
+        CostDevice device = policy.device(line.device());
+        controller.treeLock().lock();
+        try {
+            if (device.config() == null) {
+                throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
+                        + " (write io.cost.qos or io.cost.model for it first)");
+            }
+            controller.configure(group, line.device(), (dg, nowNs) -> {
+                CostGroup g = device.state(dg);
+                g.cfgWeight = w * WEIGHT_ONE;
+                device.weightUpdated(g, nowNs);
+            });
+        } finally {
+            controller.treeLock().unlock();
+        }
+    }
+
+    private void writeDefault(Group group, String v) throws ControlException {
+        if (v.startsWith("default")) {
+            String rest = v.substring("default".length());
+            if (rest.isEmpty() || !Character.isWhitespace(rest.charAt(0))) throw KernelParse.invalid("weight", v, "W or default W, W in 1..10000");
+            v = rest.strip();
+        }
+        int w = weight(v);
+        controller.treeLock().lock();
+        try {
+            if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
+            policy.groupWeight(group).defaultWeight = w;
+            for (DeviceGroup dg : group.deviceGroups()) {
+                CostDevice device = policy.device(dg.device());
+                controller.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
+            }
+        } finally {
+            controller.treeLock().unlock();
+        }
     }
 
     private static int weight(String v) throws ControlException {
@@ -94,11 +123,9 @@ final class IoWeightFile implements InterfaceFile {
         try {
             w = KernelParse.parseU64("weight", v);
         } catch (ControlException e) {
-            throw KernelParse.invalid("weight", v, "an integer in " + CostPolicy.WEIGHT_MIN + ".." + CostPolicy.WEIGHT_MAX);
+            throw KernelParse.invalid("weight", v, EXPECTED);
         }
-        if (w < CostPolicy.WEIGHT_MIN || w > CostPolicy.WEIGHT_MAX) {
-            throw KernelParse.invalid("weight", v, "an integer in " + CostPolicy.WEIGHT_MIN + ".." + CostPolicy.WEIGHT_MAX);
-        }
+        if (w < WEIGHT_MIN || w > WEIGHT_MAX) throw KernelParse.invalid("weight", v, EXPECTED);
         return (int) w;
     }
 }
