@@ -233,4 +233,35 @@ class CostArithmeticTest {
         runUntil(200 * MS);
         assertTrue(sa.absVdebt < debt);
     }
+
+    @Test
+    void shouldReleaseEveryWaiterWhenIocostIsDisabled() throws ControlException {
+        Group a = group("a", 100);
+        int admitted = 0;
+        for (int i = 0; i < 2000; i++) if (write(a, 0)) admitted++;
+        assertEquals(2000 - admitted, state(a).waiters.size());
+        controller.write("io.cost.qos", "259:0 enable=0");
+        assertEquals(Long.MIN_VALUE, controller.nextReleaseNs(), "released at once, not at vrate");
+        List<IoRequest> released = new ArrayList<>();
+        controller.releaseDue(clock.nanoTime(), released::add);
+        assertEquals(2000 - admitted, released.size());
+        assertTrue(state(a).waiters.isEmpty());
+        assertTrue(write(a, 0), "no longer costed");
+    }
+
+    @Test
+    void shouldReleaseTheWaitersOfARemovedGroupAndGiveItsShareBack() throws ControlException {
+        Group a = group("a", 100);
+        Group b = group("b", 100);
+        assertTrue(write(b, 0));
+        int admitted = 0;
+        for (int i = 0; i < 2000; i++) if (write(a, 0)) admitted++;
+        controller.rmdir("a");
+        List<IoRequest> released = new ArrayList<>();
+        controller.releaseDue(clock.nanoTime(), released::add);
+        assertEquals(2000 - admitted, released.size());
+        completeAll(released);
+        assertTrue(write(b, 0));
+        assertEquals(WEIGHT_ONE, state(b).hweightActive, "b alone again");
+    }
 }

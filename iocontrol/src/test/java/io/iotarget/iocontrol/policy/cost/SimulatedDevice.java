@@ -157,13 +157,8 @@ final class SimulatedDevice {
         private boolean running;
         private int outstanding;
         private long nextOffset;
-        /** Spread requests 64 MiB apart instead of back to back, so the model costs them as random. */
-        boolean random;
-        int flags;
         long bytesDone;
         long iosDone;
-        /** Sum of submit-to-completion times. */
-        long latencySumNs;
 
         Stream(Group group, IoOp op, long size, int queueDepth, int id) {
             this.group = group;
@@ -183,9 +178,8 @@ final class SimulatedDevice {
         }
 
         private void submitOne() {
-            IoRequest io = new IoRequest().set(op, flags, nextOffset, size, null).target(device, group).callback(null, null, id);
-            nextOffset += random ? 64L << 20 : size;
-            if (nextOffset > (1L << 48)) nextOffset = 0;
+            IoRequest io = new IoRequest().set(op, 0, nextOffset, size, null).target(device, group).callback(null, null, id);
+            nextOffset += size;
             outstanding++;
             submit(io);
         }
@@ -194,7 +188,6 @@ final class SimulatedDevice {
             outstanding--;
             bytesDone += io.length();
             iosDone++;
-            latencySumNs += now() - io.submitNs();
             if (running) submitOne();
         }
 
