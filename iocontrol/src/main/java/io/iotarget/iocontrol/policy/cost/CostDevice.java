@@ -455,6 +455,7 @@ final class CostDevice implements DevicePolicy {
         return true;
     }
 
+    /** Leaves the active tree: its weights leave its parents' sums (commit follows). */
     private void deactivate(CostGroup g) {
         propagateWeights(g, 0, 0, false);
         activeGroups.remove(g);
@@ -915,15 +916,14 @@ final class CostDevice implements DevicePolicy {
                 if (g.absVdebt != 0 || g.delayUs != 0) nrDebtors++;
                 i++;
             } else {
+                // Idle a whole period: the budget above the target is thrown away (and given
+                // back through vtimeErr); it starts with the target when it comes back.
                 long excess = vnow - g.vtime - marginTarget;
                 if (excess > 0) {
                     currentHweight(g);
                     vtimeErr -= MulDiv.floor(excess, g.hweightInuse, WEIGHT_ONE);
                 }
-                propagateWeights(g, 0, 0, false);
-                activeGroups.remove(i);
-                g.onActiveList = false;
-                disarmWaitTimer(g);
+                deactivate(g);
             }
         }
         commitWeights();
