@@ -67,6 +67,7 @@ class CostSimulationTest {
         sim.runFor(4 * SECOND);
         double rateA = sa.takeBytes() / 4.0;
         double rateB = sb.takeBytes() / 4.0;
+        report("weights 100:200, 4 s after 1 s warm-up: a %.4f b %.4f of the device, b:a %.3f", rateA / CAPACITY_4K, rateB / CAPACITY_4K, rateB / rateA);
         assertShare(1.0 / 3, rateA / CAPACITY_4K, "a's share of the device");
         assertShare(2.0 / 3, rateB / CAPACITY_4K, "b's share of the device");
         assertShare(2.0, rateB / rateA, "b : a");
@@ -74,12 +75,14 @@ class CostSimulationTest {
         // b goes idle: it is deactivated at the end of the period it was last seen in, and a
         // gets the whole device from the period after.
         sb.stop();
-        sim.runFor(PERIOD);
-        for (int period = 2; period <= 20; period++) {
+        StringBuilder shares = new StringBuilder();
+        for (int period = 1; period <= 20; period++) {
             sim.runFor(PERIOD);
             double share = sa.takeBytes() / (PERIOD / 1e9) / CAPACITY_4K;
+            if (period <= 4) shares.append(String.format(" %.3f", share));
             if (period >= 3) assertTrue(share >= 0.95, "period " + period + " after b stopped: a has " + share + " of the device");
         }
+        report("b stops: a's share in the 4 periods after:%s", shares);
     }
 
     @Test
@@ -102,9 +105,13 @@ class CostSimulationTest {
         sy.takeBytes();
         sim.runFor(4 * SECOND);
         // x gets 100/300 and splits it 1:3; y gets 200/300.
-        assertShare(1.0 / 12, s1.takeBytes() / 4.0 / CAPACITY_4K, "x/x1");
-        assertShare(1.0 / 4, s2.takeBytes() / 4.0 / CAPACITY_4K, "x/x2");
-        assertShare(2.0 / 3, sy.takeBytes() / 4.0 / CAPACITY_4K, "y");
+        double share1 = s1.takeBytes() / 4.0 / CAPACITY_4K;
+        double share2 = s2.takeBytes() / 4.0 / CAPACITY_4K;
+        double shareY = sy.takeBytes() / 4.0 / CAPACITY_4K;
+        report("nested x(100){x1(100),x2(300)}, y(200): x1 %.4f x2 %.4f y %.4f", share1, share2, shareY);
+        assertShare(1.0 / 12, share1, "x/x1");
+        assertShare(1.0 / 4, share2, "x/x2");
+        assertShare(2.0 / 3, shareY, "y");
     }
 
     @Test
@@ -125,6 +132,7 @@ class CostSimulationTest {
         sim.runFor(4 * SECOND);
         double timeA = (sa.iosDone - iosA) * 100e-6 / 4;
         double timeB = (sb.iosDone - iosB) * 850e-6 / 4;
+        report("4 KiB (100) vs 64 KiB (200) writes: device time a %.4f b %.4f, b:a %.3f", timeA, timeB, timeB / timeA);
         assertShare(2.0, timeB / timeA, "b : a in device time");
         assertTrue(timeA + timeB >= 0.95, "device busy " + (timeA + timeB));
     }
@@ -146,6 +154,7 @@ class CostSimulationTest {
         sim.runFor(4 * SECOND);
         double rateA = sa.takeBytes() / 4.0;
         double rateB = sb.takeBytes() / 4.0;
+        report("io.max wbps=4096000 on a (100), b (100): a %.0f B/s, device busy %.4f", rateA, (rateA + rateB) / CAPACITY_4K);
         assertTrue(Math.abs(rateA / 4_096_000 - 1) <= 0.01, "a at its io.max: " + rateA);
         assertTrue((rateA + rateB) / CAPACITY_4K >= 0.95, "the device stays busy: " + (rateA + rateB) / CAPACITY_4K);
     }
@@ -168,9 +177,10 @@ class CostSimulationTest {
         sb.takeBytes();
         sim.runFor(4 * SECOND);
         double vrate = vratePercent();
-        assertTrue(vrate >= 40 && vrate <= 60, "vrate " + vrate + "%");
         double rateA = sa.takeBytes() / 4.0;
         double rateB = sb.takeBytes() / 4.0;
+        report("model 2x optimistic, wpct=90 wlat=5000: vrate %.2f%%, b:a %.3f, device busy %.4f", vrate, rateB / rateA, (rateA + rateB) / CAPACITY_4K);
+        assertTrue(vrate >= 40 && vrate <= 60, "vrate " + vrate + "%");
         assertTrue(Math.abs(rateB / rateA / 2 - 1) <= 0.10, "b : a = " + rateB / rateA);
         assertTrue((rateA + rateB) / CAPACITY_4K >= 0.85, "device busy " + (rateA + rateB) / CAPACITY_4K);
     }
@@ -185,7 +195,14 @@ class CostSimulationTest {
         assertEquals(50.0, vratePercent());
         sa.takeBytes();
         sim.runFor(2 * SECOND);
-        assertShare(0.5, sa.takeBytes() / 2.0 / CAPACITY_4K, "a alone at vrate 50%");
+        double share = sa.takeBytes() / 2.0 / CAPACITY_4K;
+        report("min=max=50: a alone gets %.4f of the device", share);
+        assertShare(0.5, share, "a alone at vrate 50%");
+    }
+
+    /** One line per scenario with the measured values (deterministic), for bench/results/iocost.md. */
+    private static void report(String format, Object... args) {
+        System.out.println("[iocost-sim] " + String.format(format, args));
     }
 
     private double vratePercent() throws ControlException {
