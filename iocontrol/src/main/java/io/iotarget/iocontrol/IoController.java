@@ -118,6 +118,7 @@ public final class IoController {
                 int stage = i;
                 dc.policies[i] = policies.get(i).attach(dc);
                 dc.resumers[i] = io -> resume(dc, io, stage + 1);
+                if (dc.policies[i].tracksCompletions()) dc.trackingStages |= 1 << i;
             }
             DeviceControl[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
             next[index] = dc;
@@ -229,11 +230,11 @@ public final class IoController {
 
     /** The request is leaving for the backend: policies that admitted it learn the issue time. */
     public void issue(IoRequest io, long nowNs) {
-        int stages = io.policyFlags() & STAGE_BITS_MASK;
-        if (stages == 0) return;
         DeviceControl dc = deviceControl(io.device().index());
         if (dc == null) return;
-        DeviceGroup dg = deviceGroupFor(io, dc);
+        int stages = io.policyFlags() & dc.trackingStages;
+        if (stages == 0) return;
+        DeviceGroup dg = existingDeviceGroup(io, dc);
         dc.lock.lock();
         try {
             for (int i = 0; i < dc.policies.length; i++) {
@@ -249,11 +250,11 @@ public final class IoController {
      * request that this frees (a depth slot, say) goes to {@code sink}, outside the lock.
      */
     public void complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
-        int stages = io.policyFlags() & STAGE_BITS_MASK;
-        if (stages == 0) return;
         DeviceControl dc = deviceControl(io.device().index());
         if (dc == null) return;
-        DeviceGroup dg = deviceGroupFor(io, dc);
+        int stages = io.policyFlags() & dc.trackingStages;
+        if (stages == 0) return;
+        DeviceGroup dg = existingDeviceGroup(io, dc);
         List<IoRequest> released = null;
         dc.lock.lock();
         try {
@@ -307,7 +308,7 @@ public final class IoController {
 
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
-        DeviceGroup dg = deviceGroupFor(io, dc);
+        DeviceGroup dg = existingDeviceGroup(io, dc);
         if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) dc.ready.add(io);
     }
 
@@ -378,6 +379,19 @@ public final class IoController {
         } else if (dc.nextWakeNs < before) {
             signal.releaseBy(dc.nextWakeNs);
         }
+    }
+
+    /**
+     * The request's (group, device) state without creating any (callers may hold a device
+     * lock): the nearest existing one up the tree, as IO of a dying group spills to its parent.
+     */
+    private static DeviceGroup existingDeviceGroup(IoRequest io, DeviceControl dc) {
+        int index = dc.device().index();
+        for (Group g = ((Group) io.group()).effective(); g != null; g = g.parent()) {
+            DeviceGroup dg = g.deviceGroup(index);
+            if (dg != null) return dg;
+        }
+        return dc.root;
     }
 
     private DeviceGroup deviceGroupFor(IoRequest io, DeviceControl dc) {
@@ -573,39 +587,48 @@ public final class IoController {
         }
     }
 
-    /** Reads an interface file, e.g. {@code tenants/a/io.stat} or {@code io.cost.qos}. */
+    /**
+     * Reads an interface file, e.g. {@code tenants/a/io.stat} or {@code io.cost.qos}. Control
+     * operations are serialized by the tree lock, so files read a consistent tree.
+     */
     public String read(String path) throws ControlException {
-        FileRef ref = file(path);
-        return ref.file.read(ref.group);
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            return ref.file.read(ref.group);
+        } finally {
+            treeLock.unlock();
+        }
     }
 
     /** Writes an interface file; on error nothing changed. */
     public void write(String path, String text) throws ControlException {
-        FileRef ref = file(path);
-        if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
-        ref.file.write(ref.group, text);
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
+            ref.file.write(ref.group, text);
+        } finally {
+            treeLock.unlock();
+        }
     }
 
     private record FileRef(Group group, InterfaceFile file) {
     }
 
+    /** Tree lock held. */
     private FileRef file(String path) throws ControlException {
         List<String> parts = split(path);
         if (parts.isEmpty()) throw new ControlException(Errno.EISDIR, "the root is a directory");
         String name = parts.getLast();
-        treeLock.lock();
-        try {
-            Group g = resolve(parts.subList(0, parts.size() - 1));
-            InterfaceFile f = files.get(name);
-            if (f == null) {
-                if (g.children.containsKey(name)) throw new ControlException(Errno.EISDIR, path + " is a group");
-                throw new ControlException(Errno.ENOENT, "no file " + name + " in " + g.path());
-            }
-            if (!f.presentIn(g)) throw new ControlException(Errno.ENOENT, absentReason(g, f));
-            return new FileRef(g, f);
-        } finally {
-            treeLock.unlock();
+        Group g = resolve(parts.subList(0, parts.size() - 1));
+        InterfaceFile f = files.get(name);
+        if (f == null) {
+            if (g.children.containsKey(name)) throw new ControlException(Errno.EISDIR, path + " is a group");
+            throw new ControlException(Errno.ENOENT, "no file " + name + " in " + g.path());
         }
+        if (!f.presentIn(g)) throw new ControlException(Errno.ENOENT, absentReason(g, f));
+        return new FileRef(g, f);
     }
 
     private static String absentReason(Group g, InterfaceFile f) {
