@@ -198,8 +198,8 @@ public final class IoController {
      *         out of {@link #releaseDue} or {@link #complete} later)
      */
     public boolean admit(IoRequest io, long nowNs) {
-        DeviceControl dc = deviceControl(io.device().index());
-        if (dc == null || dc.removed) return true;      // dispatch fails it: the device is gone
+        DeviceControl dc = controlOf(io);
+        if (dc == null) return true;      // dispatch fails it: the device is gone
         DeviceGroup dg = deviceGroupFor(io, dc);
         DevicePolicy[] chain = dc.policies;
         boolean anyApplies = false;
@@ -230,7 +230,7 @@ public final class IoController {
 
     /** The request is leaving for the backend: policies that admitted it learn the issue time. */
     public void issue(IoRequest io, long nowNs) {
-        DeviceControl dc = deviceControl(io.device().index());
+        DeviceControl dc = controlOf(io);
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return;
@@ -250,7 +250,7 @@ public final class IoController {
      * request that this frees (a depth slot, say) goes to {@code sink}, outside the lock.
      */
     public void complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
-        DeviceControl dc = deviceControl(io.device().index());
+        DeviceControl dc = controlOf(io);
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return;
@@ -304,6 +304,12 @@ public final class IoController {
             next = Math.min(next, dc.nextWakeNs);
         }
         return next;
+    }
+
+    /** The live state of the request's device; null once it was removed (even if its index was reused). */
+    private DeviceControl controlOf(IoRequest io) {
+        DeviceControl dc = deviceControl(io.device().index());
+        return dc != null && dc.device() == io.device() && !dc.removed ? dc : null;
     }
 
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
