@@ -60,9 +60,9 @@ public final class IocostSeedExperiment {
             Group passthrough = c.mkdir("passthrough");
             double write = seconds(engine, writer, IoOp.WRITE);
             double pass = seconds(engine, passthrough, IoOp.PASSTHROUGH_OUT);
-            double device = (double) TOTAL / BYTES_PER_SECOND;
+            double deviceSeconds = (double) TOTAL / BYTES_PER_SECOND;
             System.out.printf("vrate 1%%:    WRITE %.3f s (%.1fx measured, %.1fx device), PASSTHROUGH_OUT %.3f s (%.1fx measured, %.1fx device)%n",
-                    write, write / writeOff, write / device, pass, pass / passthroughOff, pass / device);
+                    write, write / writeOff, write / deviceSeconds, pass, pass / passthroughOff, pass / deviceSeconds);
             Thread.sleep(200);                                   // let cost.usage fold in at a period end
             System.out.print("writer/io.stat:      " + c.read("writer/io.stat"));
             System.out.print("passthrough/io.stat: " + c.read("passthrough/io.stat"));

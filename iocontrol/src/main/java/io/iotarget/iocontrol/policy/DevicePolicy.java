@@ -37,6 +37,14 @@ public interface DevicePolicy {
     /** When {@link #releaseDue} next has work; {@link Long#MAX_VALUE} when nothing is parked. */
     long nextWakeNs();
 
+    /**
+     * True when {@link #onIssue} and {@link #onComplete} do something; a policy that only
+     * admits (io.max) returns false and its requests complete without the device lock.
+     */
+    default boolean tracksCompletions() {
+        return false;
+    }
+
     /** The request left the policies for the backend. Called for requests this policy admitted. */
     default void onIssue(IoRequest io, DeviceGroup group, long nowNs) {
     }

@@ -574,6 +574,12 @@ final class CostDevice implements DevicePolicy {
         return sum < 0 ? Long.MAX_VALUE : sum;
     }
 
+    /** Completions return the cost in flight and are the QoS loop's latency samples. */
+    @Override
+    public boolean tracksCompletions() {
+        return true;
+    }
+
     /**
      * ioc_rqos_done_bio and ioc_rqos_done: the request's cost is no longer in flight, and its
      * latency is a QoS sample — from leaving the controller to completion, minus the transfer

@@ -71,39 +71,36 @@ final class IoCostModelFile implements InterfaceFile {
     public void write(Group group, String text) throws ControlException {
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         CostDevice device = policy.device(line.device());
-        controller.treeLock().lock();
-        try {
-            CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
-            boolean user = current.userModel();
-            Long[] given = new Long[KEYS.size()];
-            for (String token : KernelParse.tokens(line.body())) {
-                int eq = token.indexOf('=');
-                String key = eq < 0 ? token : token.substring(0, eq);
-                String value = eq < 0 ? "" : token.substring(eq + 1);
-                if (eq < 0 || value.isEmpty()) throw unknown(token);
-                switch (key) {
-                    case "ctrl" -> user = switch (value) {
-                        case "auto" -> false;
-                        case "user" -> true;
-                        default -> throw KernelParse.invalid(key, value, "auto or user");
-                    };
-                    case "model" -> {
-                        if (!value.equals("linear")) throw KernelParse.invalid(key, value, "linear");
-                    }
-                    default -> {
-                        int k = KEYS.indexOf(key);
-                        if (k < 0) throw unknown(token);
-                        given[k] = KernelParse.parseU64(key, value);
-                        user = true;
-                    }
+        // The controller holds the tree lock, which serializes configuration writes: the merge
+        // below starts from what is current.
+        CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
+        boolean user = current.userModel();
+        Long[] given = new Long[KEYS.size()];
+        for (String token : KernelParse.tokens(line.body())) {
+            int eq = token.indexOf('=');
+            String key = eq < 0 ? token : token.substring(0, eq);
+            String value = eq < 0 ? "" : token.substring(eq + 1);
+            if (eq < 0 || value.isEmpty()) throw unknown(token);
+            switch (key) {
+                case "ctrl" -> user = switch (value) {
+                    case "auto" -> false;
+                    case "user" -> true;
+                    default -> throw KernelParse.invalid(key, value, "auto or user");
+                };
+                case "model" -> {
+                    if (!value.equals("linear")) throw KernelParse.invalid(key, value, "linear");
+                }
+                default -> {
+                    int k = KEYS.indexOf(key);
+                    if (k < 0) throw unknown(token);
+                    given[k] = KernelParse.parseU64(key, value);
+                    user = true;
                 }
             }
-            LinearModel model = current.model().with(given);
-            boolean userFinal = user;
-            controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeModel(userFinal, model, nowNs));
-        } finally {
-            controller.treeLock().unlock();
         }
+        LinearModel model = current.model().with(given);
+        boolean userFinal = user;
+        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeModel(userFinal, model, nowNs));
     }
 
     private static ControlException unknown(String token) {

@@ -89,53 +89,49 @@ final class IoCostQosFile implements InterfaceFile {
     public void write(Group group, String text) throws ControlException {
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         CostDevice device = policy.device(line.device());
-        // The tree lock serializes configuration writes: the merge below starts from what is current.
-        controller.treeLock().lock();
-        try {
-            CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
-            QosParams q = current.qos();
-            boolean enable = current.enabled();
-            boolean user = current.userQos();
-            long readPpm = q.readPpm(), readLat = q.readLatUs(), writePpm = q.writePpm(), writeLat = q.writeLatUs();
-            long min = q.minPpm(), max = q.maxPpm();
-            for (String token : KernelParse.tokens(line.body())) {
-                int eq = token.indexOf('=');
-                String key = eq < 0 ? token : token.substring(0, eq);
-                String value = eq < 0 ? "" : token.substring(eq + 1);
-                if (eq < 0 || value.isEmpty()) throw unknown(token);
-                switch (key) {
-                    case "enable" -> {
-                        enable = KernelParse.parseU64(key, value) != 0;
-                        continue;
-                    }
-                    case "ctrl" -> {
-                        user = switch (value) {
-                            case "auto" -> false;
-                            case "user" -> true;
-                            default -> throw KernelParse.invalid(key, value, "auto or user");
-                        };
-                        continue;
-                    }
-                    case "rpct" -> readPpm = percentPpm(key, value);
-                    case "wpct" -> writePpm = percentPpm(key, value);
-                    case "rlat" -> readLat = latencyUs(key, value);
-                    case "wlat" -> writeLat = latencyUs(key, value);
-                    case "min" -> min = vratePpm(key, value);
-                    case "max" -> max = vratePpm(key, value);
-                    default -> throw unknown(token);
+        // The controller holds the tree lock, which serializes configuration writes: the merge
+        // below starts from what is current.
+        CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
+        QosParams q = current.qos();
+        boolean enable = current.enabled();
+        boolean user = current.userQos();
+        long readPpm = q.readPpm(), readLat = q.readLatUs(), writePpm = q.writePpm(), writeLat = q.writeLatUs();
+        long min = q.minPpm(), max = q.maxPpm();
+        for (String token : KernelParse.tokens(line.body())) {
+            int eq = token.indexOf('=');
+            String key = eq < 0 ? token : token.substring(0, eq);
+            String value = eq < 0 ? "" : token.substring(eq + 1);
+            if (eq < 0 || value.isEmpty()) throw unknown(token);
+            switch (key) {
+                case "enable" -> {
+                    enable = KernelParse.parseU64(key, value) != 0;
+                    continue;
                 }
-                user = true;
+                case "ctrl" -> {
+                    user = switch (value) {
+                        case "auto" -> false;
+                        case "user" -> true;
+                        default -> throw KernelParse.invalid(key, value, "auto or user");
+                    };
+                    continue;
+                }
+                case "rpct" -> readPpm = percentPpm(key, value);
+                case "wpct" -> writePpm = percentPpm(key, value);
+                case "rlat" -> readLat = latencyUs(key, value);
+                case "wlat" -> writeLat = latencyUs(key, value);
+                case "min" -> min = vratePpm(key, value);
+                case "max" -> max = vratePpm(key, value);
+                default -> throw unknown(token);
             }
-            if (min > max) {
-                throw new ControlException(Errno.EINVAL, "min=" + pct(min) + " is above max=" + pct(max) + " (expected: min <= max)");
-            }
-            QosParams qos = new QosParams(readPpm, readLat, writePpm, writeLat, min, max);
-            boolean enableFinal = enable;
-            boolean userFinal = user;
-            controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs));
-        } finally {
-            controller.treeLock().unlock();
+            user = true;
         }
+        if (min > max) {
+            throw new ControlException(Errno.EINVAL, "min=" + pct(min) + " is above max=" + pct(max) + " (expected: min <= max)");
+        }
+        QosParams qos = new QosParams(readPpm, readLat, writePpm, writeLat, min, max);
+        boolean enableFinal = enable;
+        boolean userFinal = user;
+        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs));
     }
 
     private static ControlException unknown(String token) {

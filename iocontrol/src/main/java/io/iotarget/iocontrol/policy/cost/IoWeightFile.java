@@ -50,21 +50,16 @@ final class IoWeightFile implements InterfaceFile {
         return true;
     }
 
+    /** Weights change only under the tree lock, which the controller holds around reads too. */
     @Override
     public String read(Group group) {
-        // Weights change under the tree lock: holding it gives a consistent read.
-        controller.treeLock().lock();
-        try {
-            StringBuilder sb = new StringBuilder();
-            sb.append("default ").append(policy.defaultWeight(group)).append('\n');
-            for (DeviceGroup dg : group.deviceGroups()) {
-                long w = policy.device(dg.device()).state(dg).cfgWeight;
-                if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w / WEIGHT_ONE).append('\n');
-            }
-            return sb.toString();
-        } finally {
-            controller.treeLock().unlock();
+        StringBuilder sb = new StringBuilder();
+        sb.append("default ").append(policy.defaultWeight(group)).append('\n');
+        for (DeviceGroup dg : group.deviceGroups()) {
+            long w = policy.device(dg.device()).state(dg).cfgWeight;
+            if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w / WEIGHT_ONE).append('\n');
         }
+        return sb.toString();
     }
 
     @Override
@@ -78,24 +73,20 @@ final class IoWeightFile implements InterfaceFile {
             writeDefault(group, text.strip());
             return;
         }
+        // The kernel's order: the device (blkg_conf_open_bdev), the policy on it (blkg_conf_prep), the value.
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        CostDevice device = policy.device(line.device());
+        if (device.config() == null) {
+            throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
+                    + " (write io.cost.qos or io.cost.model for it first)");
+        }
         String body = line.body().strip();
         long w = body.equals("default") ? 0 : weight(body);
-        CostDevice device = policy.device(line.device());
-        controller.treeLock().lock();
-        try {
-            if (device.config() == null) {
-                throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
-                        + " (write io.cost.qos or io.cost.model for it first)");
-            }
-            controller.configure(group, line.device(), (dg, nowNs) -> {
-                CostGroup g = device.state(dg);
-                g.cfgWeight = w * WEIGHT_ONE;
-                device.weightUpdated(g, nowNs);
-            });
-        } finally {
-            controller.treeLock().unlock();
-        }
+        controller.configure(group, line.device(), (dg, nowNs) -> {
+            CostGroup g = device.state(dg);
+            g.cfgWeight = w * WEIGHT_ONE;
+            device.weightUpdated(g, nowNs);
+        });
     }
 
     private void writeDefault(Group group, String v) throws ControlException {
@@ -105,16 +96,11 @@ final class IoWeightFile implements InterfaceFile {
             v = rest.strip();
         }
         int w = weight(v);
-        controller.treeLock().lock();
-        try {
-            if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
-            policy.groupWeight(group).defaultWeight = w;
-            for (DeviceGroup dg : group.deviceGroups()) {
-                CostDevice device = policy.device(dg.device());
-                controller.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
-            }
-        } finally {
-            controller.treeLock().unlock();
+        if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
+        policy.groupWeight(group).defaultWeight = w;
+        for (DeviceGroup dg : group.deviceGroups()) {
+            CostDevice device = policy.device(dg.device());
+            controller.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
         }
     }
 
