@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
@@ -7,6 +8,8 @@ import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+
+import java.util.List;
 
 import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MAX;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MIN;
@@ -20,6 +23,8 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  *        MAJ:MIN W            sets an override for one device
  *        MAJ:MIN default      removes that override
  * </pre>
+ * A device's name works in place of MAJ:MIN (an iotarget extension), except that
+ * {@code default W} always sets the default.
  * W must be an integer in [1, 10000] (EINVAL otherwise). A per-device line needs iocost to be
  * set up on the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP
  * otherwise), as the kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
@@ -69,7 +74,7 @@ final class IoWeightFile implements InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        if (text.indexOf(':') < 0) {
+        if (!perDevice(text)) {
             writeDefault(group, text.strip());
             return;
         }
@@ -87,6 +92,19 @@ final class IoWeightFile implements InterfaceFile {
             g.cfgWeight = w * WEIGHT_ONE;
             device.weightUpdated(g, nowNs);
         });
+    }
+
+    /**
+     * The kernel's rule: a line with a ':' names a device. iotarget also takes a device's name
+     * in place of MAJ:MIN ("scratch 300"), but "default W" and "W" keep their meaning even
+     * for a device named "default" (use its MAJ:MIN).
+     */
+    private boolean perDevice(String text) {
+        if (text.indexOf(':') >= 0) return true;
+        List<String> tokens = KernelParse.tokens(text);
+        if (tokens.size() < 2 || tokens.getFirst().equals("default")) return false;
+        for (DeviceControl dc : controller.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
+        return false;
     }
 
     private void writeDefault(Group group, String v) throws ControlException {

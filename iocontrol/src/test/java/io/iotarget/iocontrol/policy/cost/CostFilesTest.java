@@ -75,6 +75,18 @@ class CostFilesTest {
     }
 
     @Test
+    void shouldTakeADeviceNameInPlaceOfMajMin() throws ControlException {
+        controller.write("io.cost.qos", "d1 enable=1");
+        controller.write("a/io.weight", "d1 300");
+        controller.write("a/io.weight", "d1\t250\n");
+        assertEquals("default 100\n8:16 250\n", controller.read("a/io.weight"));
+        controller.write("a/io.weight", "d1 default");
+        controller.write("a/io.weight", "default 70");
+        assertEquals("default 70\n", controller.read("a/io.weight"));
+        assertEquals(Errno.EINVAL, errno("a/io.weight", "nosuchdevice 300"), "not a device: read as a default weight");
+    }
+
+    @Test
     void shouldRefuseWeightsOutsideTheRange() throws ControlException {
         controller.write("io.cost.qos", "259:0 enable=1");
         for (String bad : List.of("0", "10001", "abc", "default", "default x", "-5", "1.5", "259:0 0", "259:0 10001", "259:0 x", "259:0")) {
