@@ -107,7 +107,9 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         Entry e = entries.get(export.name());
         if (e == null) return null;
         e.connections.add(connection);
-        if (e.live != export) {
+        Export live = e.live;
+        // A new description republishes the export; a disable (or a re-enable on another binding) does not match.
+        if (live == null || live.device() != export.device() || live.group() != export.group() || live.readOnly() != export.readOnly()) {
             e.connections.remove(connection);
             return null;
         }
@@ -179,6 +181,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
                 throw new ControlException(Errno.EINVAL, "description of " + v.length() + " characters (expected: at most 4096 bytes of UTF-8 without NUL)");
             }
             e.description = v;
+            Export live = e.live;
+            if (live != null) e.live = new Export(live.name(), v, live.device(), live.group(), live.readOnly());
             return;
         }
         if (e.live != null) {
