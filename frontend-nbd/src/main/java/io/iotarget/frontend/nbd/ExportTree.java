@@ -220,7 +220,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     @Override
     public synchronized void mkdir(String path) throws ControlException {
-        String[] p = split(path);
+        String[] p = components(path);
         if (p.length != 2 || !p[0].equals(EXPORTS)) {
             throw new ControlException(Errno.EPERM, "mkdir " + path + " (expected: exports/<name>)");
         }
@@ -237,7 +237,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     @Override
     public synchronized void rmdir(String path) throws ControlException {
-        String[] p = split(path);
+        String[] p = components(path);
         if (p.length != 2 || !p[0].equals(EXPORTS)) {
             throw new ControlException(Errno.EPERM, "rmdir " + path + " (expected: exports/<name>)");
         }
@@ -294,13 +294,18 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: exports/<name>/{" + String.join(",", ATTRIBUTES) + "})");
     }
 
+    /** Path components of a path that exists in shape (under exports/); ENOENT otherwise. */
     private static String[] split(String path) throws ControlException {
+        String[] parts = components(path);
+        if (parts.length > 0 && !parts[0].equals(EXPORTS)) throw noEntry(path);
+        return parts;
+    }
+
+    private static String[] components(String path) {
         List<String> parts = new ArrayList<>();
         for (String s : path.split("/")) {
-            if (s.isEmpty()) continue;
-            parts.add(s);
+            if (!s.isEmpty()) parts.add(s);
         }
-        if (!parts.isEmpty() && !parts.getFirst().equals(EXPORTS)) throw noEntry(path);
         return parts.toArray(String[]::new);
     }
 
