@@ -1,7 +1,6 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.engine.Engine;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 
@@ -63,7 +62,6 @@ final class Command implements Backend.ExtentSink {
 
     private int extents;
     private int maxExtents;
-    private Runnable submitTask;
 
     void start(int type, int flags, long cookie, long offset, long length) {
         this.type = type;
@@ -83,12 +81,6 @@ final class Command implements Backend.ExtentSink {
             retained = ByteBuffer.allocateDirect(Math.max(Integer.highestOneBit(bytes - 1) << 1, MIN_DATA_BYTES));
         }
         return data = retained.clear().limit(bytes);
-    }
-
-    /** {@code engine.submit(io)} as a task, made once, for connections that submit from other threads. */
-    Runnable submitTask(Engine engine) {
-        if (submitTask == null) submitTask = () -> engine.submit(io);
-        return submitTask;
     }
 
     // ------------------------------------------------------------ block status

@@ -12,7 +12,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -56,7 +55,6 @@ final class NbdConnection implements IoCallback {
     private final NbdServer server;
     private final Engine engine;
     private final SocketChannel channel;
-    private final Executor blockingSubmitter;
     private final Negotiation negotiation;
 
     private final AtomicReference<Command> free = new AtomicReference<>();
@@ -71,7 +69,6 @@ final class NbdConnection implements IoCallback {
     private Export export;
     private boolean structured;
     private boolean blockStatusAllowed;
-    private boolean blockingBackend;
     private ExportTree.Entry entry;
     private int allocated;
     private Command pendingWrite;
@@ -87,17 +84,16 @@ final class NbdConnection implements IoCallback {
     /** A reply could not be written: the client is gone. */
     private volatile boolean broken;
 
-    NbdConnection(NbdServer server, Engine engine, SocketChannel channel, Executor blockingSubmitter) {
+    NbdConnection(NbdServer server, Engine engine, SocketChannel channel) {
         this.server = server;
         this.engine = engine;
         this.channel = channel;
-        this.blockingSubmitter = blockingSubmitter;
         this.negotiation = new Negotiation(server.exports());
     }
 
     /** Starts the reader thread. */
     void start() {
-        Thread t = Thread.ofVirtual().name("nbd-conn").unstarted(this::run);
+        Thread t = Thread.ofPlatform().daemon().name("nbd-conn").unstarted(this::run);
         reader = t;
         t.start();
     }
@@ -180,11 +176,9 @@ final class NbdConnection implements IoCallback {
         export = negotiation.export();
         structured = negotiation.structuredReplies();
         blockStatusAllowed = negotiation.blockStatusAllowed();
-        Backend backend = engine.backend(export.device());
-        blockingBackend = backend != null && backend.blocking();
         entry = server.exports().attach(export, this);
         if (entry == null) return;                       // disabled while we negotiated
-        writer = Thread.ofVirtual().name("nbd-writer").start(this::writerLoop);
+        writer = Thread.ofPlatform().daemon().name("nbd-writer").start(this::writerLoop);
         ByteBuffer in = ByteBuffer.allocateDirect(INPUT_BYTES);
         in.put(leftover).flip();
         boolean corrupt = false;
@@ -339,12 +333,10 @@ final class NbdConnection implements IoCallback {
 
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data) {
         c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(this, c, 0);
-        if (blockingBackend) {
-            // A file backend blocks for the device's latency: let requests of one connection overlap.
-            blockingSubmitter.execute(c.submitTask(engine));
-        } else {
-            engine.submit(c.io);
-        }
+        // Submitted on the reader: a request nothing delays runs right here (a file backend's
+        // pread included: measured, a thread hop per request cost more than the page-cache read
+        // it would overlap); requests io.max parks are dispatched by the engine's own threads.
+        engine.submit(c.io);
     }
 
     /**

@@ -14,8 +14,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -37,7 +35,6 @@ public final class NbdServer implements AutoCloseable {
     private final ExportTree exports;
     private final List<ServerSocketChannel> listeners = new CopyOnWriteArrayList<>();
     private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
-    private final ExecutorService blockingSubmitter = Executors.newVirtualThreadPerTaskExecutor();
     private volatile boolean closed;
     private final java.util.concurrent.atomic.LongAdder unexpectedErrors = new java.util.concurrent.atomic.LongAdder();
     private static final System.Logger LOG = System.getLogger(NbdServer.class.getName());
@@ -95,7 +92,7 @@ public final class NbdServer implements AutoCloseable {
             } catch (IOException e) {
                 return;                                   // closed
             }
-            NbdConnection connection = new NbdConnection(this, engine, channel, blockingSubmitter);
+            NbdConnection connection = new NbdConnection(this, engine, channel);
             connections.add(connection);
             if (closed) connection.shutdown();
             connection.start();
@@ -153,6 +150,5 @@ public final class NbdServer implements AutoCloseable {
             }
         }
         exports.disableAll();
-        blockingSubmitter.close();
     }
 }
