@@ -90,7 +90,13 @@ print(f'{d["iops"]:.0f} {d["bw_bytes"] / 1048576:.1f} {cpu_us / max(ios, 1):.2f}
 PY
 }
 
-echo "warming up (JIT of iotarget; page cache of the peers)" >&2
+echo "prefilling every server's disk, then warming up (JIT of iotarget)" >&2
+# Fill each disk once so that no measured write pays for first-touch allocation (the memory
+# backends of iotarget and nbdkit, qsd's tmpfs file): steady state is compared, not setup.
+for s in iotarget nbdkit qsd; do
+  taskset -c "$FIO_CPU" fio --name=fill --ioengine=nbd --uri="nbd://127.0.0.1:${PORT[$s]}/default" --rw=write --bs=1M \
+    --iodepth=8 --size="$SIZE" > /dev/null
+done
 for s in iotarget nbdkit qsd; do for w in "${WORKLOADS[@]}"; do run_one "$s" "$w" 3 >/dev/null; done; done
 
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
