@@ -49,6 +49,8 @@ final class NbdConnection implements IoCallback {
     static final int INPUT_BYTES = 256 * 1024;
     /** Payloads at least this large are read from the socket straight into their buffer. */
     static final int DIRECT_PAYLOAD_BYTES = 64 * 1024;
+    /** Decoded headers and payloads after which the reader sends what is done, even with more input buffered. */
+    static final int EAGER_FLUSH_EVENTS = 8;
     /** Buffers per gathering write (two per reply at most); below the kernel's IOV_MAX of 1024. */
     static final int GATHER_MAX = 256;
 
@@ -182,9 +184,19 @@ final class NbdConnection implements IoCallback {
         ByteBuffer in = ByteBuffer.allocateDirect(INPUT_BYTES);
         in.put(leftover).flip();
         boolean corrupt = false;
+        int sinceFlush = 0;
         while (!disconnect) {
             RequestDecoder.Result result = decoder.decode(in, requests);
-            if (result == RequestDecoder.Result.EVENT) continue;
+            if (result == RequestDecoder.Result.EVENT) {
+                // Send early in long bursts: a client waiting for replies to refill its queue
+                // should not wait for the whole burst (measured: holding 32 replies starves fio).
+                if (++sinceFlush >= EAGER_FLUSH_EVENTS) {
+                    flushReplies();
+                    sinceFlush = 0;
+                }
+                continue;
+            }
+            sinceFlush = 0;
             if (result == RequestDecoder.Result.BAD_MAGIC) {
                 corrupt = true;
                 break;
