@@ -8,6 +8,8 @@ import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
 import io.iotarget.engine.Engine;
+import io.iotarget.frontend.nbd.NbdServer;
+import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 
 import java.io.IOException;
@@ -26,12 +28,14 @@ public final class Server implements AutoCloseable {
     private static final String DEFAULT_CONFIG = "default-config.json";
 
     private final Engine engine;
+    private final NbdServer nbd;
     private final MountTable mounts;
     private final ControlEndpoint endpoint;
     private final List<String> summary;
 
-    private Server(Engine engine, MountTable mounts, ControlEndpoint endpoint, List<String> summary) {
+    private Server(Engine engine, NbdServer nbd, MountTable mounts, ControlEndpoint endpoint, List<String> summary) {
         this.engine = engine;
+        this.nbd = nbd;
         this.mounts = mounts;
         this.endpoint = endpoint;
         this.summary = summary;
@@ -51,30 +55,44 @@ public final class Server implements AutoCloseable {
     public static Server start(JsonNode config) throws ConfigException, IOException {
         ConfigLoader.ServerSettings settings = ConfigLoader.serverSettings(config);
         Engine engine = new Engine();
+        NbdServer nbd = new NbdServer(engine);
         ControlEndpoint endpoint = null;
         try {
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
-                    .mount("backends", new BackendTree(engine));
-            ConfigLoader.apply(config, section -> switch (section) {
-                case "backends", "cgroup" -> {
-                    try {
-                        yield mounts.resolve("/" + section).tree();
-                    } catch (io.iotarget.model.ControlException e) {
-                        throw new IllegalStateException(e);
-                    }
-                }
-                default -> null;
-            });
+                    .mount("backends", new BackendTree(engine))
+                    .mount("nbd", nbd.tree());
+            ConfigLoader.apply(config, section -> mounted(mounts, section));
+            List<String> summary = new ArrayList<>();
+            for (InetSocketAddress address : settings.nbd()) nbd.listen(address);
+            for (InetSocketAddress address : nbd.localAddresses()) {
+                summary.add("NBD on " + hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd)) + ")");
+            }
             InetSocketAddress control = settings.control() != null ? settings.control() : DEFAULT_CONTROL;
             endpoint = new ControlEndpoint(control, mounts, () -> deviceTable(engine));
-            List<String> summary = new ArrayList<>();
             summary.add("control endpoint http://" + hostPort(endpoint.address()));
-            return new Server(engine, mounts, endpoint, summary);
+            return new Server(engine, nbd, mounts, endpoint, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (endpoint != null) endpoint.close();
+            nbd.close();
             engine.close();
             throw e;
+        }
+    }
+
+    private static ConfigTree mounted(MountTable mounts, String section) {
+        try {
+            return mounts.resolve("/" + section).tree();
+        } catch (io.iotarget.model.ControlException e) {
+            return null;
+        }
+    }
+
+    private static List<String> exportNames(NbdServer nbd) {
+        try {
+            return nbd.tree().list("exports").stream().map(n -> n.endsWith("/") ? n.substring(0, n.length() - 1) : n).toList();
+        } catch (io.iotarget.model.ControlException e) {
+            return List.of();
         }
     }
 
@@ -88,6 +106,11 @@ public final class Server implements AutoCloseable {
 
     public InetSocketAddress controlAddress() {
         return endpoint.address();
+    }
+
+    /** Where NBD clients connect (the ports actually bound). */
+    public List<InetSocketAddress> nbdAddresses() {
+        return nbd.localAddresses();
     }
 
     /** One line per listener, for the start-up message. */
@@ -110,8 +133,10 @@ public final class Server implements AutoCloseable {
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
+    /** Front ends first (they answer what they accepted), then the control endpoint, then the engine. */
     @Override
     public void close() {
+        nbd.close();
         endpoint.close();
         engine.close();
     }
