@@ -1,6 +1,6 @@
 /**
  * Where bytes finally live. A {@link io.iotarget.backend.Backend} is a positional,
- * thread-safe store with no notion of groups, requests or time; the dispatch layer turns
+ * thread-safe store with no notion of groups or requests; the dispatch layer turns
  * admitted requests into calls on it.
  *
  * <ul>
@@ -8,6 +8,8 @@
  *   <li>{@link io.iotarget.backend.MemoryBackend}: sparse, off-heap, chunks allocated on first write.
  *   <li>{@link io.iotarget.backend.FileBackend}: a regular file or a block device, positional IO,
  *       optionally O_DIRECT; discard and write-zeroes through fallocate(2).
+ *   <li>{@link io.iotarget.backend.PacedBackend}: any of these behind a fixed IOPS and bandwidth, a
+ *       device of known capacity for measurements that must not depend on the machine.
  * </ul>
  */
 package io.iotarget.backend;

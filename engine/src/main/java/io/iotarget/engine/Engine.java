@@ -41,6 +41,7 @@ public final class Engine implements AutoCloseable {
     private final Clock clock;
     private final IoController controller;
     private final Releaser releaser;
+    private final HeldCompletions held = new HeldCompletions();
     private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
     private volatile DispatchQueue[] queues = new DispatchQueue[0];
     /** Front-end users (exports, namespaces) per device index; guarded by this. */
@@ -58,7 +59,7 @@ public final class Engine implements AutoCloseable {
     public Engine(Clock clock, boolean releaserThread) {
         this.clock = clock;
         this.controller = new IoController(clock);
-        this.releaser = releaserThread ? new Releaser(controller, clock, this::dispatchReleased) : null;
+        this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased) : null;
         if (releaser != null) {
             controller.releaseSignal(releaser);
             releaser.start();
@@ -201,9 +202,22 @@ public final class Engine implements AutoCloseable {
         if (controller.admit(io, now)) queue.dispatch(io);
     }
 
-    /** Parked requests whose time has come go to dispatch; for engines without a releaser thread. */
+    /**
+     * Parked requests whose time has come go to dispatch, and held completions whose time has
+     * come are reported; for engines without a releaser thread.
+     */
     public void releaseDue() {
-        controller.releaseDue(clock.nanoTime(), this::dispatchReleased);
+        long now = clock.nanoTime();
+        controller.releaseDue(now, this::dispatchReleased);
+        held.deliverDue(now);
+    }
+
+    /**
+     * When {@link #releaseDue()} next has work (engine clock); {@link Long#MIN_VALUE} for now,
+     * {@link Long#MAX_VALUE} when nothing waits. For drivers of a manual clock.
+     */
+    public long nextReleaseNs() {
+        return Math.min(controller.nextReleaseNs(), held.nextNs());
     }
 
     private void dispatchReleased(IoRequest io) {
@@ -237,8 +251,13 @@ public final class Engine implements AutoCloseable {
             long now = clock.nanoTime();
             io.completeNs(now);
             io.status(status);
-            controller.complete(io, now, Engine.this::dispatchReleased);
-            io.callback().complete(io);
+            long holdNs = controller.complete(io, now, Engine.this::dispatchReleased);
+            if (holdNs <= 0) {
+                io.callback().complete(io);
+                return;
+            }
+            held.add(io, now + holdNs);
+            if (releaser != null) releaser.releaseBy(now + holdNs);
         }
     }
 
@@ -259,6 +278,7 @@ public final class Engine implements AutoCloseable {
     @Override
     public void close() {
         if (releaser != null) releaser.stop();
+        held.deliverDue(Long.MAX_VALUE);
         blockingDispatch.close();
         for (DispatchQueue q : queues) {
             if (q == null) continue;

@@ -10,8 +10,9 @@ import java.util.function.Consumer;
 
 /**
  * The one thread that waits for time on behalf of every parked request: it sleeps until the
- * controller's next release time, calls {@link IoController#releaseDue}, and hands what comes
- * out to dispatch. Ten thousand throttled requests cost this one thread, nothing more.
+ * controller's next release time (or the next held completion's), calls
+ * {@link IoController#releaseDue}, hands what comes out to dispatch, and reports the held
+ * completions that are due. Ten thousand throttled requests cost this one thread, nothing more.
  */
 final class Releaser implements ReleaseSignal {
     /*
@@ -21,14 +22,16 @@ final class Releaser implements ReleaseSignal {
      * the two always sees the other's write.
      */
     private final IoController controller;
+    private final HeldCompletions held;
     private final Clock clock;
     private final Consumer<IoRequest> dispatch;
     private final Thread thread;
     private volatile long scheduledNs = Long.MIN_VALUE;
     private volatile boolean running = true;
 
-    Releaser(IoController controller, Clock clock, Consumer<IoRequest> dispatch) {
+    Releaser(IoController controller, HeldCompletions held, Clock clock, Consumer<IoRequest> dispatch) {
         this.controller = controller;
+        this.held = held;
         this.clock = clock;
         this.dispatch = dispatch;
         this.thread = Thread.ofPlatform().daemon().name("iotarget-releaser").unstarted(this::loop);
@@ -51,9 +54,10 @@ final class Releaser implements ReleaseSignal {
             scheduledNs = Long.MIN_VALUE;
             long now = clock.nanoTime();
             controller.releaseDue(now, dispatch);
-            long next = controller.nextReleaseNs();
+            held.deliverDue(now);
+            long next = nextNs();
             scheduledNs = next;
-            long recheck = controller.nextReleaseNs();
+            long recheck = nextNs();
             if (recheck < next || next <= clock.nanoTime()) continue;
             if (next == Long.MAX_VALUE) {
                 LockSupport.park(this);
@@ -61,6 +65,10 @@ final class Releaser implements ReleaseSignal {
                 LockSupport.parkNanos(this, next - clock.nanoTime());
             }
         }
+    }
+
+    private long nextNs() {
+        return Math.min(controller.nextReleaseNs(), held.nextNs());
     }
 
     void stop() {

@@ -6,7 +6,8 @@
  *  submit(io) ─► RequestCheck ─► IoController.admit ─┬─ true ──► DispatchQueue ─► Backend
  *                                                    └─ parked ─► Releaser (timer thread)
  *                                                                  └─ releaseDue ─► DispatchQueue
- *  DispatchQueue completion ─► IoController.complete ─► io.callback()
+ *  DispatchQueue completion ─► IoController.complete ─┬─ io.callback()
+ *                                                     └─ held (iocost's issuer delay) ─► Releaser ─► io.callback()
  * </pre>
  *
  * {@link io.iotarget.engine.Engine} is also the embedded Java API: {@link

@@ -21,8 +21,8 @@ final class CoreFiles {
 
     static List<InterfaceFile> all(IoController controller) {
         return List.of(
-                new Controllers(), new SubtreeControl(controller), new Events(), new Stat(controller),
-                new MaxLimit("cgroup.max.descendants", controller), new MaxLimit("cgroup.max.depth", controller),
+                new Controllers(), new SubtreeControl(controller), new Events(), new Stat(),
+                new MaxLimit("cgroup.max.descendants"), new MaxLimit("cgroup.max.depth"),
                 new IoStat(controller));
     }
 
@@ -67,12 +67,7 @@ final class CoreFiles {
 
         @Override
         public String read(Group g) {
-            controller.treeLock().lock();
-            try {
-                return g.ioInSubtree ? "io\n" : "\n";
-            } finally {
-                controller.treeLock().unlock();
-            }
+            return g.ioInSubtree ? "io\n" : "\n";
         }
 
         @Override
@@ -92,23 +87,18 @@ final class CoreFiles {
                 want = sign == '+';
             }
             if (want == null) return;
-            controller.treeLock().lock();
-            try {
-                if (!g.online()) throw new ControlException(Errno.ENODEV, g.path() + " was removed");
-                if (want == g.ioInSubtree) return;
-                if (want && !g.ioEnabled()) {
-                    throw new ControlException(Errno.ENOENT, "io is not available in " + g.path()
-                            + " (enable it in the parent's cgroup.subtree_control first)");
-                }
-                if (!want) {
-                    for (Group child : g.children.values()) {
-                        if (child.ioInSubtree) throw new ControlException(Errno.EBUSY, child.path() + " still has io in cgroup.subtree_control");
-                    }
-                }
-                controller.setIoInSubtree(g, want);
-            } finally {
-                controller.treeLock().unlock();
+            if (!g.online()) throw new ControlException(Errno.ENODEV, g.path() + " was removed");
+            if (want == g.ioInSubtree) return;
+            if (want && !g.ioEnabled()) {
+                throw new ControlException(Errno.ENOENT, "io is not available in " + g.path()
+                        + " (enable it in the parent's cgroup.subtree_control first)");
             }
+            if (!want) {
+                for (Group child : g.children.values()) {
+                    if (child.ioInSubtree) throw new ControlException(Errno.EBUSY, child.path() + " still has io in cgroup.subtree_control");
+                }
+            }
+            controller.setIoInSubtree(g, want);
         }
     }
 
@@ -138,12 +128,6 @@ final class CoreFiles {
 
     /** cgroup.stat: descendant counts (removed groups are gone at once, so none are dying). */
     private static final class Stat extends CoreFile {
-        private final IoController controller;
-
-        Stat(IoController controller) {
-            this.controller = controller;
-        }
-
         @Override
         public String name() {
             return "cgroup.stat";
@@ -151,23 +135,16 @@ final class CoreFiles {
 
         @Override
         public String read(Group g) {
-            controller.treeLock().lock();
-            try {
-                return "nr_descendants " + g.descendantCount() + "\nnr_dying_descendants 0\n";
-            } finally {
-                controller.treeLock().unlock();
-            }
+            return "nr_descendants " + g.descendantCount() + "\nnr_dying_descendants 0\n";
         }
     }
 
     /** cgroup.max.descendants / cgroup.max.depth: "max" or an integer ≥ 0. */
     private static final class MaxLimit extends CoreFile {
         private final String name;
-        private final IoController controller;
 
-        MaxLimit(String name, IoController controller) {
+        MaxLimit(String name) {
             this.name = name;
-            this.controller = controller;
         }
 
         @Override
@@ -204,13 +181,8 @@ final class CoreFiles {
                 }
                 if (value < 0) throw new ControlException(Errno.ERANGE, name + "=" + v + " (expected: max or an integer >= 0)");
             }
-            controller.treeLock().lock();
-            try {
-                if (depth()) g.maxDepth = value;
-                else g.maxDescendants = value;
-            } finally {
-                controller.treeLock().unlock();
-            }
+            if (depth()) g.maxDepth = value;
+            else g.maxDescendants = value;
         }
     }
 

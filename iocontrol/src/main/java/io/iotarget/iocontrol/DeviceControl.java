@@ -27,6 +27,8 @@ public final class DeviceControl {
     /** Requests sit in {@link #ready} and no caller is about to drain them. */
     volatile boolean readyPending;
     volatile boolean removed;
+    /** Stage bits of the policies whose issue/complete hooks do something: others cost no lock. */
+    int trackingStages;
     DeviceGroup root;
 
     DeviceControl(Device device, int policyCount) {

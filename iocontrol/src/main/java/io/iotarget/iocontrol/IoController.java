@@ -118,6 +118,7 @@ public final class IoController {
                 int stage = i;
                 dc.policies[i] = policies.get(i).attach(dc);
                 dc.resumers[i] = io -> resume(dc, io, stage + 1);
+                if (dc.policies[i].tracksCompletions()) dc.trackingStages |= 1 << i;
             }
             DeviceControl[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
             next[index] = dc;
@@ -197,8 +198,8 @@ public final class IoController {
      *         out of {@link #releaseDue} or {@link #complete} later)
      */
     public boolean admit(IoRequest io, long nowNs) {
-        DeviceControl dc = deviceControl(io.device().index());
-        if (dc == null || dc.removed) return true;      // dispatch fails it: the device is gone
+        DeviceControl dc = controlOf(io);
+        if (dc == null) return true;      // dispatch fails it: the device is gone
         DeviceGroup dg = deviceGroupFor(io, dc);
         DevicePolicy[] chain = dc.policies;
         boolean anyApplies = false;
@@ -210,30 +211,37 @@ public final class IoController {
         }
         if (!anyApplies) {
             account(io, dg);
+            io.admitNs(nowNs);
             return true;
         }
         boolean admitted;
+        boolean resumedOthers;
         long wakeBefore;
         dc.lock.lock();
         try {
             dc.lockedNowNs = nowNs;
             wakeBefore = dc.nextWakeNs;
             admitted = advance(dc, io, dg, 0, nowNs);
-            if (!admitted) updateNextWake(dc);
+            if (admitted) io.admitNs(nowNs);
+            // A stage may have started a timer (iocost's period) or resumed others' requests.
+            updateNextWake(dc);
+            resumedOthers = !dc.ready.isEmpty();
+            if (resumedOthers) dc.readyPending = true;
         } finally {
             dc.lock.unlock();
         }
-        if (!admitted && dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
+        if (resumedOthers) signal.releaseBy(Long.MIN_VALUE);
+        else if (dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
         return admitted;
     }
 
     /** The request is leaving for the backend: policies that admitted it learn the issue time. */
     public void issue(IoRequest io, long nowNs) {
-        int stages = io.policyFlags() & STAGE_BITS_MASK;
-        if (stages == 0) return;
-        DeviceControl dc = deviceControl(io.device().index());
+        DeviceControl dc = controlOf(io);
         if (dc == null) return;
-        DeviceGroup dg = deviceGroupFor(io, dc);
+        int stages = io.policyFlags() & dc.trackingStages;
+        if (stages == 0) return;
+        DeviceGroup dg = existingDeviceGroup(io, dc);
         dc.lock.lock();
         try {
             for (int i = 0; i < dc.policies.length; i++) {
@@ -247,19 +255,25 @@ public final class IoController {
     /**
      * The backend finished the request: policies that admitted it see the completion, and any
      * request that this frees (a depth slot, say) goes to {@code sink}, outside the lock.
+     *
+     * @return how long the issuer must wait before hearing of the completion, in ns (iocost's
+     *         delay for a group in debt); 0 to report it now
      */
-    public void complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
-        int stages = io.policyFlags() & STAGE_BITS_MASK;
-        if (stages == 0) return;
-        DeviceControl dc = deviceControl(io.device().index());
-        if (dc == null) return;
-        DeviceGroup dg = deviceGroupFor(io, dc);
+    public long complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
+        DeviceControl dc = controlOf(io);
+        if (dc == null) return 0;
+        int stages = io.policyFlags() & dc.trackingStages;
+        if (stages == 0) return 0;
+        DeviceGroup dg = existingDeviceGroup(io, dc);
         List<IoRequest> released = null;
+        long holdNs = 0;
+        long wakeBefore;
         dc.lock.lock();
         try {
             dc.lockedNowNs = nowNs;
+            wakeBefore = dc.nextWakeNs;
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]);
+                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]));
             }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
@@ -269,7 +283,9 @@ public final class IoController {
         } finally {
             dc.lock.unlock();
         }
+        if (dc.nextWakeNs < wakeBefore) signal.releaseBy(dc.nextWakeNs);
         if (released != null) released.forEach(sink);
+        return holdNs;
     }
 
     /** Hands every parked request whose time has come, on every device, to {@code sink}. */
@@ -305,10 +321,19 @@ public final class IoController {
         return next;
     }
 
+    /** The live state of the request's device; null once it was removed (even if its index was reused). */
+    private DeviceControl controlOf(IoRequest io) {
+        DeviceControl dc = deviceControl(io.device().index());
+        return dc != null && dc.device() == io.device() && !dc.removed ? dc : null;
+    }
+
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
-        DeviceGroup dg = deviceGroupFor(io, dc);
-        if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) dc.ready.add(io);
+        DeviceGroup dg = existingDeviceGroup(io, dc);
+        if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
+            io.admitNs(dc.lockedNowNs);
+            dc.ready.add(io);
+        }
     }
 
     /** Runs stages {@code fromStage..} on the request. Device lock held. */
@@ -374,10 +399,23 @@ public final class IoController {
         updateNextWake(dc);
         if (!dc.ready.isEmpty()) {
             dc.readyPending = true;
-            signal.releaseBy(0);
+            signal.releaseBy(Long.MIN_VALUE);
         } else if (dc.nextWakeNs < before) {
             signal.releaseBy(dc.nextWakeNs);
         }
+    }
+
+    /**
+     * The request's (group, device) state without creating any (callers may hold a device
+     * lock): the nearest existing one up the tree, as IO of a dying group spills to its parent.
+     */
+    private static DeviceGroup existingDeviceGroup(IoRequest io, DeviceControl dc) {
+        int index = dc.device().index();
+        for (Group g = ((Group) io.group()).effective(); g != null; g = g.parent()) {
+            DeviceGroup dg = g.deviceGroup(index);
+            if (dg != null) return dg;
+        }
+        return dc.root;
     }
 
     private DeviceGroup deviceGroupFor(IoRequest io, DeviceControl dc) {
@@ -573,39 +611,48 @@ public final class IoController {
         }
     }
 
-    /** Reads an interface file, e.g. {@code tenants/a/io.stat} or {@code io.cost.qos}. */
+    /**
+     * Reads an interface file, e.g. {@code tenants/a/io.stat} or {@code io.cost.qos}. Control
+     * operations are serialized by the tree lock, so files read a consistent tree.
+     */
     public String read(String path) throws ControlException {
-        FileRef ref = file(path);
-        return ref.file.read(ref.group);
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            return ref.file.read(ref.group);
+        } finally {
+            treeLock.unlock();
+        }
     }
 
     /** Writes an interface file; on error nothing changed. */
     public void write(String path, String text) throws ControlException {
-        FileRef ref = file(path);
-        if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
-        ref.file.write(ref.group, text);
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
+            ref.file.write(ref.group, text);
+        } finally {
+            treeLock.unlock();
+        }
     }
 
     private record FileRef(Group group, InterfaceFile file) {
     }
 
+    /** Tree lock held. */
     private FileRef file(String path) throws ControlException {
         List<String> parts = split(path);
         if (parts.isEmpty()) throw new ControlException(Errno.EISDIR, "the root is a directory");
         String name = parts.getLast();
-        treeLock.lock();
-        try {
-            Group g = resolve(parts.subList(0, parts.size() - 1));
-            InterfaceFile f = files.get(name);
-            if (f == null) {
-                if (g.children.containsKey(name)) throw new ControlException(Errno.EISDIR, path + " is a group");
-                throw new ControlException(Errno.ENOENT, "no file " + name + " in " + g.path());
-            }
-            if (!f.presentIn(g)) throw new ControlException(Errno.ENOENT, absentReason(g, f));
-            return new FileRef(g, f);
-        } finally {
-            treeLock.unlock();
+        Group g = resolve(parts.subList(0, parts.size() - 1));
+        InterfaceFile f = files.get(name);
+        if (f == null) {
+            if (g.children.containsKey(name)) throw new ControlException(Errno.EISDIR, path + " is a group");
+            throw new ControlException(Errno.ENOENT, "no file " + name + " in " + g.path());
         }
+        if (!f.presentIn(g)) throw new ControlException(Errno.ENOENT, absentReason(g, f));
+        return new FileRef(g, f);
     }
 
     private static String absentReason(Group g, InterfaceFile f) {

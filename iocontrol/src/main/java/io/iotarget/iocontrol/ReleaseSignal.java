@@ -7,7 +7,7 @@ package io.iotarget.iocontrol;
  */
 @FunctionalInterface
 public interface ReleaseSignal {
-    /** Call {@code releaseDue} no later than {@code whenNs} (engine clock); 0 or less means now. */
+    /** Call {@code releaseDue} no later than {@code whenNs} (engine clock); {@link Long#MIN_VALUE} means now. */
     void releaseBy(long whenNs);
 
     ReleaseSignal NONE = whenNs -> {

@@ -31,6 +31,7 @@ public final class IoRequest {
     // Set by the engine.
     private IoStatus status;
     private long submitNs;
+    private long admitNs;
     private long issueNs;
     private long completeNs;
 
@@ -80,7 +81,7 @@ public final class IoRequest {
         attachment = null;
         tag = 0;
         status = null;
-        submitNs = issueNs = completeNs = 0;
+        submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;
         policyCost = 0;
     }
@@ -147,7 +148,20 @@ public final class IoRequest {
         this.submitNs = nowNs;
     }
 
-    /** When the request left the policies for the backend (engine clock, ns). */
+    /**
+     * When the request passed the controller's policies and went to dispatch (engine clock, ns):
+     * the kernel's {@code rq->alloc_time_ns}. Time between this and {@link #issueNs()} is time
+     * spent waiting for a slot of the device's queue depth. Set by the controller.
+     */
+    public long admitNs() {
+        return admitNs;
+    }
+
+    public void admitNs(long nowNs) {
+        this.admitNs = nowNs;
+    }
+
+    /** When the request left the dispatch queue for the backend (engine clock, ns). */
     public long issueNs() {
         return issueNs;
     }
@@ -165,7 +179,10 @@ public final class IoRequest {
         this.completeNs = nowNs;
     }
 
-    /** Policy bits (for example io.max's "bps already charged here"); controller only. */
+    /**
+     * Policy bits; controller and policies only. The low {@code IoController.STAGE_BITS_MASK}
+     * bits record which stages admitted the request; a policy may keep its own marks above them.
+     */
     public int policyFlags() {
         return policyFlags;
     }

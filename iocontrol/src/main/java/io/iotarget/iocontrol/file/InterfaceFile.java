@@ -6,7 +6,8 @@ import io.iotarget.model.Errno;
 
 /**
  * One file of a group's directory, with the kernel's name, read format, write syntax and
- * errors (a cftype). Reads and writes may come from any thread; a write either applies
+ * errors (a cftype). The controller calls {@link #read} and {@link #write} under its tree
+ * lock, so files see a tree that does not change under them; a write either applies
  * completely or throws and changes nothing.
  */
 public interface InterfaceFile {

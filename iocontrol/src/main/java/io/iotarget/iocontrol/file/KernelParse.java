@@ -61,16 +61,58 @@ public final class KernelParse {
      * @throws ControlException EINVAL if not a number or larger than 2^64 - 1
      */
     public static long parseU64(String what, String value) throws ControlException {
-        if (value.isEmpty() || value.length() > 20) throw invalid(what, value, "an unsigned decimal number");
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (c < '0' || c > '9') throw invalid(what, value, "an unsigned decimal number");
-        }
+        if (value.isEmpty() || value.length() > 20 || !digits(value)) throw invalid(what, value, "an unsigned decimal number");
         try {
             return Long.parseUnsignedLong(value);
         } catch (NumberFormatException e) {
             throw invalid(what, value, "a number below 2^64");
         }
+    }
+
+    /**
+     * A decimal with up to {@code decimals} places kept, as the kernel's
+     * {@code cgroup_parse_float}: {@code "95.5"} with 2 places is 9550; more places are rounded
+     * to the nearest ({@code "95.005"} → 9501). Stricter than the kernel: the fraction must be
+     * digits only, nothing may follow the number, and a minus sign applies to the whole value
+     * (the kernel reads {@code "-0.5"} as +0.5).
+     *
+     * @throws ControlException EINVAL when not such a number or out of range of a long
+     */
+    public static long parseDecimal(String what, String value, int decimals) throws ControlException {
+        String expected = "a decimal number with up to " + decimals + " places";
+        int dot = value.indexOf('.');
+        String whole = dot < 0 ? value : value.substring(0, dot);
+        String fraction = dot < 0 ? "" : value.substring(dot + 1);
+        boolean negative = whole.startsWith("-");
+        if (negative || whole.startsWith("+")) whole = whole.substring(1);
+        if (whole.isEmpty() || !digits(whole) || !digits(fraction) || whole.length() > 18 || fraction.length() > 18) {
+            throw invalid(what, value, expected);
+        }
+        long scale = 1;
+        for (int i = 0; i < decimals; i++) scale *= 10;
+        long frac = fraction.isEmpty() ? 0 : Long.parseLong(fraction);
+        if (fraction.length() <= decimals) {
+            for (int i = fraction.length(); i < decimals; i++) frac *= 10;
+        } else {
+            long divisor = 1;
+            for (int i = decimals; i < fraction.length(); i++) divisor *= 10;
+            frac = (frac + divisor / 2) / divisor;
+        }
+        long magnitude;
+        try {
+            magnitude = Math.addExact(Math.multiplyExact(Long.parseLong(whole), scale), frac);
+        } catch (ArithmeticException e) {
+            throw invalid(what, value, expected);
+        }
+        return negative ? -magnitude : magnitude;
+    }
+
+    private static boolean digits(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '9') return false;
+        }
+        return true;
     }
 
     public static ControlException invalid(String what, String value, String expected) {

@@ -6,10 +6,12 @@ import io.iotarget.model.IoRequest;
 /**
  * A policy on one device: its hooks on the IO path and its per-(group, device) state.
  *
- * <p>Threads: {@link #applies} is called without locks and must only read; every other hook
- * runs under the device's lock, so a policy's device and group state needs no locking of its
- * own. Hooks must not block; a policy that wants a request to wait parks it in its own queue
- * and later hands it to the {@link Resumer} (from {@link #admit}'s caller thread never).
+ * <p>Threads: {@link #applies} and {@link #appendStat} are called without the device lock and
+ * must only read; every other hook runs under the device's lock, so a policy's device and group
+ * state needs no locking of its own. Hooks must not block; a policy that wants a request to
+ * wait parks it in its own queue and later hands it to the {@link Resumer}. Any hook may resume
+ * requests, {@link #admit} included (a request arriving may pay a debt that frees others): the
+ * controller hands whatever was resumed to dispatch.
  */
 public interface DevicePolicy {
     /** State for a new (group, device) pair; pairs are created parents first. Under the tree lock. */
@@ -35,12 +37,27 @@ public interface DevicePolicy {
     /** When {@link #releaseDue} next has work; {@link Long#MAX_VALUE} when nothing is parked. */
     long nextWakeNs();
 
+    /**
+     * True when {@link #onIssue} and {@link #onComplete} do something; a policy that only
+     * admits (io.max) returns false and its requests complete without the device lock.
+     */
+    default boolean tracksCompletions() {
+        return false;
+    }
+
     /** The request left the policies for the backend. Called for requests this policy admitted. */
     default void onIssue(IoRequest io, DeviceGroup group, long nowNs) {
     }
 
-    /** The backend finished the request. Called for requests this policy admitted. */
-    default void onComplete(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    /**
+     * The backend finished the request. Called for requests this policy admitted.
+     *
+     * @return how long the issuer must wait before hearing of the completion, in ns (the
+     *         kernel's blkcg delay, slept by the issuing task on its way back to user space);
+     *         0 for no delay
+     */
+    default long onComplete(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+        return 0;
     }
 
     /** The group was removed: nothing it parked may wait any longer. */

@@ -16,6 +16,7 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class StatFlusher {
     private final AtomicReference<StatStripe> dirty = new AtomicReference<>();
     private final ReentrantLock lock = new ReentrantLock();
+    private final long[] delta = new long[StatField.values().length];
 
     /** Readers hold this while flushing and reading totals. */
     public ReentrantLock lock() {
@@ -36,7 +37,7 @@ public final class StatFlusher {
         while (stripe != null) {
             // Read the link before the stripe can be pushed again (it can, as soon as it is unqueued).
             StatStripe next = stripe.nextDirty;
-            stripe.foldInto();
+            stripe.foldInto(delta);
             stripe = next;
         }
     }

@@ -70,10 +70,12 @@ final class StatStripe {
         if ((int) QUEUED.getVolatile(this) == 0 && QUEUED.compareAndSet(this, 0, 1)) flusher.push(this);
     }
 
-    /** Flusher only: unqueue, then add what changed since the last fold to the owner and its ancestors. */
-    void foldInto() {
+    /**
+     * Flusher only: unqueue, then add what changed since the last fold to the owner and its
+     * ancestors. {@code delta} is scratch space of one slot per {@link StatField}.
+     */
+    void foldInto(long[] delta) {
         QUEUED.setVolatile(this, 0);
-        long[] delta = new long[flushed.length];
         boolean any = false;
         for (int i = 0; i < flushed.length; i++) {
             long now = (long) COUNT.getVolatile(counts, PAD + i);

@@ -1,30 +1,36 @@
 package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.DeviceControl;
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.Resumer;
-import io.iotarget.model.IoRequest;
 
 import java.util.List;
 
-/** io.weight: configuration only for now (see the package documentation). */
+/**
+ * iocost: io.weight, io.cost.qos and io.cost.model (see the package documentation). Any
+ * thread; the per-device work is in {@link CostDevice}.
+ */
 public final class CostPolicy implements IoPolicy {
-    /** CGROUP_WEIGHT_MIN / _DFL / _MAX. */
-    static final int WEIGHT_MIN = 1;
-    static final int WEIGHT_DEFAULT = 100;
-    static final int WEIGHT_MAX = 10000;
+    /** System property that shows cost.wait, cost.indebt and cost.indelay in io.stat, like the kernel's blkcg_debug_stats. */
+    public static final String DEBUG_STATS_PROPERTY = "iotarget.blkcg_debug_stats";
 
     private final IoController controller;
     private final int index;
+    private final boolean debugStats;
 
+    /** The standard policy; debug statistics as the {@value #DEBUG_STATS_PROPERTY} system property says. */
     public CostPolicy(IoController controller, int index) {
+        this(controller, index, Boolean.getBoolean(DEBUG_STATS_PROPERTY));
+    }
+
+    /** @param debugStats add cost.wait, cost.indebt and cost.indelay to io.stat */
+    public CostPolicy(IoController controller, int index, boolean debugStats) {
         this.controller = controller;
         this.index = index;
+        this.debugStats = debugStats;
     }
 
     @Override
@@ -34,17 +40,12 @@ public final class CostPolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoWeightFile(controller, this));
+        return List.of(new IoWeightFile(controller, this), new IoCostQosFile(controller, this), new IoCostModelFile(controller, this));
     }
 
-    /** The group's default weight (io.weight's "default" line); tree lock. */
+    /** The group's io.weight "default" line (the kernel's ioc_cgrp); tree lock to write. */
     static final class GroupWeight {
-        int defaultWeight = WEIGHT_DEFAULT;
-    }
-
-    /** Per (group, device): the configured override, 0 when the default applies. */
-    static final class CostGroupState {
-        int weightConfigured;
+        volatile int defaultWeight = CostTunables.WEIGHT_DEFAULT;
     }
 
     @Override
@@ -54,38 +55,24 @@ public final class CostPolicy implements IoPolicy {
 
     @Override
     public DevicePolicy attach(DeviceControl device) {
-        return new DevicePolicy() {
-            @Override
-            public Object newGroupState(DeviceGroup group) {
-                return new CostGroupState();
-            }
-
-            @Override
-            public boolean applies(IoRequest io, DeviceGroup group) {
-                return false;
-            }
-
-            @Override
-            public boolean admit(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
-                return true;
-            }
-
-            @Override
-            public void releaseDue(long nowNs, Resumer resumer) {
-            }
-
-            @Override
-            public long nextWakeNs() {
-                return Long.MAX_VALUE;
-            }
-
-            @Override
-            public void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer) {
-            }
-        };
+        return new CostDevice(this, index, debugStats);
     }
 
     int index() {
         return index;
+    }
+
+    GroupWeight groupWeight(Group group) {
+        return (GroupWeight) group.policyData(index);
+    }
+
+    /** io.weight's default for the group, 1..10000. */
+    int defaultWeight(Group group) {
+        return groupWeight(group).defaultWeight;
+    }
+
+    /** The policy's instance on a device. */
+    CostDevice device(DeviceControl dc) {
+        return (CostDevice) dc.policy(index);
     }
 }

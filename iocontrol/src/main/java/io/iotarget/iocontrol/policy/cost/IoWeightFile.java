@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
@@ -8,17 +9,29 @@ import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
+import java.util.List;
+
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MAX;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MIN;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
+
 /**
  * io.weight, as blk-iocost reads and writes it.
  * <pre>
  * read:  default W            then   MAJ:MIN W   for each device override
- * write: W | default W        sets the group's default
+ * write: W | default W        sets the group's default (re-evaluated on every device at once)
  *        MAJ:MIN W            sets an override for one device
  *        MAJ:MIN default      removes that override
  * </pre>
- * W must be an integer in [1, 10000] (EINVAL otherwise).
+ * A device's name works in place of MAJ:MIN (an iotarget extension), except that
+ * {@code default W} always sets the default.
+ * W must be an integer in [1, 10000] (EINVAL otherwise). A per-device line needs iocost to be
+ * set up on the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP
+ * otherwise), as the kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
  */
 final class IoWeightFile implements InterfaceFile {
+    private static final String EXPECTED = "an integer in " + WEIGHT_MIN + ".." + WEIGHT_MAX;
+
     private final IoController controller;
     private final CostPolicy policy;
 
@@ -42,20 +55,16 @@ final class IoWeightFile implements InterfaceFile {
         return true;
     }
 
+    /** Weights change only under the tree lock, which the controller holds around reads too. */
     @Override
     public String read(Group group) {
-        controller.treeLock().lock();
-        try {
-            StringBuilder sb = new StringBuilder();
-            sb.append("default ").append(((CostPolicy.GroupWeight) group.policyData(policy.index())).defaultWeight).append('\n');
-            for (DeviceGroup dg : group.deviceGroups()) {
-                int w = ((CostPolicy.CostGroupState) dg.policyState(policy.index())).weightConfigured;
-                if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w).append('\n');
-            }
-            return sb.toString();
-        } finally {
-            controller.treeLock().unlock();
+        StringBuilder sb = new StringBuilder();
+        sb.append("default ").append(policy.defaultWeight(group)).append('\n');
+        for (DeviceGroup dg : group.deviceGroups()) {
+            long w = policy.device(dg.device()).state(dg).cfgWeight;
+            if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w / WEIGHT_ONE).append('\n');
         }
+        return sb.toString();
     }
 
     @Override
@@ -65,28 +74,52 @@ final class IoWeightFile implements InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        if (text.indexOf(':') < 0) {
-            String v = text.strip();
-            if (v.startsWith("default")) {
-                String rest = v.substring("default".length());
-                if (rest.isEmpty() || !Character.isWhitespace(rest.charAt(0))) throw KernelParse.invalid("weight", v, "W or default W, W in 1..10000");
-                v = rest.strip();
-            }
-            int w = weight(v);
-            controller.treeLock().lock();
-            try {
-                if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
-                ((CostPolicy.GroupWeight) group.policyData(policy.index())).defaultWeight = w;
-            } finally {
-                controller.treeLock().unlock();
-            }
+        if (!perDevice(text)) {
+            writeDefault(group, text.strip());
             return;
         }
+        // The kernel's order: the device (blkg_conf_open_bdev), the policy on it (blkg_conf_prep), the value.
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        CostDevice device = policy.device(line.device());
+        if (device.config() == null) {
+            throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
+                    + " (write io.cost.qos or io.cost.model for it first)");
+        }
         String body = line.body().strip();
-        int w = body.equals("default") ? 0 : weight(body);
-        controller.configure(group, line.device(),
-                (dg, nowNs) -> ((CostPolicy.CostGroupState) dg.policyState(policy.index())).weightConfigured = w);
+        long w = body.equals("default") ? 0 : weight(body);
+        controller.configure(group, line.device(), (dg, nowNs) -> {
+            CostGroup g = device.state(dg);
+            g.cfgWeight = w * WEIGHT_ONE;
+            device.weightUpdated(g, nowNs);
+        });
+    }
+
+    /**
+     * The kernel's rule: a line with a ':' names a device. iotarget also takes a device's name
+     * in place of MAJ:MIN ("scratch 300"), but "default W" and "W" keep their meaning even
+     * for a device named "default" (use its MAJ:MIN).
+     */
+    private boolean perDevice(String text) {
+        if (text.indexOf(':') >= 0) return true;
+        List<String> tokens = KernelParse.tokens(text);
+        if (tokens.size() < 2 || tokens.getFirst().equals("default")) return false;
+        for (DeviceControl dc : controller.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
+        return false;
+    }
+
+    private void writeDefault(Group group, String v) throws ControlException {
+        if (v.startsWith("default")) {
+            String rest = v.substring("default".length());
+            if (rest.isEmpty() || !Character.isWhitespace(rest.charAt(0))) throw KernelParse.invalid("weight", v, "W or default W, W in 1..10000");
+            v = rest.strip();
+        }
+        int w = weight(v);
+        if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
+        policy.groupWeight(group).defaultWeight = w;
+        for (DeviceGroup dg : group.deviceGroups()) {
+            CostDevice device = policy.device(dg.device());
+            controller.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
+        }
     }
 
     private static int weight(String v) throws ControlException {
@@ -94,11 +127,9 @@ final class IoWeightFile implements InterfaceFile {
         try {
             w = KernelParse.parseU64("weight", v);
         } catch (ControlException e) {
-            throw KernelParse.invalid("weight", v, "an integer in " + CostPolicy.WEIGHT_MIN + ".." + CostPolicy.WEIGHT_MAX);
+            throw KernelParse.invalid("weight", v, EXPECTED);
         }
-        if (w < CostPolicy.WEIGHT_MIN || w > CostPolicy.WEIGHT_MAX) {
-            throw KernelParse.invalid("weight", v, "an integer in " + CostPolicy.WEIGHT_MIN + ".." + CostPolicy.WEIGHT_MAX);
-        }
+        if (w < WEIGHT_MIN || w > WEIGHT_MAX) throw KernelParse.invalid("weight", v, EXPECTED);
         return (int) w;
     }
 }

@@ -1,8 +1,162 @@
 /**
- * io.weight (iocost). This step stores and echoes the configuration with the kernel's
- * formats and errors: a per-group default weight and per-device overrides, 1..10000,
- * default 100. The proportional-share algorithm (vtime, hweight, io.cost.qos, io.cost.model)
- * arrives with the cost policy proper; until then weights have no effect, as in the kernel
- * when iocost is not enabled on a device.
+ * iocost: io.weight proportional control of a device, with io.cost.qos and io.cost.model,
+ * after the kernel's blk-iocost ({@code block/blk-iocost.c}; names in {@code code} are the
+ * kernel's, so the two read side by side).
+ *
+ * <h2>The problem</h2>
+ * Tenants sharing a device should get it in proportion to their io.weight when they compete,
+ * and all of it when they do not. Bytes and IOPS are poor measures of "the device": a random
+ * 4 KiB read can cost as much device time as a sequential megabyte. iocost therefore charges
+ * every IO its estimated <em>device time</em>, gives each group a clock that runs at its share,
+ * and watches the device to correct the estimates.
+ *
+ * <h2>1. Cost model (io.cost.model)</h2>
+ * Per direction, the device's sequential bandwidth and its sequential and random 4 KiB IOPS
+ * give three coefficients ({@link io.iotarget.iocontrol.policy.cost.LinearModel}): an IO's
+ * absolute cost is a per-IO part (random when it starts more than 16 MiB from where the
+ * group's previous IO ended, else sequential) plus a per-4-KiB-page part. Costs are in vtime:
+ * 2^37 per second of device time. Only reads and writes that move data are costed, as the
+ * kernel costs only REQ_OP_READ/REQ_OP_WRITE bios with data: READ, WRITE, CACHE, VERIFY,
+ * COMPARE and (as seed 000's patch maps them) PASSTHROUGH_IN/OUT; FLUSH (an empty bio),
+ * DISCARD and WRITE_ZEROES cost nothing. FUA and PREFLUSH flags change nothing.
+ *
+ * <h2>2. vtime, vrate and hweight</h2>
+ * The device has a virtual clock, {@code vnow}, advancing {@code vrate} vtime per µs; at
+ * 100% that is 2^37/10^6, one second of modeled device time per second. Each active group has
+ * a cursor, {@code vtime}; an IO may go when {@code vtime + cost ≤ vnow}, and then advances
+ * vtime by {@code cost = abs_cost / hweight_inuse}. The hweight is the group's share of the
+ * whole device: its weight over its active siblings', times its parent's hweight, and so on to
+ * the root. A group at 1/3 pays three times the absolute cost, so the groups together never
+ * spend more than vnow advances.
+ * <pre>
+ *   root ─┬─ x (100) ─┬─ x1 (100)     x1: 100/300 × 100/400 = 1/12
+ *         │           └─ x2 (300)     x2: 100/300 × 300/400 = 1/4
+ *         └─ y (200)                  y:  200/300           = 2/3
+ * </pre>
+ * Only groups that issued recently are active; only leaves of the active tree issue (IO of a
+ * group with active children goes out uncontrolled, as root IO does).
+ *
+ * <h2>3. Budget and margins</h2>
+ * {@code vnow − vtime} is a group's budget. A group activates with half a period's worth
+ * (margin.target, 50%), so a short burst rides it; at each period end budget above the target
+ * is thrown away and handed back to the device as a faster clock for the next period
+ * ({@code vtime_err}), so trimming never wastes the device. The period is twice the larger
+ * latency target (10× at p50), within [1 ms, 1 s]: 50 ms with the defaults.
+ *
+ * <h2>4. Waiting, debt and delay</h2>
+ * An IO over budget waits in its group's FIFO ({@link io.iotarget.iocontrol.policy.cost.CostGroup#waiters}),
+ * never a thread: the group's wait timer is set for when the first waiter fits, and the
+ * engine's releaser calls {@code releaseDue} then. Passthrough waits like any write, as in
+ * seed 000's patch, where the submitter sleeps on the iocost waitqueue. An IO that must not
+ * wait — META, the kernel's {@code bio_issue_as_root_blkg}, since metadata queued behind its
+ * group's data inverts priorities — goes out at once and its cost becomes debt: the group
+ * donates all its weight (inuse 1) until it has repaid the debt from its budget, and nothing
+ * of it waits less than the debt. A debt running more than 5 periods ahead of vnow delays the
+ * issuer: 250 µs rising linearly to 250 ms at 250 periods, halving every second. The kernel
+ * makes the issuing task sleep on its way back to user space; iotarget holds the request's
+ * completion callback that long (the request itself is done), which is what an initiator
+ * waiting for its reply experiences. When the device has been at most half used for 100 ms,
+ * debts and delays are halved (forgiveness).
+ *
+ * <h2>5. Work conservation: donation</h2>
+ * A group that does not use its share lowers its {@code inuse} weight (its {@code active}
+ * weight, the configured one, is unchanged) so that its budget would end the next period at
+ * the target, and the others' hweight_inuse rises accordingly. Donors are found at each period
+ * end; "Andy's method" ({@code transfer_surpluses}) sets their inuse so that every donor keeps
+ * exactly its after-donation share while the non-donors keep their shares relative to each
+ * other, at every level of the tree. A donor whose budget drops below 20% of a period takes
+ * weight back at once, 25% of its active weight per step; a group with waiters always runs at
+ * its full weight. An idle group (nothing issued for a whole period, nothing in flight) is
+ * deactivated, and its siblings' hweights grow at once.
+ *
+ * <h2>6. The QoS period loop (io.cost.qos)</h2>
+ * Each completion of a costed read or write is a sample: from leaving the controller
+ * ({@code IoRequest.admitNs}, the kernel's rq alloc time) to completion, minus the transfer
+ * time the model predicts for its size, against rlat/wlat; the time it waited for a queue
+ * slot ({@code issueNs − admitNs}) adds to rq_wait. At each period end, in this order:
+ * <ol>
+ *   <li>missed ppm per direction and rq_wait as % of the period;</li>
+ *   <li>groups with waiters or debt are kicked (vrate may have risen), idle ones deactivated;</li>
+ *   <li>usage per group, donors and shortages; donors' surplus transferred;</li>
+ *   <li>busy level: up by one when rq_wait &gt; 5% or more than (100 − rpct)% of reads (wpct:
+ *       writes) missed; down by one when well below (75% of those thresholds) while someone
+ *       is short of budget and no IO has been in flight for over a period; else 0;</li>
+ *   <li>vrate moves by {@code vrate_adj_pct[|busy level|]} (0% for the first 3 periods, then
+ *       1, 2, 4, 8, 16%), within [min, max]; outside them it walks back 4% per period;</li>
+ *   <li>the built-in parameter set may switch; debts may be forgiven;</li>
+ *   <li>the next period starts, or the device goes idle when no group is active.</li>
+ * </ol>
+ * With no latency targets (rpct = wpct = 0, the default) rq_wait is the only sign of
+ * saturation.
+ *
+ * <h2>7. Worked example</h2>
+ * Model {@code wbps=4294967296 wseqiops=65536 wrandiops=1024}: page = 2^17, seqio = 2^21 − 2^17,
+ * randio = 2^27 − 2^17; a sequential 4 KiB write costs 2^21 vtime (15.26 µs), a random one 2^27
+ * (976.6 µs). Default QoS: period 50 ms, margin.target = 25000 µs × 137438 = 3435950000.
+ * <ul>
+ *   <li>a (weight 100) and b (200) active: hweights ⌊65536·100/300⌋ = 21845 and 43690. A write
+ *       by a costs ⌈2^21·65536/21845⌉ = 6291553; 546 of them fit in a's starting budget
+ *       (3435950000 / 6291553), the 547th waits ⌈shortage / 137438⌉ µs + 1% of the period.</li>
+ *   <li>Donation: a (100) floods, b (100) writes 160 × 4 KiB in the first period. At its end
+ *       b's usage is 160 × 2^21 vtime = 2441 µs, {@code ⌈2441·65536/50000⌉ = 3200} of the
+ *       period; its budget above the target (6202908512) is thrown away, so it keeps
+ *       hweight 3200 (4.9%). gamma = ⌈(65536 − 3200)·65536 / (65536 − 32768)⌉ = 124672,
+ *       the root's adjusted child sum ⌈200·65536 · 32768 / 62336⌉ = 6890028, b's inuse
+ *       ⌈6890028 · 3200 / 65536⌉ = 336428 (5.13 against a's 100): a now gets 62335/65536 =
+ *       95.1% of the device. The discarded budget, at b's hweight (3101454256), comes back
+ *       as a clock of 137438 + 3101454256/50000 = 199467 per µs during the next period.</li>
+ *   <li>Seed 000: {@code min=1.00 max=1.00} pins vrate to 1%; a model of 1 GiB/s makes a
+ *       sequential 128 KiB write cost 1/8192 s, so 128 MiB takes 0.125 s at 100% and 12.5 s
+ *       at 1%, whether written with WRITE or PASSTHROUGH_OUT.</li>
+ * </ul>
+ * {@code CostArithmeticTest} checks these numbers one by one; {@code CostSimulationTest}
+ * checks the shares on a simulated device of known capacity.
+ *
+ * <h2>8. Configuration and choices</h2>
+ * <ul>
+ *   <li>io.cost.qos / io.cost.model: root only; the first successful write for a device sets
+ *       iocost up there (disabled until {@code enable=1}). io.weight: non-root, 1..10000,
+ *       default 100; a per-device line needs iocost set up on the device first, else
+ *       EOPNOTSUPP, as the kernel's {@code blkg_conf_prep} refuses a policy not active on the
+ *       queue (a configuration restore must write the root's io.cost.* before groups' per-device
+ *       weights; "default" lines work any time).</li>
+ *   <li>Defaults: iotarget devices report neither rotation nor a queue depth of 1, so they
+ *       start on the kernel's SSD_DFL set (rlat = wlat = 25 ms, min 1%, max 10000%) and step to
+ *       SSD_FAST and back as the kernel does ({@link io.iotarget.iocontrol.policy.cost.AutoParams}).</li>
+ *   <li>Stricter than the kernel: numbers are decimal only (the kernel also takes 0x.. and
+ *       0..), nothing may trail a number, rlat/wlat above 2^32 − 1 are refused rather than
+ *       truncated, and a write that fails changes nothing (the kernel sets iocost up before
+ *       parsing the rest of the line).</li>
+ *   <li>Kinder than the kernel: {@code enable=0} releases the waiting requests at once (the
+ *       kernel lets them drain at vrate); a removed group's waiters go out at once.</li>
+ *   <li>Not modeled: request merging (iotarget does not merge, so {@code ioc_rqos_merge} has
+ *       nothing to do), and the HDD and SSD_QD1 built-in sets.</li>
+ * </ul>
+ *
+ * <h2>9. Tunables</h2>
+ * The kernel's constants, with units and reasons, are in
+ * {@link io.iotarget.iocontrol.policy.cost.CostTunables}; the knobs are io.cost.qos (rpct,
+ * rlat, wpct, wlat, min, max), io.cost.model and io.weight. The system property
+ * {@value io.iotarget.iocontrol.policy.cost.CostPolicy#DEBUG_STATS_PROPERTY}{@code =true}
+ * adds the kernel's debug fields to io.stat, as the blkcg_debug_stats module parameter does.
+ *
+ * <h2>10. What to watch</h2>
+ * <ul>
+ *   <li>io.stat, root line: {@code cost.vrate=} — far above 100% means the model underrates
+ *       the device (or nobody saturates it); far below, it overrates it.</li>
+ *   <li>io.stat, every line: {@code cost.usage=} — µs of device time used, as vrate paces the
+ *       device; with debug stats also {@code cost.wait=}, {@code cost.indebt=},
+ *       {@code cost.indelay=} (µs with waiters, in debt, delayed).</li>
+ *   <li>Without latency targets, a group alone whose queue depth fits the device's never
+ *       makes requests wait for a slot, so vrate climbs while it is throttled; when a sibling
+ *       returns, vrate needs several periods (1% steps after 3 periods) to come back and the
+ *       shares are off meanwhile. Latency targets (wpct/wlat) let the loop see saturation
+ *       directly.</li>
+ *   <li>Shares apply between groups that compete: a group that cannot use its share (it is
+ *       latency-bound with few requests outstanding, or capped by io.max) donates it.</li>
+ * </ul>
+ *
+ * <p>Threads: all state of a device lives under the device's lock (the kernel's ioc lock and
+ * waitq locks in one); io.stat and the io.cost.* reads take published snapshots.
  */
 package io.iotarget.iocontrol.policy.cost;

@@ -51,24 +51,13 @@ final class IoMaxFile implements InterfaceFile {
     public String read(Group group) {
         StringBuilder sb = new StringBuilder();
         for (DeviceGroup dg : group.deviceGroups()) {
-            long[] v = new long[4];
-            DeviceControl dc = dg.device();
-            // Limits change under the tree lock: holding it gives a consistent read of all four.
-            controller.treeLock().lock();
-            try {
-                ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-                v[0] = tg.bps[ThrottleGroup.READ];
-                v[1] = tg.bps[ThrottleGroup.WRITE];
-                v[2] = tg.iops[ThrottleGroup.READ];
-                v[3] = tg.iops[ThrottleGroup.WRITE];
-            } finally {
-                controller.treeLock().unlock();
-            }
-            if (v[0] == ThrottleGroup.BPS_MAX && v[1] == ThrottleGroup.BPS_MAX
-                && v[2] == ThrottleGroup.IOPS_MAX && v[3] == ThrottleGroup.IOPS_MAX) continue;
-            sb.append(dc.device().number())
-              .append(" rbps=").append(bps(v[0])).append(" wbps=").append(bps(v[1]))
-              .append(" riops=").append(iops(v[2])).append(" wiops=").append(iops(v[3])).append('\n');
+            // Limits change only under the tree lock, which the caller holds: the four are consistent.
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
+            if (!tg.limited()) continue;
+            sb.append(dg.device().device().number())
+              .append(" rbps=").append(bps(tg.bps[ThrottleGroup.READ])).append(" wbps=").append(bps(tg.bps[ThrottleGroup.WRITE]))
+              .append(" riops=").append(iops(tg.iops[ThrottleGroup.READ])).append(" wiops=").append(iops(tg.iops[ThrottleGroup.WRITE]))
+              .append('\n');
         }
         return sb.toString();
     }

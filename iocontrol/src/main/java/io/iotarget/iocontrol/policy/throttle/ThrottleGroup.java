@@ -1,6 +1,7 @@
 package io.iotarget.iocontrol.policy.throttle;
 
 import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
 
@@ -98,30 +99,12 @@ final class ThrottleGroup {
 
     /** Bytes {@code bps} allows in {@code ns}; Long.MAX_VALUE when that overflows (unlimited in practice). */
     static long bytesAllowed(long bps, long ns) {
-        return mulDivSaturated(bps, ns, NS_PER_SEC);
+        return MulDiv.floor(bps, ns, NS_PER_SEC);
     }
 
     /** IOs {@code iops} allows in {@code ns}, capped at UINT_MAX. */
     static long iosAllowed(long iops, long ns) {
-        return Math.min(mulDivSaturated(iops, ns, NS_PER_SEC), IOPS_MAX);
-    }
-
-    /**
-     * floor(a × b / c) for unsigned a, b ≥ 0 and 0 < c ≤ 2^31 without allocating;
-     * Long.MAX_VALUE when the result does not fit. With a = q·c + r and b = s·c + t:
-     * a·b/c = q·b + r·s + floor(r·t / c), where r·t &lt; c² cannot overflow.
-     */
-    static long mulDivSaturated(long a, long b, long c) {
-        if (a < 0) return b == 0 ? 0 : Long.MAX_VALUE;      // a ≥ 2^63 bytes/s: unlimited in practice
-        long q = a / c, r = a % c, s = b / c, t = b % c;
-        long qb = q * b;
-        if (Math.multiplyHigh(q, b) != 0 || qb < 0) return Long.MAX_VALUE;
-        long rs = r * s;
-        if (Math.multiplyHigh(r, s) != 0 || rs < 0) return Long.MAX_VALUE;
-        long sum = qb + rs;
-        if (sum < 0) return Long.MAX_VALUE;
-        sum += r * t / c;
-        return sum < 0 ? Long.MAX_VALUE : sum;
+        return Math.min(MulDiv.floor(iops, ns, NS_PER_SEC), IOPS_MAX);
     }
 
     static long roundUp(long value, long step) {
@@ -211,7 +194,7 @@ final class ThrottleGroup {
         long size = throttleBytes(io);
         if (allowed == Long.MAX_VALUE || bytesDispatched[dir] + size <= allowed) return 0;
         long extra = bytesDispatched[dir] + size - allowed;
-        long wait = Math.max(1, mulDivSaturated(extra, NS_PER_SEC, limit));
+        long wait = Math.max(1, MulDiv.floor(extra, NS_PER_SEC, limit));
         return wait + (rounded - elapsed);
     }
 

@@ -1,0 +1,56 @@
+package io.iotarget.backend;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PacedBackendTest {
+    @Test
+    void shouldModelServiceTimeFromPerIoTimeAndBandwidth() {
+        PacedBackend paced = new PacedBackend(new NullBackend(1 << 20, 512, false), 50_000, 1L << 30);
+        assertEquals(50_000, paced.serviceNs(0));
+        assertEquals(50_000 + 122_071, paced.serviceNs(128 * 1024), "128 KiB at 1 GiB/s = 122070.3 ns, rounded up");
+    }
+
+    @Test
+    void shouldServeConcurrentCallsOneAtATime() throws Exception {
+        // 64 KiB at 64 MiB/s = 1 ms each: 4 threads × 25 writes can finish no sooner than 100 ms.
+        PacedBackend paced = new PacedBackend(new NullBackend(1L << 30, 512, false), 0, 64L << 20);
+        long start = System.nanoTime();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            threads.add(Thread.ofVirtual().start(() -> {
+                ByteBuffer data = ByteBuffer.allocate(64 * 1024);
+                for (int i = 0; i < 25; i++) {
+                    try {
+                        paced.write(0, data, false);
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                }
+            }));
+        }
+        for (Thread t : threads) t.join();
+        long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(elapsedMs >= 100, "elapsed " + elapsedMs + " ms");
+    }
+
+    @Test
+    void shouldPassTheDataThrough() throws Exception {
+        try (PacedBackend paced = new PacedBackend(new MemoryBackend(1 << 20, 512, false), 1_000, 1L << 30)) {
+            ByteBuffer src = ByteBuffer.allocate(4096);
+            for (int i = 0; i < 4096; i++) src.put(i, (byte) i);
+            paced.write(8192, src, false);
+            ByteBuffer dst = ByteBuffer.allocate(4096);
+            paced.read(8192, dst);
+            assertEquals(-1, src.mismatch(dst));
+            assertTrue(paced.blocking());
+            assertEquals("paced-memory", paced.kind());
+        }
+    }
+}

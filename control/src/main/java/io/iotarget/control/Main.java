@@ -1,0 +1,151 @@
+package io.iotarget.control;
+
+import io.iotarget.control.config.ConfigLoader;
+import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.http.ControlClient;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.ConnectException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * The one launcher, {@code bin/iotarget}:
+ * <pre>
+ *  iotarget serve [--config FILE]          run the target in the foreground
+ *  iotarget read PATH                      cat a file (tenants/a/io.stat, io.cost.qos, /nvmet/...)
+ *  iotarget write PATH VALUE               echo VALUE &gt; PATH
+ *  iotarget mkdir PATH | rmdir PATH        groups, backends, exports, subsystems...
+ *  iotarget ls [PATH]                      list a directory
+ *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
+ *  iotarget devices                        name, MAJ:MIN, size of every backend
+ * </pre>
+ * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
+ * {@code $IOTARGET_CONTROL}, default 127.0.0.1:9809). A refused operation prints the
+ * kernel-style error on stderr and exits 1; usage errors exit 2; no server exits 3.
+ */
+public final class Main {
+    private static final String USAGE = """
+            usage: iotarget serve [--config FILE]
+                   iotarget [--control HOST:PORT] COMMAND
+            commands:
+              read PATH              print a file, e.g. tenants/a/io.stat or /nvmet/ports/1/addr_traddr
+              write PATH VALUE       write VALUE to a file, e.g. write tenants/a/io.max "259:0 riops=20000"
+              mkdir PATH             create a group, backend, export, subsystem, namespace, port...
+              rmdir PATH             remove one
+              ls [PATH]              list a directory (default: the root group)
+              ln TARGET LINK         link, e.g. ln /nvmet/subsystems/NQN /nvmet/ports/1/subsystems/NQN
+              unlink LINK            remove a link
+              devices                list backends: name, MAJ:MIN, size, type, users
+            Paths without a leading '/' are groups and their files (like /sys/fs/cgroup);
+            /backends, /nbd and /nvmet hold the rest.
+            """;
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        List<String> a = Arrays.asList(args);
+        String control = System.getenv().getOrDefault("IOTARGET_CONTROL", Server.hostPort(Server.DEFAULT_CONTROL));
+        if (a.size() >= 2 && a.get(0).equals("--control")) {
+            control = a.get(1);
+            a = a.subList(2, a.size());
+        }
+        if (a.isEmpty() || a.get(0).equals("-h") || a.get(0).equals("--help") || a.get(0).equals("help")) {
+            (a.isEmpty() ? err : out).print(USAGE);
+            return a.isEmpty() ? 2 : 0;
+        }
+        String command = a.get(0);
+        List<String> rest = a.subList(1, a.size());
+        if (command.equals("serve")) return serve(rest, out, err);
+        try {
+            ControlClient client = new ControlClient(control);
+            ControlClient.Reply reply = switch (command) {
+                case "read" -> client.get("read", one(rest, "read PATH"));
+                case "ls" -> client.get("list", rest.isEmpty() ? "" : one(rest, "ls [PATH]"));
+                case "devices" -> client.get("devices", null);
+                case "write" -> {
+                    if (rest.size() < 2) throw new UsageException("write PATH VALUE");
+                    yield client.post("write", rest.get(0), null, String.join(" ", rest.subList(1, rest.size())));
+                }
+                case "mkdir", "rmdir", "unlink" -> client.post(command, one(rest, command + " PATH"), null, null);
+                case "ln" -> {
+                    if (rest.size() != 2) throw new UsageException("ln TARGET LINK");
+                    yield client.post("link", rest.get(1), rest.get(0), null);
+                }
+                default -> throw new UsageException(null);
+            };
+            if (reply.ok()) {
+                out.print(reply.body());
+                return 0;
+            }
+            String what = rest.isEmpty() ? command : command + " " + rest.get(0);
+            err.print("iotarget: " + what + ": " + reply.body());
+            return 1;
+        } catch (UsageException e) {
+            err.print(e.getMessage() == null ? "iotarget: unknown command '" + command + "'\n" + USAGE : "usage: iotarget " + e.getMessage() + "\n");
+            return 2;
+        } catch (ConnectException e) {
+            err.println("iotarget: no server at " + control + " (start one with: bin/iotarget serve)");
+            return 3;
+        } catch (IOException e) {
+            err.println("iotarget: " + control + ": " + e.getMessage());
+            return 3;
+        }
+    }
+
+    private static String one(List<String> rest, String usage) throws UsageException {
+        if (rest.size() != 1) throw new UsageException(usage);
+        return rest.get(0);
+    }
+
+    private static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String usage) {
+            super(usage);
+        }
+    }
+
+    private static int serve(List<String> args, PrintStream out, PrintStream err) {
+        Path config = null;
+        if (args.size() == 2 && args.get(0).equals("--config")) {
+            config = Path.of(args.get(1));
+        } else if (!args.isEmpty()) {
+            err.println("usage: iotarget serve [--config FILE]");
+            return 2;
+        }
+        Server server;
+        try {
+            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config));
+        } catch (ConfigException e) {
+            err.println("iotarget: config " + (config == null ? "(embedded default)" : config) + ": " + e.getMessage());
+            return 1;
+        } catch (IOException e) {
+            err.println("iotarget: cannot start: " + e.getMessage());
+            return 1;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.close();
+            stopped.countDown();
+        }, "iotarget-shutdown"));
+        out.println("iotarget: serving (" + (config == null ? "embedded default config" : config) + ")");
+        for (String line : server.summary()) out.println("  " + line);
+        out.print(Server.deviceTable(server.engine()).indent(2));
+        out.flush();
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,25 @@
+package io.iotarget.control.config;
+
+/** Byte sizes as operators write them: {@code 1073741824}, {@code 512K}, {@code 64M}, {@code 1G}, {@code 2T} (powers of 1024). */
+public final class Sizes {
+    private Sizes() {
+    }
+
+    /** The size in bytes, or -1 when the text is not a size. */
+    public static long parse(String text) {
+        String s = text.strip();
+        if (s.isEmpty()) return -1;
+        int shift = switch (Character.toUpperCase(s.charAt(s.length() - 1))) {
+            case 'K' -> 10;
+            case 'M' -> 20;
+            case 'G' -> 30;
+            case 'T' -> 40;
+            default -> 0;
+        };
+        String digits = shift == 0 ? s : s.substring(0, s.length() - 1);
+        if (digits.isEmpty() || digits.length() > 18 || !digits.chars().allMatch(Character::isDigit)) return -1;
+        long v = Long.parseLong(digits);
+        if (v > (Long.MAX_VALUE >> shift)) return -1;
+        return v << shift;
+    }
+}

@@ -1,0 +1,56 @@
+package io.iotarget.control.tree;
+
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.model.ConfigTree;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+import java.util.List;
+
+/** The controller's group tree seen as a {@link ConfigTree}: groups are directories, interface files are files. */
+public final class CgroupTree implements ConfigTree {
+    private final IoController controller;
+
+    public CgroupTree(IoController controller) {
+        this.controller = controller;
+    }
+
+    @Override
+    public Kind kind(String path) throws ControlException {
+        try {
+            controller.group(path);
+            return Kind.DIRECTORY;
+        } catch (ControlException notAGroup) {
+            int slash = path.lastIndexOf('/');
+            String dir = slash < 0 ? "" : path.substring(0, slash);
+            String name = path.substring(slash + 1);
+            if (controller.list(dir).contains(name)) return Kind.FILE;
+            throw new ControlException(Errno.ENOENT, "no group or file " + path);
+        }
+    }
+
+    @Override
+    public List<String> list(String path) throws ControlException {
+        return controller.list(path);
+    }
+
+    @Override
+    public String read(String path) throws ControlException {
+        return controller.read(path);
+    }
+
+    @Override
+    public void write(String path, String value) throws ControlException {
+        controller.write(path, value);
+    }
+
+    @Override
+    public void mkdir(String path) throws ControlException {
+        controller.mkdir(path);
+    }
+
+    @Override
+    public void rmdir(String path) throws ControlException {
+        controller.rmdir(path);
+    }
+}

@@ -1,0 +1,42 @@
+package io.iotarget.engine;
+
+import io.iotarget.model.IoRequest;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.PriorityQueue;
+
+/**
+ * Completed requests whose callback a policy holds back: iocost delays the issuer of IO that
+ * went out as debt, as the kernel makes the issuing task sleep on its way back to user space.
+ * The request is done on the backend; only the news of it waits. Any thread; the
+ * {@link Releaser} (or a manual-clock driver) delivers what is due.
+ */
+final class HeldCompletions {
+    private record Held(long deliverAtNs, long seq, IoRequest io) {
+    }
+
+    private final PriorityQueue<Held> queue = new PriorityQueue<>(
+            Comparator.comparingLong(Held::deliverAtNs).thenComparingLong(Held::seq));
+    private long nextSeq;
+
+    synchronized void add(IoRequest io, long deliverAtNs) {
+        queue.add(new Held(deliverAtNs, nextSeq++, io));
+    }
+
+    /** When the next held completion is due; {@link Long#MAX_VALUE} when none is held. */
+    synchronized long nextNs() {
+        Held first = queue.peek();
+        return first == null ? Long.MAX_VALUE : first.deliverAtNs();
+    }
+
+    /** Runs the callbacks of the completions due by {@code nowNs} (all of them with Long.MAX_VALUE), outside the lock. */
+    void deliverDue(long nowNs) {
+        List<IoRequest> due = new ArrayList<>();
+        synchronized (this) {
+            while (!queue.isEmpty() && queue.peek().deliverAtNs() <= nowNs) due.add(queue.poll().io());
+        }
+        for (IoRequest io : due) io.callback().complete(io);
+    }
+}

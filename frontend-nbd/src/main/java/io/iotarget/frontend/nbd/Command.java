@@ -1,0 +1,202 @@
+package io.iotarget.frontend.nbd;
+
+import io.iotarget.backend.Backend;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One request of a connection from header to reply: the NBD fields, the engine request it
+ * became, its data buffer and its encoded reply header. Pooled per connection and reused, so
+ * the IO path allocates nothing once the pool is warm (data buffers larger than
+ * {@link #RETAINED_DATA_BYTES} are the exception: they are allocated for the one request).
+ *
+ * <p>Ownership: the reader thread fills it and submits {@link #io}; the engine owns it until
+ * the callback; then whoever holds the connection's reply lock encodes and sends the reply and
+ * returns it to the pool. The hand-overs are ordered by the engine's own synchronisation and
+ * the connection's atomic stacks.
+ */
+final class Command implements Backend.ExtentSink {
+    /*  Simple reply (16 bytes)
+     *  0        4        8                 16
+     *  | magic  | error  | cookie (u64)    | [data: READ only]
+     *
+     *  Structured reply chunk (20-byte header)
+     *  0        4        6       8                 16        20
+     *  | magic  | flags  | type  | cookie (u64)    | length  | payload ...
+     *
+     *  payloads used here:
+     *    OFFSET_DATA   | offset (u64) | data ...
+     *    ERROR         | error (u32) | message length (u16) | message |
+     *    BLOCK_STATUS  | context id (u32) | n × (extent length u32 | status flags u32) |
+     */
+    static final int SIMPLE_REPLY_BYTES = 16;
+    static final int CHUNK_HEADER_BYTES = 20;
+    static final int CHUNK_LENGTH_OFFSET = 16;
+    /** Room for a chunk header plus the longest fixed part and error message. */
+    static final int REPLY_CAPACITY = 128;
+    /** Data buffers up to 1 MiB stay with the command (fio's and nbdcopy's big blocks); larger ones are per request. */
+    static final int RETAINED_DATA_BYTES = 1 << 20;
+    /** Smallest data buffer: one page, which also holds 512 block-status extents. */
+    static final int MIN_DATA_BYTES = 4096;
+    /** Extents per BLOCK_STATUS reply: what fits in the smallest data buffer. */
+    static final int MAX_EXTENTS = MIN_DATA_BYTES / 8;
+
+    final IoRequest io = new IoRequest();
+    final ByteBuffer reply = ByteBuffer.allocateDirect(REPLY_CAPACITY);
+    private ByteBuffer retained = ByteBuffer.allocateDirect(MIN_DATA_BYTES);
+
+    int type;
+    int flags;
+    long cookie;
+    long offset;
+    long length;
+    /** An NBD errno decided before submission (validation), or 0. */
+    int error;
+    /** The buffer of this request: READ/WRITE data or BLOCK_STATUS extents; null otherwise. */
+    ByteBuffer data;
+    /** Link in the connection's free and completion stacks. */
+    Command next;
+
+    private int extents;
+    private int maxExtents;
+
+    void start(int type, int flags, long cookie, long offset, long length) {
+        this.type = type;
+        this.flags = flags;
+        this.cookie = cookie;
+        this.offset = offset;
+        this.length = length;
+        this.error = 0;
+        this.data = null;
+        io.reset();
+    }
+
+    /** A buffer of exactly {@code bytes} (position 0, limit bytes) for this request. */
+    ByteBuffer buffer(int bytes) {
+        if (bytes > retained.capacity()) {
+            if (bytes > RETAINED_DATA_BYTES) return data = ByteBuffer.allocateDirect(bytes);
+            retained = ByteBuffer.allocateDirect(Math.max(Integer.highestOneBit(bytes - 1) << 1, MIN_DATA_BYTES));
+        }
+        return data = retained.clear().limit(bytes);
+    }
+
+    // ------------------------------------------------------------ block status
+
+    /** Prepares the data buffer to receive extents; at most one with REQ_ONE. */
+    void startExtents(boolean one) {
+        buffer(MIN_DATA_BYTES).limit(0);
+        extents = 0;
+        maxExtents = one ? 1 : MAX_EXTENTS;
+    }
+
+    @Override
+    public boolean extent(long length, boolean hole, boolean zero) {
+        // The request's length is a u32, so an extent inside it always fits the u32 field.
+        int status = (hole ? NbdWire.STATE_HOLE : 0) | (zero ? NbdWire.STATE_ZERO : 0);
+        int at = extents * 8;
+        data.limit(at + 8);
+        data.putInt(at, (int) length).putInt(at + 4, status);
+        return ++extents < maxExtents;
+    }
+
+    int extentCount() {
+        return extents;
+    }
+
+    // ------------------------------------------------------------ replies
+
+    /**
+     * Encodes the reply into {@link #reply} (flipped, ready to send) and returns the buffer
+     * that must follow it on the wire, or null.
+     */
+    ByteBuffer encodeReply(boolean structured) {
+        // BLOCK_STATUS never goes through the engine, so its request has no status.
+        int errno = error != 0 ? error : io.status() == null ? 0 : errno(io.status(), type);
+        reply.clear();
+        if (errno != 0) {
+            if (!structured) {
+                simpleHeader(errno);
+                reply.flip();
+                return null;
+            }
+            byte[] message = message(errno);
+            chunkHeader(NbdWire.REPLY_TYPE_ERROR, 6 + message.length).putInt(errno).putShort((short) message.length).put(message);
+            reply.flip();
+            return null;
+        }
+        switch (type) {
+            case NbdWire.CMD_READ -> {
+                data.position(0);
+                if (structured) {
+                    chunkHeader(NbdWire.REPLY_TYPE_OFFSET_DATA, 8 + data.remaining()).putLong(offset);
+                } else {
+                    simpleHeader(0);
+                }
+                reply.flip();
+                return data;
+            }
+            case NbdWire.CMD_BLOCK_STATUS -> {
+                data.position(0);
+                chunkHeader(NbdWire.REPLY_TYPE_BLOCK_STATUS, 4 + data.remaining()).putInt(NbdWire.BASE_ALLOCATION_ID);
+                reply.flip();
+                return data;
+            }
+            default -> {
+                simpleHeader(0);
+                reply.flip();
+                return null;
+            }
+        }
+    }
+
+    private void simpleHeader(int errno) {
+        reply.putInt(NbdWire.SIMPLE_REPLY_MAGIC).putInt(errno).putLong(cookie);
+    }
+
+    private ByteBuffer chunkHeader(int chunkType, int payloadLength) {
+        return reply.putInt(NbdWire.STRUCTURED_REPLY_MAGIC).putShort((short) NbdWire.REPLY_FLAG_DONE)
+                .putShort((short) chunkType).putLong(cookie).putInt(payloadLength);
+    }
+
+    /** The NBD errno for how the engine finished a command of this type. */
+    static int errno(IoStatus status, int type) {
+        return switch (status) {
+            case OK -> 0;
+            case INVALID, NOT_SUPPORTED -> NbdWire.EINVAL;
+            // The spec's split: writes past the end are out of space, everything else is a bad argument.
+            case OUT_OF_RANGE -> type == NbdWire.CMD_WRITE || type == NbdWire.CMD_WRITE_ZEROES ? NbdWire.ENOSPC : NbdWire.EINVAL;
+            case READ_ONLY -> NbdWire.EPERM;
+            case NOT_FAST -> NbdWire.ENOTSUP;
+            case IO_ERROR, COMPARE_FAILED -> NbdWire.EIO;
+            case NO_SPACE -> NbdWire.ENOSPC;
+            case ABORTED -> NbdWire.ESHUTDOWN;
+        };
+    }
+
+    private static final byte[] EPERM_TEXT = ascii("export is read-only");
+    private static final byte[] EIO_TEXT = ascii("I/O error");
+    private static final byte[] EINVAL_TEXT = ascii("invalid request (range, alignment, flags or command)");
+    private static final byte[] ENOSPC_TEXT = ascii("no space: write beyond the end or backend full");
+    private static final byte[] EOVERFLOW_TEXT = ascii("request larger than the maximum payload");
+    private static final byte[] ENOTSUP_TEXT = ascii("zeroing is not fast on this backend");
+    private static final byte[] ESHUTDOWN_TEXT = ascii("export or server shutting down");
+
+    private static byte[] message(int errno) {
+        return switch (errno) {
+            case NbdWire.EPERM -> EPERM_TEXT;
+            case NbdWire.EIO -> EIO_TEXT;
+            case NbdWire.ENOSPC -> ENOSPC_TEXT;
+            case NbdWire.EOVERFLOW -> EOVERFLOW_TEXT;
+            case NbdWire.ENOTSUP -> ENOTSUP_TEXT;
+            case NbdWire.ESHUTDOWN -> ESHUTDOWN_TEXT;
+            default -> EINVAL_TEXT;
+        };
+    }
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(StandardCharsets.US_ASCII);
+    }
+}

@@ -1,0 +1,50 @@
+package io.iotarget.frontend.nbd;
+
+import io.iotarget.iocontrol.Group;
+import io.iotarget.model.Device;
+
+/**
+ * An enabled export as connections see it: immutable, taken when the export was enabled and
+ * valid until it is disabled. Everything a connection charges and checks comes from here: the
+ * device every request targets and the group that pays for it.
+ *
+ * @param name        canonical name (a client asking for "" gets the export named
+ *                    {@value ExportTree#DEFAULT_EXPORT})
+ * @param description free text shown by NBD_OPT_LIST and NBD_INFO_DESCRIPTION
+ * @param device      the engine device behind the export
+ * @param group       who pays for the export's IO
+ * @param readOnly    writes, trims and write-zeroes fail with EPERM
+ */
+record Export(String name, String description, Device device, Group group, boolean readOnly) {
+    /**
+     * The transmission flags for this export. Multi-connection is safe: every connection goes
+     * through the same engine device and there is no per-connection cache, so a FLUSH or FUA
+     * answered on one connection covers writes answered on any other.
+     */
+    int transmissionFlags(boolean structuredReplies) {
+        int flags = NbdWire.TFLAG_HAS_FLAGS | NbdWire.TFLAG_SEND_FLUSH | NbdWire.TFLAG_SEND_FUA
+                    | NbdWire.TFLAG_SEND_CACHE | NbdWire.TFLAG_CAN_MULTI_CONN;
+        if (readOnly()) {
+            flags |= NbdWire.TFLAG_READ_ONLY;
+        } else {
+            flags |= NbdWire.TFLAG_SEND_TRIM | NbdWire.TFLAG_SEND_WRITE_ZEROES | NbdWire.TFLAG_SEND_FAST_ZERO;
+        }
+        if (structuredReplies) flags |= NbdWire.TFLAG_SEND_DF;
+        return flags;
+    }
+
+    /** Read-only by configuration or because the device is. */
+    @Override
+    public boolean readOnly() {
+        return readOnly || device.readOnly();
+    }
+
+    /** NBD_INFO_BLOCK_SIZE minimum: 1 unless the backend needs aligned IO (O_DIRECT). */
+    int minimumBlockSize() {
+        return device.ioAlignment();
+    }
+
+    int preferredBlockSize() {
+        return Math.max(NbdWire.PREFERRED_BLOCK_SIZE, minimumBlockSize());
+    }
+}

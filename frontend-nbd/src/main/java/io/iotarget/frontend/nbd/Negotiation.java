@@ -1,0 +1,279 @@
+package io.iotarget.frontend.nbd;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * The option haggling of one connection: takes the decoder's events, answers each option and
+ * says when transmission starts or the connection must end. Pure protocol logic: replies go
+ * to a sink as ready-to-send buffers, so tests drive it without sockets. The connection's
+ * reader thread only.
+ *
+ * <p>Policy choices: no TLS (STARTTLS gets ERR_UNSUP, the NOTLS mode); the empty export name
+ * means the export named {@value ExportTree#DEFAULT_EXPORT}, as nbd-server's default export;
+ * INFO/GO always send NBD_INFO_BLOCK_SIZE (requests that break it get EINVAL, so a client
+ * that did not ask is never refused); the only metadata context is {@code base:allocation}.
+ */
+final class Negotiation {
+    /*  Option reply (20-byte header + data)
+     *  0                        8            12           16           20
+     *  | OPTION_REPLY_MAGIC u64 | option u32 | type u32   | length u32 | data ...
+     */
+    static final int REPLY_HEADER_BYTES = 20;
+    /** EXPORT_NAME's reply: size (u64), transmission flags (u16), then 124 zeroes unless NO_ZEROES. */
+    static final int EXPORT_NAME_REPLY_BYTES = 10;
+    static final int EXPORT_NAME_ZEROES = 124;
+
+    /** Where negotiation finds exports. Any thread. */
+    interface Exports {
+        /** The enabled export with this name ("" = the default export), or null. */
+        Export find(String name);
+
+        /** Enabled exports, for NBD_OPT_LIST. */
+        List<Export> enabled();
+
+        /** True while the server is closing: options get ERR_SHUTDOWN. */
+        boolean shuttingDown();
+    }
+
+    /** What the connection does after an event. */
+    enum Next { CONTINUE, TRANSMIT, CLOSE }
+
+    private final Exports exports;
+    private boolean fixedNewstyle;
+    private boolean noZeroes;
+    private boolean structuredReplies;
+    private String metaExportName;
+    private boolean baseAllocationSelected;
+    private Export chosen;
+
+    Negotiation(Exports exports) {
+        this.exports = exports;
+    }
+
+    /** The export transmission runs on; set when {@link Next#TRANSMIT} was returned. */
+    Export export() {
+        return chosen;
+    }
+
+    boolean structuredReplies() {
+        return structuredReplies;
+    }
+
+    /** BLOCK_STATUS is allowed: base:allocation was selected for the export that was then chosen. */
+    boolean blockStatusAllowed() {
+        return chosen != null && baseAllocationSelected && chosen.name().equals(metaExportName);
+    }
+
+    /** The 18 bytes the server sends first: NBDMAGIC, IHAVEOPT, handshake flags. */
+    static ByteBuffer greeting() {
+        return ByteBuffer.allocate(18).putLong(NbdWire.NBD_MAGIC).putLong(NbdWire.IHAVEOPT)
+                .putShort((short) NbdWire.HANDSHAKE_FLAGS).flip();
+    }
+
+    /** Client flags: unknown bits, or bits the server did not offer, end the connection (spec MUST). */
+    Next clientFlags(int flags) {
+        if ((flags & ~(NbdWire.FLAG_C_FIXED_NEWSTYLE | NbdWire.FLAG_C_NO_ZEROES)) != 0) return Next.CLOSE;
+        fixedNewstyle = (flags & NbdWire.FLAG_C_FIXED_NEWSTYLE) != 0;
+        noZeroes = (flags & NbdWire.FLAG_C_NO_ZEROES) != 0;
+        return Next.CONTINUE;
+    }
+
+    /** Oversized option data (already skipped): an error the client can live with. */
+    Next tooBig(OptionDecoder.TooBig option, Consumer<ByteBuffer> out) {
+        if (option.code() == NbdWire.OPT_EXPORT_NAME || !fixedNewstyle) return Next.CLOSE;
+        out.accept(error(option.code(), NbdWire.REP_ERR_TOO_BIG,
+                "option data of " + option.length() + " bytes (expected: at most " + OptionDecoder.MAX_OPTION_DATA + ")"));
+        return Next.CONTINUE;
+    }
+
+    /** Answers one option. */
+    Next option(OptionDecoder.Option option, Consumer<ByteBuffer> out) {
+        int code = option.code();
+        byte[] data = option.data();
+        if (code == NbdWire.OPT_EXPORT_NAME) return exportName(data, out);
+        // Non-fixed newstyle knows no other option and has no way to say so: hang up.
+        if (!fixedNewstyle) return Next.CLOSE;
+        if (code == NbdWire.OPT_ABORT) {
+            out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
+            return Next.CLOSE;
+        }
+        if (exports.shuttingDown()) {
+            out.accept(error(code, NbdWire.REP_ERR_SHUTDOWN, "server shutting down"));
+            return Next.CONTINUE;
+        }
+        switch (code) {
+            case NbdWire.OPT_LIST -> list(data, out);
+            case NbdWire.OPT_INFO, NbdWire.OPT_GO -> {
+                return infoOrGo(code, data, out);
+            }
+            case NbdWire.OPT_STRUCTURED_REPLY -> {
+                if (data.length != 0) {
+                    out.accept(error(code, NbdWire.REP_ERR_INVALID, "NBD_OPT_STRUCTURED_REPLY takes no data"));
+                } else {
+                    structuredReplies = true;
+                    out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
+                }
+            }
+            case NbdWire.OPT_LIST_META_CONTEXT, NbdWire.OPT_SET_META_CONTEXT -> metaContext(code, data, out);
+            default -> out.accept(error(code, NbdWire.REP_ERR_UNSUP, "option " + code + " is not supported"));
+        }
+        return Next.CONTINUE;
+    }
+
+    private Next exportName(byte[] data, Consumer<ByteBuffer> out) {
+        // EXPORT_NAME cannot carry an error: an unknown export or a closing server means hanging up.
+        if (exports.shuttingDown() || data.length > NbdWire.MAX_STRING) return Next.CLOSE;
+        Export export = exports.find(new String(data, StandardCharsets.UTF_8));
+        if (export == null) return Next.CLOSE;
+        ByteBuffer b = ByteBuffer.allocate(EXPORT_NAME_REPLY_BYTES + (noZeroes ? 0 : EXPORT_NAME_ZEROES));
+        b.putLong(export.device().sizeBytes()).putShort((short) export.transmissionFlags(structuredReplies));
+        out.accept(b.clear());
+        chosen = export;
+        return Next.TRANSMIT;
+    }
+
+    private void list(byte[] data, Consumer<ByteBuffer> out) {
+        if (data.length != 0) {
+            out.accept(error(NbdWire.OPT_LIST, NbdWire.REP_ERR_INVALID, "NBD_OPT_LIST takes no data"));
+            return;
+        }
+        for (Export e : exports.enabled()) {
+            byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
+            byte[] description = e.description().getBytes(StandardCharsets.UTF_8);
+            out.accept(reply(NbdWire.OPT_LIST, NbdWire.REP_SERVER, 4 + name.length + description.length)
+                    .putInt(name.length).put(name).put(description).flip());
+        }
+        out.accept(reply(NbdWire.OPT_LIST, NbdWire.REP_ACK, 0).flip());
+    }
+
+    /*  INFO / GO data
+     *  | name length u32 | name | request count u16 | count × info type u16 |
+     */
+    private Next infoOrGo(int code, byte[] data, Consumer<ByteBuffer> out) {
+        ByteBuffer in = ByteBuffer.wrap(data);
+        if (data.length < 6) return invalid(code, out, "data of " + data.length + " bytes (expected: at least 6)");
+        long nameLength = Integer.toUnsignedLong(in.getInt());
+        if (nameLength > data.length - 6) return invalid(code, out, "name length " + nameLength + " overruns the option");
+        if (nameLength > NbdWire.MAX_STRING) return invalid(code, out, "name of " + nameLength + " bytes (expected: at most 4096)");
+        String name = string(in, (int) nameLength);
+        int requests = Short.toUnsignedInt(in.getShort());
+        if (in.remaining() != requests * 2) {
+            return invalid(code, out, requests + " information requests do not fill the remaining " + in.remaining() + " bytes");
+        }
+        boolean wantName = false;
+        boolean wantDescription = false;
+        for (int i = 0; i < requests; i++) {
+            int type = Short.toUnsignedInt(in.getShort());
+            if (type == NbdWire.INFO_NAME) wantName = true;
+            if (type == NbdWire.INFO_DESCRIPTION) wantDescription = true;
+        }
+        Export export = exports.find(name);
+        if (export == null) {
+            out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
+            return Next.CONTINUE;
+        }
+        out.accept(reply(code, NbdWire.REP_INFO, 12).putShort((short) NbdWire.INFO_EXPORT)
+                .putLong(export.device().sizeBytes()).putShort((short) export.transmissionFlags(structuredReplies)).flip());
+        out.accept(reply(code, NbdWire.REP_INFO, 14).putShort((short) NbdWire.INFO_BLOCK_SIZE)
+                .putInt(export.minimumBlockSize()).putInt(export.preferredBlockSize()).putInt(NbdWire.MAX_PAYLOAD).flip());
+        if (wantName) {
+            byte[] canonical = export.name().getBytes(StandardCharsets.UTF_8);
+            out.accept(reply(code, NbdWire.REP_INFO, 2 + canonical.length).putShort((short) NbdWire.INFO_NAME).put(canonical).flip());
+        }
+        if (wantDescription && !export.description().isEmpty()) {
+            byte[] text = export.description().getBytes(StandardCharsets.UTF_8);
+            out.accept(reply(code, NbdWire.REP_INFO, 2 + text.length).putShort((short) NbdWire.INFO_DESCRIPTION).put(text).flip());
+        }
+        out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
+        if (code == NbdWire.OPT_INFO) return Next.CONTINUE;
+        chosen = export;
+        return Next.TRANSMIT;
+    }
+
+    /*  LIST_META_CONTEXT / SET_META_CONTEXT data
+     *  | name length u32 | name | query count u32 | count × (query length u32 | query) |
+     */
+    private void metaContext(int code, byte[] data, Consumer<ByteBuffer> out) {
+        boolean set = code == NbdWire.OPT_SET_META_CONTEXT;
+        if (set) {
+            // SET replaces the selection even when it fails.
+            baseAllocationSelected = false;
+            metaExportName = null;
+        }
+        if (!structuredReplies) {
+            invalid(code, out, "metadata contexts need structured replies first");
+            return;
+        }
+        ByteBuffer in = ByteBuffer.wrap(data);
+        if (in.remaining() < 4) {
+            invalid(code, out, "data of " + data.length + " bytes (expected: at least 8)");
+            return;
+        }
+        long nameLength = Integer.toUnsignedLong(in.getInt());
+        if (nameLength > in.remaining() - 4 || nameLength > NbdWire.MAX_STRING) {
+            invalid(code, out, "name length " + nameLength + " overruns the option");
+            return;
+        }
+        String name = string(in, (int) nameLength);
+        long queries = Integer.toUnsignedLong(in.getInt());
+        boolean matchBase = !set && queries == 0;
+        for (long i = 0; i < queries; i++) {
+            if (in.remaining() < 4) {
+                invalid(code, out, "query " + i + " of " + queries + " overruns the option");
+                return;
+            }
+            long length = Integer.toUnsignedLong(in.getInt());
+            if (length > in.remaining() || length > NbdWire.MAX_STRING) {
+                invalid(code, out, "query " + i + " of length " + length + " overruns the option");
+                return;
+            }
+            String query = string(in, (int) length);
+            // "base:" lists every base context; in SET it is ignored. Other namespaces: not ours, ignored.
+            if (query.equals(NbdWire.BASE_ALLOCATION) || (!set && query.equals("base:"))) matchBase = true;
+        }
+        if (in.hasRemaining()) {
+            invalid(code, out, in.remaining() + " bytes after the last query");
+            return;
+        }
+        Export export = exports.find(name);
+        if (export == null) {
+            out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
+            return;
+        }
+        if (matchBase) {
+            byte[] context = NbdWire.BASE_ALLOCATION.getBytes(StandardCharsets.US_ASCII);
+            out.accept(reply(code, NbdWire.REP_META_CONTEXT, 4 + context.length)
+                    .putInt(set ? NbdWire.BASE_ALLOCATION_ID : 0).put(context).flip());
+        }
+        if (set) {
+            baseAllocationSelected = matchBase;
+            metaExportName = export.name();
+        }
+        out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
+    }
+
+    private Next invalid(int code, Consumer<ByteBuffer> out, String message) {
+        out.accept(error(code, NbdWire.REP_ERR_INVALID, message));
+        return Next.CONTINUE;
+    }
+
+    private static String string(ByteBuffer in, int length) {
+        String s = new String(in.array(), in.position(), length, StandardCharsets.UTF_8);
+        in.position(in.position() + length);
+        return s;
+    }
+
+    /** A reply buffer with its header written and room for {@code length} bytes of data. */
+    private static ByteBuffer reply(int option, int type, int length) {
+        return ByteBuffer.allocate(REPLY_HEADER_BYTES + length).putLong(NbdWire.OPTION_REPLY_MAGIC)
+                .putInt(option).putInt(type).putInt(length);
+    }
+
+    private static ByteBuffer error(int option, int type, String message) {
+        byte[] text = message.getBytes(StandardCharsets.UTF_8);
+        return reply(option, type, text.length).put(text).flip();
+    }
+}

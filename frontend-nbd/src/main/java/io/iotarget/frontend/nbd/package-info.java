@@ -1,0 +1,29 @@
+/**
+ * The NBD front end: a fixed-newstyle NBD server whose exports are engine devices bound to
+ * groups of the IO controller, like nvmet namespaces with {@code cgroup_id}.
+ *
+ * <pre>
+ *  socket ─► OptionDecoder ─► Negotiation ─(GO / EXPORT_NAME)─► transmission
+ *  socket ─► RequestDecoder ─► NbdConnection.validate ─► IoRequest(device, group) ─► Engine.submit
+ *                                                     └─ BLOCK_STATUS ─► Backend.mapExtents (not charged)
+ *  completion (reader, releaser or dispatch thread) ─► completed stack ─► gathering write
+ * </pre>
+ *
+ * <h2>Charging</h2> READ, WRITE, TRIM (discard), WRITE_ZEROES, FLUSH and CACHE each become one
+ * request charged to the export's group, classified as {@link io.iotarget.model.IoOp} says
+ * (FLUSH is one write IO of 0 bytes, CACHE a read of its length). BLOCK_STATUS reads allocation
+ * metadata, not data, and is not charged. Refused requests (bad flags, read-only export,
+ * out of range) are not charged, as the kernel checks a bio before blk-throttle and io.stat see it.
+ *
+ * <h2>Choices the protocol leaves open</h2>
+ * <ul>
+ * <li>Zero-length READ/WRITE/TRIM/WRITE_ZEROES/CACHE/BLOCK_STATUS: EINVAL.</li>
+ * <li>READ or WRITE over 32 MiB: EINVAL (EOVERFLOW for a DF read); the WRITE's payload is
+ * read and dropped so the stream stays in step.</li>
+ * <li>The empty export name selects the export named "default".</li>
+ * <li>A disabled export, or a closing server, ends its connections like NBD_CMD_DISC:
+ * accepted requests are answered, then the socket closes; new options get ERR_SHUTDOWN.</li>
+ * <li>No TLS: NBD_OPT_STARTTLS gets ERR_UNSUP. Extended headers: ERR_UNSUP.</li>
+ * </ul>
+ */
+package io.iotarget.frontend.nbd;

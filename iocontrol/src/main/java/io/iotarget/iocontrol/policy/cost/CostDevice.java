@@ -1,0 +1,1167 @@
+package io.iotarget.iocontrol.policy.cost;
+
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.policy.MulDiv;
+import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.model.IoFlags;
+import io.iotarget.model.IoOp;
+import io.iotarget.model.IoRequest;
+
+import java.util.ArrayList;
+
+import static io.iotarget.iocontrol.policy.cost.CostGroup.INDEBT;
+import static io.iotarget.iocontrol.policy.cost.CostGroup.INDELAY;
+import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_ARMED;
+import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_SET;
+import static io.iotarget.iocontrol.policy.cost.CostGroup.USAGE;
+import static io.iotarget.iocontrol.policy.cost.CostGroup.WAIT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.BUSY_LEVEL_MAX;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.DFGV_PERIOD_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.DFGV_USAGE_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.INUSE_ADJ_STEP_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_LOW_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_MIN_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_TARGET_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_THR_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_LAGGING_PERIODS;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_PERIOD_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MILLION;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_DELAY_THR_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_DELAY_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_PERIOD_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.NS_PER_US;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.PAGE_SHIFT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.RANDIO_PAGES;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.RQ_WAIT_BUSY_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.TIMER_SLACK_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.UNBUSY_THR_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_CLAMP_ADJ_PCT;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.VTIME_PER_NSEC;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.VTIME_PER_USEC;
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
+
+/**
+ * iocost on one device, the kernel's {@code ioc}: the cost model and QoS parameters, the
+ * device's virtual clock (vtime advancing at vrate), the active groups and their weights, the
+ * period timer and the groups' wait timers. The algorithm is the package documentation's; the
+ * method names follow the kernel's functions so the two can be read side by side.
+ *
+ * <p>Threads: every method runs under the device's lock (the controller's hooks, and
+ * configuration changes through {@code IoController.configure}), except {@link #applies},
+ * {@link #config()} and {@link #appendStat}, which read only volatile fields. Nothing here reads
+ * a clock or starts a thread: the period timer and the wait timers are deadlines reported by
+ * {@link #nextWakeNs} and run by {@link #releaseDue}.
+ */
+final class CostDevice implements DevicePolicy {
+    /*
+     * Maintainers' notes. Time: the kernel keeps its device clock in µs (ioc_now.now) and so do
+     * we, so that vtime arithmetic gives the kernel's numbers to the unit; timers are engine
+     * ns. Vtime values wrap like the kernel's u64: compare them with after()/before(), never
+     * with < and >. Weights are × WEIGHT_ONE. The kernel's two locks (ioc->lock and the
+     * per-group waitq lock) collapse into the device lock, which every hook already holds.
+     */
+
+    /** policyFlags mark (above the controller's stage bits): the request went out as debt while a delay was in effect. */
+    static final int DELAYS_ISSUER = 1 << 16;
+
+    /** Costed direction by IoOp ordinal: LinearModel.READ / WRITE, or -1 for ops iocost does not cost. */
+    private static final int[] DIRECTION = new int[IoOp.count()];
+
+    static {
+        for (IoOp op : IoOp.values()) {
+            DIRECTION[op.ordinal()] = switch (op) {
+                // The kernel costs only REQ_OP_READ and REQ_OP_WRITE bios with data: flushes are
+                // empty, discard and write-zeroes are ops of their own.
+                case READ, CACHE, VERIFY, COMPARE, PASSTHROUGH_IN -> LinearModel.READ;
+                case WRITE, PASSTHROUGH_OUT -> LinearModel.WRITE;
+                case FLUSH, DISCARD, WRITE_ZEROES -> -1;
+            };
+        }
+    }
+
+    private final CostPolicy policy;
+    private final int policyIndex;
+    private final boolean debugStats;
+
+    /** What a device shows before its first io.cost.* write: enable=0, everything auto, SSD defaults. */
+    static final CostConfig DEFAULT_CONFIG =
+            new CostConfig(false, false, AutoParams.SSD_DFL.qos, false, AutoParams.SSD_DFL.model, AutoParams.SSD_DFL);
+
+    /** Null until the first write to io.cost.qos or io.cost.model for this device. */
+    private volatile CostConfig config;
+
+    // ---- derived from the configuration
+    private long periodUs;
+    private long timerSlackNs;
+    private long marginMin;
+    private long marginLow;
+    private long marginTarget;
+    private long vrateMin;
+    private long vrateMax;
+
+    // ---- the device clock
+    private boolean running;
+    /** vrate in effect: the base rate plus the compensation for budget thrown away. */
+    private long vtimeRate;
+    /** vrate as the QoS loop sets it (cost.vrate). */
+    private long vtimeBaseRate;
+    private volatile long shownBaseRate;
+    /** Vtime thrown away (negative) to be given back through vtimeRate within the period. */
+    private long vtimeErr;
+    private long periodAtUs;
+    private long periodAtVtime;
+    private long periodTimerNs = NOT_ARMED;
+    private long curPeriod;
+    private int busyLevel;
+
+    // ---- weights
+    private boolean weightsUpdated;
+    private int hweightGen;
+    private final ArrayList<CostGroup> activeGroups = new ArrayList<>();
+
+    // ---- wait timers
+    private long earliestWaitTimerNs = NOT_ARMED;
+    private boolean waitTimersChanged;
+    /** io.cost.qos enable=0 was written while requests waited: release them all. */
+    private boolean releaseAllWaiters;
+
+    // ---- QoS samples since the period started
+    private final long[] nrMet = new long[2];
+    private final long[] nrMissed = new long[2];
+    private long rqWaitNs;
+
+    // ---- debt forgiveness and autop
+    private long dfgvPeriodAtUs;
+    private long dfgvPeriodRemUs;
+    private long dfgvUsageUsSum;
+    private long autopTooFastAtNs = NOT_SET;
+    private long autopTooSlowAtNs = NOT_SET;
+
+    // ---- the time of the hook in progress (ioc_now)
+    private long nowNs;
+    private long nowUs;
+    private long vnow;
+
+    // ---- scratch for the period timer, reused to keep it allocation-free
+    private final long[] missedPpm = new long[2];
+    private final ArrayList<CostGroup> surpluses = new ArrayList<>();
+    private final ArrayList<CostGroup> innerWalk = new ArrayList<>();
+
+    CostDevice(CostPolicy policy, int policyIndex, boolean debugStats) {
+        this.policy = policy;
+        this.policyIndex = policyIndex;
+        this.debugStats = debugStats;
+    }
+
+    CostGroup state(DeviceGroup dg) {
+        return (CostGroup) dg.policyState(policyIndex);
+    }
+
+    /** What io.cost.qos and io.cost.model show; null before either was written. Any thread. */
+    CostConfig config() {
+        return config;
+    }
+
+    // ================================================================ configuration
+
+    /** blk_iocost_init: the first write to io.cost.qos or io.cost.model for the device. */
+    private void initialize() {
+        if (config != null) return;
+        running = false;
+        vtimeBaseRate = VTIME_PER_USEC;
+        vtimeRate = VTIME_PER_USEC;
+        shownBaseRate = vtimeBaseRate;
+        periodAtUs = nowUs;
+        periodAtVtime = 0;
+        vnow = 0;
+        curPeriod = 0;
+        hweightGen = 0;
+        config = DEFAULT_CONFIG;
+        refreshParams(true);
+    }
+
+    /** An io.cost.qos write that parsed: enable, ctrl and, when {@code user}, the QoS parameters. */
+    void writeQos(boolean enable, boolean user, QosParams qos, long nowNs) {
+        stampNow(nowNs);
+        initialize();
+        CostConfig c = config;
+        if (c.enabled() && !enable && hasWaiters()) releaseAllWaiters = true;
+        config = new CostConfig(enable, user, user ? qos : c.qos(), c.userModel(), c.model(), c.autop());
+        refreshParams(true);
+    }
+
+    /** An io.cost.model write that parsed. */
+    void writeModel(boolean user, LinearModel model, long nowNs) {
+        stampNow(nowNs);
+        initialize();
+        CostConfig c = config;
+        config = new CostConfig(c.enabled(), c.userQos(), c.qos(), user, user ? model : c.model(), c.autop());
+        refreshParams(true);
+    }
+
+    /** weight_updated: the group's io.weight (default or per-device) changed. */
+    void weightUpdated(CostGroup g, long nowNs) {
+        long weight = g.cfgWeight != 0 ? g.cfgWeight : policy.defaultWeight(g.deviceGroup.group()) * WEIGHT_ONE;
+        if (weight != g.weight && g.active != 0) {
+            stampNow(nowNs);
+            propagateWeights(g, weight, g.inuse, true);
+            commitWeights();
+        }
+        g.weight = weight;
+    }
+
+    /** ioc_refresh_params: picks the built-in set and recomputes what derives from the parameters. */
+    private boolean refreshParams(boolean force) {
+        CostConfig c = config;
+        AutoParams idx = autopIndex();
+        if (idx == c.autop() && !force) return false;
+        // As the kernel: a new built-in set restarts vtime_rate at 100% (until the next refresh of vrate).
+        if (idx != c.autop()) vtimeRate = VTIME_PER_USEC;
+        autopTooFastAtNs = NOT_SET;
+        autopTooSlowAtNs = NOT_SET;
+        QosParams qos = c.userQos() ? c.qos() : idx.qos;
+        LinearModel model = c.userModel() ? c.model() : idx.model;
+        config = new CostConfig(c.enabled(), c.userQos(), qos, c.userModel(), model, idx);
+        refreshPeriod(qos);
+        vrateMin = MulDiv.ceil(qos.minPpm(), VTIME_PER_USEC, MILLION);
+        vrateMax = MulDiv.floor(qos.maxPpm(), VTIME_PER_USEC, MILLION);
+        return true;
+    }
+
+    /** ioc_autop_idx: SSD_DFL, stepping up or down when vrate says the model is far off. */
+    private AutoParams autopIndex() {
+        CostConfig c = config;
+        AutoParams idx = c.autop();
+        if (c.userQos() || c.userModel()) return idx;
+        long vratePct = vtimeBaseRate * 100 / VTIME_PER_USEC;
+        if (idx.tooFastVratePct != 0 && idx.tooFastVratePct <= vratePct) {
+            if (autopTooFastAtNs == NOT_SET) autopTooFastAtNs = nowNs;
+            if (nowNs - autopTooFastAtNs >= CostTunables.AUTOP_CYCLE_NS) return idx.next();
+        } else {
+            autopTooFastAtNs = NOT_SET;
+        }
+        if (idx.tooSlowVratePct != 0 && idx.tooSlowVratePct >= vratePct) {
+            if (autopTooSlowAtNs == NOT_SET) autopTooSlowAtNs = nowNs;
+            if (nowNs - autopTooSlowAtNs >= CostTunables.AUTOP_CYCLE_NS) return idx.previous();
+        } else {
+            autopTooSlowAtNs = NOT_SET;
+        }
+        return idx;
+    }
+
+    /**
+     * ioc_refresh_period_us: the period is a multiple of the larger latency target, 2× at p90
+     * and beyond, 10× at p50 — long enough to hold a meaningful number of IOs.
+     */
+    private void refreshPeriod(QosParams qos) {
+        long ppm;
+        long latUs;
+        if (qos.readLatUs() >= qos.writeLatUs()) {
+            ppm = qos.readPpm();
+            latUs = qos.readLatUs();
+        } else {
+            ppm = qos.writePpm();
+            latUs = qos.writeLatUs();
+        }
+        long multi = ppm != 0 ? Math.max((MILLION - ppm) / 50_000, 2) : 2;
+        periodUs = Math.clamp(multi * latUs, MIN_PERIOD_US, MAX_PERIOD_US);
+        timerSlackNs = periodUs * NS_PER_US * TIMER_SLACK_PCT / 100;
+        refreshMargins();
+    }
+
+    private void refreshMargins() {
+        marginMin = (periodUs * MARGIN_MIN_PCT / 100) * vtimeBaseRate;
+        marginLow = (periodUs * MARGIN_LOW_PCT / 100) * vtimeBaseRate;
+        marginTarget = (periodUs * MARGIN_TARGET_PCT / 100) * vtimeBaseRate;
+    }
+
+    // ================================================================ the device clock
+
+    /** ioc_now: the hook's time in µs and the device's vtime at that moment. */
+    private void stampNow(long ns) {
+        nowNs = ns;
+        nowUs = Math.floorDiv(ns, NS_PER_US);
+        vnow = periodAtVtime + (nowUs - periodAtUs) * vtimeRate;
+    }
+
+    private void startPeriod() {
+        periodAtUs = nowUs;
+        periodAtVtime = vnow;
+        periodTimerNs = nowNs + periodUs * NS_PER_US;
+    }
+
+    /**
+     * ioc_refresh_vrate: budget thrown away this period (vtimeErr) is handed back by running
+     * the clock faster for the rest of it, so that trimming budgets does not waste the device.
+     */
+    private void refreshVrate() {
+        long periodLeftUs = periodAtUs + periodUs - nowUs;
+        long periodVtime = periodUs * vtimeBaseRate;
+        if (periodLeftUs > 0) {
+            long compensation = Math.clamp(-(vtimeErr / periodLeftUs), -(vtimeBaseRate >> 1), vtimeBaseRate);
+            vtimeErr += compensation * periodLeftUs;
+            vtimeRate = vtimeBaseRate + compensation;
+        }
+        vtimeErr = Math.clamp(vtimeErr, -periodVtime, periodVtime);
+    }
+
+    /** ioc_adjust_base_vrate: the QoS loop's step, or the walk back into [min, max]. */
+    private void adjustBaseVrate(int nrLagging) {
+        if (busyLevel == 0 || (busyLevel < 0 && nrLagging > 0)) return;
+        long vrate = vtimeBaseRate;
+        if (vrate < vrateMin) {
+            vrate = Math.min(vrate * (100 + VRATE_CLAMP_ADJ_PCT) / 100, vrateMin);
+        } else if (vrate > vrateMax) {
+            vrate = Math.max(vrate * (100 - VRATE_CLAMP_ADJ_PCT) / 100, vrateMax);
+        } else {
+            long adjPct = CostTunables.vrateAdjustPct(busyLevel);
+            adjPct = busyLevel > 0 ? 100 - adjPct : 100 + adjPct;
+            vrate = Math.clamp(Math.ceilDiv(vrate * adjPct, 100), vrateMin, vrateMax);
+        }
+        vtimeBaseRate = vrate;
+        shownBaseRate = vrate;
+        refreshMargins();
+    }
+
+    private static boolean after(long a, long b) {
+        return a - b > 0;
+    }
+
+    private static boolean before(long a, long b) {
+        return a - b < 0;
+    }
+
+    // ================================================================ weights
+
+    private static long absCostToCost(long absCost, long hwInuse) {
+        return MulDiv.ceil(absCost, WEIGHT_ONE, hwInuse);
+    }
+
+    private static long costToAbsCost(long cost, long hwInuse) {
+        return MulDiv.ceil(cost, hwInuse, WEIGHT_ONE);
+    }
+
+    /**
+     * __propagate_weights: sets the group's active and inuse weights and walks up, updating
+     * each parent's child sums and the parent's own weights, until a level does not change. An
+     * inner node's inuse follows its children's inuse/active ratio. With {@code save}, the
+     * current budget is remembered for in-period inuse raises.
+     */
+    private void propagateWeights(CostGroup g, long active, long inuse, boolean save) {
+        if (!g.onActiveList && g.childActiveSum != 0) {
+            inuse = MulDiv.ceil(active, g.childInuseSum, g.childActiveSum);
+        } else {
+            inuse = Math.min(Math.max(inuse, 1), active);
+        }
+        g.lastInuse = g.inuse;
+        if (save) g.savedMargin = vnow - g.vtime;
+        if (active == g.active && inuse == g.inuse) return;
+        for (int lvl = g.level - 1; lvl >= 0; lvl--) {
+            CostGroup parent = g.ancestors[lvl];
+            CostGroup child = g.ancestors[lvl + 1];
+            parent.childActiveSum += active - child.active;
+            parent.childInuseSum += inuse - child.inuse;
+            child.active = active;
+            child.inuse = inuse;
+            long parentActive = 0;
+            long parentInuse = 0;
+            if (parent.childActiveSum != 0) {
+                parentActive = parent.weight;
+                parentInuse = MulDiv.ceil(parentActive, parent.childInuseSum, parent.childActiveSum);
+            }
+            if (parentActive == parent.active && parentInuse == parent.inuse) break;
+            active = parentActive;
+            inuse = parentInuse;
+        }
+        weightsUpdated = true;
+    }
+
+    /** commit_weights: publishes the propagations since the last commit (lazy hweight recompute). */
+    private void commitWeights() {
+        if (weightsUpdated) {
+            hweightGen++;
+            weightsUpdated = false;
+        }
+    }
+
+    /** current_hweight: the group's share of the device, active and in use, cached per generation. */
+    private void currentHweight(CostGroup g) {
+        if (g.hweightGen == hweightGen) return;
+        long hwa = WEIGHT_ONE;
+        long hwi = WEIGHT_ONE;
+        for (int lvl = 0; lvl < g.level; lvl++) {
+            CostGroup parent = g.ancestors[lvl];
+            CostGroup child = g.ancestors[lvl + 1];
+            long activeSum = parent.childActiveSum;
+            long inuseSum = parent.childInuseSum;
+            if (activeSum == 0 || inuseSum == 0) continue;
+            hwa = hwa * child.active / Math.max(child.active, activeSum);
+            hwi = hwi * child.inuse / Math.max(child.inuse, inuseSum);
+        }
+        g.hweightActive = Math.max(hwa, 1);
+        g.hweightInuse = Math.max(hwi, 1);
+        g.hweightGen = hweightGen;
+    }
+
+    /** current_hweight_max: the hweight_inuse the group would get with inuse raised to active. */
+    private long currentHweightMax(CostGroup g) {
+        long hwm = WEIGHT_ONE;
+        long inuse = g.active;
+        for (int lvl = g.level - 1; lvl >= 0; lvl--) {
+            CostGroup parent = g.ancestors[lvl];
+            CostGroup child = g.ancestors[lvl + 1];
+            long childInuseSum = parent.childInuseSum + inuse - child.inuse;
+            hwm = hwm * inuse / Math.max(childInuseSum, 1);
+            inuse = MulDiv.ceil(parent.active, childInuseSum, Math.max(parent.childActiveSum, 1));
+        }
+        return Math.max(hwm, 1);
+    }
+
+    // ================================================================ activation
+
+    /**
+     * iocg_activate: a group starts issuing. It starts with exactly the target budget, its
+     * weights join its parents' sums, and the period timer starts if it was idle. Fails (the IO
+     * then goes out uncontrolled, as root IO does) for a group that has active descendants or
+     * an active ancestor: only leaves of the active tree issue.
+     */
+    private boolean activate(CostGroup g) {
+        if (g.onActiveList) {
+            g.activePeriod = curPeriod;
+            return true;
+        }
+        if (g.childActiveSum != 0) return false;
+        g.activePeriod = curPeriod;
+        for (int i = g.level - 1; i > 0; i--) {
+            if (g.ancestors[i].onActiveList) return false;
+        }
+        long delta = (vnow - marginTarget) - g.vtime;
+        g.vtime += delta;
+        g.doneVtime += delta;
+        g.hweightGen = hweightGen - 1;
+        activeGroups.add(g);
+        g.onActiveList = true;
+        propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight, true);
+        commitWeights();
+        g.activatedAtUs = nowUs;
+        if (!running) {
+            running = true;
+            dfgvPeriodAtUs = nowUs;
+            dfgvPeriodRemUs = 0;
+            startPeriod();
+        }
+        return true;
+    }
+
+    /** Leaves the active tree: its weights leave its parents' sums (commit follows). */
+    private void deactivate(CostGroup g) {
+        propagateWeights(g, 0, 0, false);
+        activeGroups.remove(g);
+        g.onActiveList = false;
+        disarmWaitTimer(g);
+    }
+
+    /** iocg_is_idle: nothing issued this period and nothing in flight. */
+    private boolean isIdle(CostGroup g) {
+        return g.activePeriod != curPeriod && g.doneVtime == g.vtime;
+    }
+
+    // ================================================================ the IO path
+
+    @Override
+    public Object newGroupState(DeviceGroup dg) {
+        CostGroup parent = dg.parent() == null ? null : state(dg.parent());
+        CostGroup g = new CostGroup(dg, parent, policy.defaultWeight(dg.group()) * WEIGHT_ONE);
+        g.activePeriod = curPeriod;
+        return g;
+    }
+
+    /**
+     * Every read and write with data on an enabled device takes part: groups' IO to be costed,
+     * and the root's too, whose completions feed the QoS latency percentiles.
+     */
+    @Override
+    public boolean applies(IoRequest io, DeviceGroup dg) {
+        CostConfig c = config;
+        return c != null && c.enabled() && DIRECTION[io.op().ordinal()] >= 0 && io.length() > 0;
+    }
+
+    /** ioc_rqos_throttle. */
+    @Override
+    public boolean admit(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+        io.policyCost(0);
+        CostGroup g = state(dg);
+        CostConfig c = config;
+        if (g.isRoot() || c == null || !c.enabled()) return true;
+        long absCost = absCost(io, g, c.model());
+        if (absCost == 0) return true;
+        stampNow(nowNs);
+        if (!activate(g)) return true;
+        g.cursor = io.offset() + io.length();
+        long vtime = g.vtime;
+        long cost = adjustInuseAndCalcCost(g, vtime, absCost);
+        if (g.waiters.isEmpty() && g.absVdebt == 0 && !after(vtime + cost, vnow)) {
+            commit(g, io, absCost, cost);
+            return true;
+        }
+        if (mustNotWait(io)) {
+            incurDebt(g, absCost);
+            if (kickDelay(g)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
+            return true;
+        }
+        // A group with waiters uses its full weight: snap back any donation.
+        if (g.absVdebt == 0 && g.inuse != g.active) {
+            propagateWeights(g, g.active, g.active, true);
+            commitWeights();
+        }
+        io.policyCost(absCost);
+        g.waiters.addLast(io);
+        return kickWaitq(g, true, resumer, io);
+    }
+
+    /**
+     * bio_issue_as_root_blkg: metadata must not queue behind its group's data (a priority
+     * inversion), so it goes out at once and its cost becomes debt.
+     */
+    private static boolean mustNotWait(IoRequest io) {
+        return io.hasFlag(IoFlags.META);
+    }
+
+    /** calc_vtime_cost_builtin: a per-IO part (sequential or random) plus a per-page part. */
+    private static long absCost(IoRequest io, CostGroup g, LinearModel model) {
+        int dir = DIRECTION[io.op().ordinal()];
+        long pages = Math.max(io.length() >> PAGE_SHIFT, 1);
+        long seekPages = g.cursor != 0 ? Math.abs(io.offset() - g.cursor) >> PAGE_SHIFT : 0;
+        long perIo = seekPages > RANDIO_PAGES ? model.randioCost(dir) : model.seqioCost(dir);
+        long size = MulDiv.floor(pages, model.pageCost(dir), 1);
+        return size > Long.MAX_VALUE - perIo ? Long.MAX_VALUE : size + perIo;
+    }
+
+    /**
+     * adjust_inuse_and_calc_cost: the IO's cost at the group's hweight_inuse; a donor whose
+     * budget fell below margin.low (and below what it was at the last adjustment) takes weight
+     * back in steps of 25% of its active weight until the IO fits.
+     */
+    private long adjustInuseAndCalcCost(CostGroup g, long vtime, long absCost) {
+        currentHweight(g);
+        long cost = absCostToCost(absCost, g.hweightInuse);
+        long margin = vnow - vtime - cost;
+        if (g.absVdebt != 0) return cost;
+        if (margin >= g.savedMargin || margin >= marginLow || g.inuse == g.active) return cost;
+        long newInuse = g.inuse;
+        long step = Math.ceilDiv(g.active * INUSE_ADJ_STEP_PCT, 100);
+        do {
+            newInuse += step;
+            propagateWeights(g, g.active, newInuse, true);
+            commitWeights();
+            currentHweight(g);
+            cost = absCostToCost(absCost, g.hweightInuse);
+        } while (after(vtime + cost, vnow) && g.inuse != g.active);
+        return cost;
+    }
+
+    /** iocg_commit_bio: the request goes out; the group's vtime advances by its cost. */
+    private static void commit(CostGroup g, IoRequest io, long absCost, long cost) {
+        io.policyCost(cost);
+        g.vtime += cost;
+        g.absVusage = saturatedAdd(g.absVusage, absCost);
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return sum < 0 ? Long.MAX_VALUE : sum;
+    }
+
+    /** Completions return the cost in flight and are the QoS loop's latency samples. */
+    @Override
+    public boolean tracksCompletions() {
+        return true;
+    }
+
+    /**
+     * ioc_rqos_done_bio and ioc_rqos_done: the request's cost is no longer in flight, and its
+     * latency is a QoS sample — from leaving the controller to completion, minus the transfer
+     * time the model predicts for its size, against rlat/wlat; the time it waited for a queue
+     * slot adds to rq_wait.
+     */
+    @Override
+    public long onComplete(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+        CostGroup g = state(dg);
+        long cost = io.policyCost();
+        // A completion can only belong to an active group (deactivation waits for in-flight
+        // IO); one that arrives elsewhere lost its group to rmdir and is not counted.
+        if (cost != 0 && g.onActiveList) {
+            g.doneVtime = after(g.doneVtime + cost, g.vtime) ? g.vtime : g.doneVtime + cost;
+        }
+        CostConfig c = config;
+        if (c == null || !c.enabled()) return 0;
+        int dir = DIRECTION[io.op().ordinal()];
+        long onQueueNs = nowNs - io.admitNs();
+        long rqWait = Math.max(io.issueNs() - io.admitNs(), 0);
+        long sizeNs = MulDiv.floor(io.length() >> PAGE_SHIFT, c.model().pageCost(dir), VTIME_PER_NSEC);
+        if (onQueueNs <= sizeNs || onQueueNs - sizeNs <= c.qos().latencyUs(dir) * NS_PER_US) nrMet[dir]++;
+        else nrMissed[dir]++;
+        rqWaitNs += rqWait;
+        return (io.policyFlags() & DELAYS_ISSUER) != 0 ? g.issuerDelayUs * NS_PER_US : 0;
+    }
+
+    // ================================================================ waiting, debt and delay
+
+    /**
+     * iocg_kick_waitq: pays debt from the budget, updates the delay, then wakes waiters in FIFO
+     * order while the budget lasts (each at the current hweight_inuse), and arms the wait timer
+     * for when the first remaining one fits.
+     *
+     * @param self a request being admitted right now: committed here, not resumed
+     * @return true when {@code self} was committed
+     */
+    private boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self) {
+        currentHweight(g);
+        long hwa = g.hweightActive;
+        long vbudget = vnow - g.vtime;
+        if (payDebt && g.absVdebt != 0 && vbudget > 0) {
+            long absVpay = Math.min(costToAbsCost(vbudget, hwa), g.absVdebt);
+            long vpay = absCostToCost(absVpay, hwa);
+            g.vtime += vpay;
+            g.doneVtime += vpay;
+            payDebt(g, absVpay);
+            vbudget -= vpay;
+        }
+        if (g.absVdebt != 0 || g.delayUs != 0) kickDelay(g);
+        if (g.absVdebt != 0) {
+            // Nothing waits less than the debt: the budget stays at or below zero.
+            vbudget = Math.min(0, vbudget - absCostToCost(g.absVdebt, hwa));
+        }
+        currentHweight(g);
+        long hwi = g.hweightInuse;
+        boolean selfCommitted = false;
+        IoRequest next;
+        while ((next = g.waiters.peekFirst()) != null) {
+            long absCost = next.policyCost();
+            long cost = absCostToCost(absCost, hwi);
+            vbudget -= cost;
+            if (vbudget < 0) break;
+            g.waiters.pollFirst();
+            commit(g, next, absCost, cost);
+            if (next == self) selfCommitted = true;
+            else resumer.resume(next);
+        }
+        if (g.waiters.isEmpty()) {
+            if (g.waitSinceUs != NOT_SET) {
+                g.localStat[WAIT] += nowUs - g.waitSinceUs;
+                g.waitSinceUs = NOT_SET;
+            }
+            return selfCommitted;
+        }
+        if (g.waitSinceUs == NOT_SET) g.waitSinceUs = nowUs;
+        // The first remaining waiter fits once vtime has run for the shortage; wake a slack later
+        // so that several waiters leave together.
+        long shortage = -vbudget;
+        long expires = nowNs + Math.ceilDiv(shortage, vtimeBaseRate) * NS_PER_US + timerSlackNs;
+        if (g.waitTimerNs != NOT_ARMED && Math.abs(g.waitTimerNs - expires) <= timerSlackNs) return selfCommitted;
+        g.waitTimerNs = expires;
+        waitTimersChanged = true;
+        return selfCommitted;
+    }
+
+    /**
+     * iocg_kick_delay: a debtor's issuers are slowed down in proportion to how far the debt
+     * runs ahead of the device clock: no delay up to 5 periods' worth, 250 ms from 250 periods,
+     * linear between; a delay decays by half every second.
+     *
+     * @return true when a delay is in effect
+     */
+    private boolean kickDelay(CostGroup g) {
+        long elapsedUs = nowUs - g.delayAtUs;
+        long delay = g.delayUs != 0 ? shiftRight(g.delayUs, elapsedUs / MILLION) : 0;
+        currentHweight(g);
+        long vover = g.vtime + absCostToCost(g.absVdebt, g.hweightActive) - vnow;
+        long voverPct = vover > 0 ? MulDiv.floor(vover, 100, periodUs * vtimeBaseRate) : 0;
+        long newDelay;
+        if (voverPct <= MIN_DELAY_THR_PCT) newDelay = 0;
+        else if (voverPct >= MAX_DELAY_THR_PCT) newDelay = MAX_DELAY_US;
+        else newDelay = MIN_DELAY_US + (MAX_DELAY_US - MIN_DELAY_US) * (voverPct - MIN_DELAY_THR_PCT) / (MAX_DELAY_THR_PCT - MIN_DELAY_THR_PCT);
+        if (newDelay > delay) {
+            g.delayUs = newDelay;
+            g.delayAtUs = nowUs;
+            delay = newDelay;
+        }
+        if (delay >= MIN_DELAY_US) {
+            if (g.indelaySinceUs == NOT_SET) g.indelaySinceUs = nowUs;
+            g.issuerDelayUs = delay;
+            return true;
+        }
+        if (g.indelaySinceUs != NOT_SET) {
+            g.localStat[INDELAY] += nowUs - g.indelaySinceUs;
+            g.indelaySinceUs = NOT_SET;
+        }
+        g.delayUs = 0;
+        g.issuerDelayUs = 0;
+        return false;
+    }
+
+    /** {@code value >> shift}, 0 once the shift reaches the width (Java masks shift counts). */
+    private static long shiftRight(long value, long shift) {
+        return shift >= 63 ? 0 : value >>> shift;
+    }
+
+    /** iocg_incur_debt: while in debt the group donates everything (inuse 1) until it has paid. */
+    private void incurDebt(CostGroup g, long absCost) {
+        if (g.absVdebt == 0 && absCost != 0) {
+            g.indebtSinceUs = nowUs;
+            propagateWeights(g, g.active, 0, false);
+            commitWeights();
+        }
+        g.absVdebt = saturatedAdd(g.absVdebt, absCost);
+        g.absVusage = saturatedAdd(g.absVusage, absCost);
+    }
+
+    /** iocg_pay_debt: paid in full, the group gets its weight back. */
+    private void payDebt(CostGroup g, long absVpay) {
+        g.absVdebt -= Math.min(absVpay, g.absVdebt);
+        if (g.absVdebt == 0) {
+            g.localStat[INDEBT] += nowUs - g.indebtSinceUs;
+            g.indebtSinceUs = NOT_SET;
+            propagateWeights(g, g.active, g.lastInuse, false);
+            commitWeights();
+        }
+    }
+
+    private boolean hasWaiters() {
+        for (CostGroup g : activeGroups) if (!g.waiters.isEmpty()) return true;
+        return false;
+    }
+
+    private void disarmWaitTimer(CostGroup g) {
+        if (g.waitTimerNs == NOT_ARMED) return;
+        g.waitTimerNs = NOT_ARMED;
+        waitTimersChanged = true;
+    }
+
+    /** Commits and resumes every waiter of the group at once (group removed, iocost disabled). */
+    private void releaseWaiters(CostGroup g, Resumer resumer) {
+        currentHweight(g);
+        IoRequest io;
+        while ((io = g.waiters.pollFirst()) != null) {
+            long absCost = io.policyCost();
+            commit(g, io, absCost, absCostToCost(absCost, g.hweightInuse));
+            resumer.resume(io);
+        }
+        if (g.waitSinceUs != NOT_SET) {
+            g.localStat[WAIT] += nowUs - g.waitSinceUs;
+            g.waitSinceUs = NOT_SET;
+        }
+        disarmWaitTimer(g);
+    }
+
+    // ================================================================ timers
+
+    @Override
+    public long nextWakeNs() {
+        if (releaseAllWaiters) return Long.MIN_VALUE;
+        if (waitTimersChanged) {
+            long earliest = NOT_ARMED;
+            for (CostGroup g : activeGroups) earliest = Math.min(earliest, g.waitTimerNs);
+            earliestWaitTimerNs = earliest;
+            waitTimersChanged = false;
+        }
+        return Math.min(running ? periodTimerNs : NOT_ARMED, earliestWaitTimerNs);
+    }
+
+    @Override
+    public void releaseDue(long nowNs, Resumer resumer) {
+        stampNow(nowNs);
+        if (releaseAllWaiters) {
+            releaseAllWaiters = false;
+            for (CostGroup g : activeGroups) releaseWaiters(g, resumer);
+        }
+        if (running && nowNs >= periodTimerNs) periodTimer(resumer);
+        if (nextWakeNs() > nowNs) return;
+        for (CostGroup g : activeGroups) {
+            if (g.waitTimerNs > nowNs) continue;
+            // iocg_waitq_timer_fn
+            g.waitTimerNs = NOT_ARMED;
+            waitTimersChanged = true;
+            kickWaitq(g, g.absVdebt != 0, resumer, null);
+        }
+    }
+
+    /** ioc_timer_fn: the end of a period. The steps are numbered as in the package documentation. */
+    private void periodTimer(Resumer resumer) {
+        QosParams qos = config.qos();
+        long ppmReadThreshold = MILLION - qos.readPpm();
+        long ppmWriteThreshold = MILLION - qos.writePpm();
+        // 1. How were the latencies, and how long did requests wait for a queue slot?
+        long rqWaitPct = latencyStats();
+        long periodVtime = vnow - periodAtVtime;
+        // 2. Wake waiters that may be oversleeping, deactivate idle groups.
+        int nrDebtors = checkGroups(resumer);
+        flushStats();
+        // 3. Usage, surpluses and shortages.
+        int nrShortages = 0;
+        int nrLagging = 0;
+        long usageUsSum = 0;
+        for (CostGroup g : activeGroups) {
+            long vdone = g.doneVtime;
+            long vtime = g.vtime;
+            currentHweight(g);
+            long hwActive = g.hweightActive;
+            long hwInuse = g.hweightInuse;
+            // IOs in flight for more than a period are not seen by the latency samples: while
+            // some are, do not push the device harder.
+            if ((ppmReadThreshold != MILLION || ppmWriteThreshold != MILLION) && g.issuerDelayUs == 0
+                && after(vtime, vdone) && after(vtime, vnow - MAX_LAGGING_PERIODS * periodVtime)
+                && before(vdone, vnow - periodVtime)) {
+                nrLagging++;
+            }
+            long usageUs = g.usageDeltaUs;
+            usageUsSum += usageUs;
+            if (hwInuse < hwActive || (g.waiters.isEmpty() && before(vtime, vnow - marginLow))) {
+                if (vdone != vtime) {
+                    long inflightUs = Math.ceilDiv(costToAbsCost(vtime - vdone, hwInuse), vtimeBaseRate);
+                    usageUs = Math.max(usageUs, inflightUs);
+                }
+                long usageDurUs = after(g.activatedAtUs, periodAtUs) ? Math.max(nowUs - g.activatedAtUs, 1) : Math.max(nowUs - periodAtUs, 1);
+                long usage = Math.clamp(MulDiv.ceil(usageUs, WEIGHT_ONE, usageDurUs), 1, WEIGHT_ONE);
+                long hwm = currentHweightMax(g);
+                long newHwi = hweightAfterDonation(g, hwInuse, hwm, usage);
+                // Donating needs hweight_after_donation ≥ 1 below hwa, which hwa < 2 cannot give.
+                if (newHwi < hwm && hwActive >= 2) {
+                    g.hweightDonating = hwActive;
+                    g.hweightAfterDonation = newHwi;
+                    surpluses.add(g);
+                } else {
+                    propagateWeights(g, g.active, g.active, true);
+                    nrShortages++;
+                }
+            } else {
+                nrShortages++;
+            }
+        }
+        // 4. Donors give their surplus to the groups short of budget.
+        if (!surpluses.isEmpty() && nrShortages > 0) transferSurpluses();
+        commitWeights();
+        surpluses.clear();
+        // 5. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
+        if (rqWaitPct > RQ_WAIT_BUSY_PCT || missedPpm[LinearModel.READ] > ppmReadThreshold || missedPpm[LinearModel.WRITE] > ppmWriteThreshold) {
+            busyLevel = Math.max(busyLevel, 0) + 1;
+        } else if (rqWaitPct <= RQ_WAIT_BUSY_PCT * UNBUSY_THR_PCT / 100
+                   && missedPpm[LinearModel.READ] <= ppmReadThreshold * UNBUSY_THR_PCT / 100
+                   && missedPpm[LinearModel.WRITE] <= ppmWriteThreshold * UNBUSY_THR_PCT / 100) {
+            if (nrShortages > 0) {
+                busyLevel = Math.min(busyLevel, 0);
+                if (nrLagging == 0) busyLevel--;
+            } else {
+                busyLevel = 0;      // nobody throttled, nothing learned: coast
+            }
+        } else {
+            busyLevel = 0;          // inside the hysteresis band
+        }
+        busyLevel = Math.clamp(busyLevel, -BUSY_LEVEL_MAX, BUSY_LEVEL_MAX);
+        // 6. Move vrate, maybe switch built-in sets, forgive debts on an idle device.
+        adjustBaseVrate(nrLagging);
+        refreshParams(false);
+        forgiveDebts(usageUsSum, nrDebtors, resumer);
+        // 7. Next period, or idle when no group is active.
+        curPeriod++;
+        if (!activeGroups.isEmpty()) {
+            startPeriod();
+        } else {
+            busyLevel = 0;
+            vtimeErr = 0;
+            running = false;
+            periodTimerNs = NOT_ARMED;
+        }
+        refreshVrate();
+    }
+
+    /** ioc_lat_stat: fills missedPpm per direction and returns rq_wait as % of the period; resets the samples. */
+    private long latencyStats() {
+        for (int dir = LinearModel.READ; dir <= LinearModel.WRITE; dir++) {
+            long total = nrMet[dir] + nrMissed[dir];
+            missedPpm[dir] = total != 0 ? Math.ceilDiv(nrMissed[dir] * MILLION, total) : 0;
+            nrMet[dir] = 0;
+            nrMissed[dir] = 0;
+        }
+        long pct = MulDiv.floor(rqWaitNs, 100, periodUs * NS_PER_US);
+        rqWaitNs = 0;
+        return pct;
+    }
+
+    /**
+     * ioc_check_iocgs: folds the running wait/debt/delay times into the statistics, kicks
+     * groups with waiters or debt (vrate may have risen since their timer was set), and
+     * deactivates idle groups, throwing their budget above the target away.
+     *
+     * @return the number of groups in debt or delay
+     */
+    private int checkGroups(Resumer resumer) {
+        int nrDebtors = 0;
+        for (int i = 0; i < activeGroups.size(); ) {
+            CostGroup g = activeGroups.get(i);
+            if (g.waiters.isEmpty() && g.absVdebt == 0 && g.delayUs == 0 && !isIdle(g)) {
+                i++;
+                continue;
+            }
+            if (g.waitSinceUs != NOT_SET) {
+                g.localStat[WAIT] += nowUs - g.waitSinceUs;
+                g.waitSinceUs = nowUs;
+            }
+            if (g.indebtSinceUs != NOT_SET) {
+                g.localStat[INDEBT] += nowUs - g.indebtSinceUs;
+                g.indebtSinceUs = nowUs;
+            }
+            if (g.indelaySinceUs != NOT_SET) {
+                g.localStat[INDELAY] += nowUs - g.indelaySinceUs;
+                g.indelaySinceUs = nowUs;
+            }
+            if (!g.waiters.isEmpty() || g.absVdebt != 0 || g.delayUs != 0) {
+                kickWaitq(g, true, resumer, null);
+                if (g.absVdebt != 0 || g.delayUs != 0) nrDebtors++;
+                i++;
+            } else {
+                // Idle a whole period: the budget above the target is thrown away (and given
+                // back through vtimeErr); it starts with the target when it comes back.
+                long excess = vnow - g.vtime - marginTarget;
+                if (excess > 0) {
+                    currentHweight(g);
+                    vtimeErr -= MulDiv.floor(excess, g.hweightInuse, WEIGHT_ONE);
+                }
+                deactivate(g);
+            }
+        }
+        commitWeights();
+        return nrDebtors;
+    }
+
+    /** iocg_flush_stat: usage of the active groups, then of their ancestors bottom-up. */
+    private void flushStats() {
+        for (CostGroup g : activeGroups) {
+            flushStat(g);
+            buildInnerWalk(g);
+        }
+        for (int i = innerWalk.size() - 1; i >= 0; i--) {
+            CostGroup inner = innerWalk.get(i);
+            flushStat(inner);
+            inner.onWalk = false;
+        }
+        innerWalk.clear();
+    }
+
+    /** iocg_flush_stat_one: this period's usage, and the deltas of the hierarchical stats to the parent. */
+    private void flushStat(CostGroup g) {
+        long vusageDelta = g.absVusage - g.lastStatAbsVusage;
+        g.lastStatAbsVusage = g.absVusage;
+        g.usageDeltaUs = vusageDelta / vtimeBaseRate;
+        g.localStat[USAGE] += g.usageDeltaUs;
+        CostGroup parent = g.parent();
+        for (int k = USAGE; k <= INDELAY; k++) {
+            long total = g.localStat[k] + g.descendantStat[k];
+            if (parent != null) parent.descendantStat[k] += total - g.lastStat[k];
+            g.lastStat[k] = total;
+        }
+        g.publishStats();
+    }
+
+    /**
+     * iocg_build_inner_walk: appends the group's ancestors not yet on the walk, root first, so
+     * that the walk lists inner nodes parents before children.
+     */
+    private void buildInnerWalk(CostGroup g) {
+        int lvl = g.level - 1;
+        while (lvl >= 0 && !g.ancestors[lvl].onWalk) lvl--;
+        while (++lvl <= g.level - 1) {
+            CostGroup inner = g.ancestors[lvl];
+            inner.onWalk = true;
+            innerWalk.add(inner);
+        }
+    }
+
+    /**
+     * hweight_after_donation: the hweight_inuse that, spending {@code usage} next period, leaves
+     * the group again with the target budget; {@code hwm} means "no donation". Budget above
+     * the target is thrown away here (and given back to the device through vtimeErr).
+     */
+    private long hweightAfterDonation(CostGroup g, long oldHwi, long hwm, long usage) {
+        if (g.absVdebt != 0) return 1;
+        if (!g.waiters.isEmpty() || after(g.vtime, vnow - marginMin)) return hwm;
+        long excess = vnow - g.vtime - marginTarget;
+        if (excess > 0) {
+            g.vtime += excess;
+            g.doneVtime += excess;
+            vtimeErr -= MulDiv.floor(excess, oldHwi, WEIGHT_ONE);
+        }
+        // usage = (1 - target + delta) * new_hwi, delta being the budget left as a fraction of the period.
+        long delta = WEIGHT_ONE * (vnow - g.vtime) / (vnow - periodAtVtime);
+        long target = WEIGHT_ONE * MARGIN_TARGET_PCT / 100;
+        long newHwi = WEIGHT_ONE * usage / (WEIGHT_ONE - target + delta);
+        return Math.clamp(newHwi, 1, hwm);
+    }
+
+    /**
+     * transfer_surpluses ("Andy's method"): lowers the donors' inuse weights so that each ends
+     * at its hweight_after_donation while every non-donor keeps its share relative to the other
+     * non-donors. b = hweight_active of a subtree, t = its donors' part, t' = what they keep;
+     * gamma = (1 − t'_root) / (1 − t_root) scales the non-donating parts up.
+     */
+    private void transferSurpluses() {
+        // Keep the donors' after-donation sum below the whole, scaling down those above their hwa.
+        long afterSum = 0;
+        long overSum = 0;
+        for (CostGroup g : surpluses) {
+            currentHweight(g);
+            afterSum += g.hweightAfterDonation;
+            if (g.hweightAfterDonation > g.hweightActive) overSum += g.hweightAfterDonation;
+        }
+        long overTarget = overSum - (afterSum - (WEIGHT_ONE - 1));
+        if (afterSum >= WEIGHT_ONE && overTarget > 0) {
+            for (CostGroup g : surpluses) {
+                if (g.hweightAfterDonation > g.hweightActive) g.hweightAfterDonation = g.hweightAfterDonation * overTarget / overSum;
+            }
+        }
+        for (CostGroup g : surpluses) buildInnerWalk(g);
+        CostGroup root = innerWalk.getFirst();
+        for (CostGroup inner : innerWalk) {
+            inner.childAdjustedSum = 0;
+            inner.hweightDonating = 0;
+            inner.hweightAfterDonation = 0;
+        }
+        // b_t and b'_t of every inner node: sums of its donors'.
+        for (CostGroup g : surpluses) {
+            CostGroup parent = g.parent();
+            parent.hweightDonating += g.hweightDonating;
+            parent.hweightAfterDonation += g.hweightAfterDonation;
+        }
+        for (int i = innerWalk.size() - 1; i >= 0; i--) {
+            CostGroup inner = innerWalk.get(i);
+            if (inner.level == 0) continue;
+            CostGroup parent = inner.parent();
+            parent.hweightDonating += inner.hweightDonating;
+            parent.hweightAfterDonation += inner.hweightAfterDonation;
+        }
+        // b of the inner nodes, and the donation values kept in range after the round-ups.
+        for (CostGroup inner : innerWalk) {
+            if (inner.level > 0) {
+                CostGroup parent = inner.parent();
+                inner.hweightActive = MulDiv.ceil(parent.hweightActive, inner.active, Math.max(parent.childActiveSum, 1));
+            }
+            inner.hweightDonating = Math.min(inner.hweightDonating, inner.hweightActive);
+            inner.hweightAfterDonation = Math.min(inner.hweightAfterDonation, inner.hweightDonating - 1);
+        }
+        long gamma = Math.ceilDiv((WEIGHT_ONE - root.hweightAfterDonation) * WEIGHT_ONE,
+                WEIGHT_ONE - Math.min(root.hweightDonating, WEIGHT_ONE - 1));
+        // Adjusted hweight_inuse (b'), inuse (w') and child sums (s') of the inner nodes, top-down.
+        for (CostGroup inner : innerWalk) {
+            if (inner.level == 0) {
+                inner.childAdjustedSum = MulDiv.ceil(inner.childActiveSum, WEIGHT_ONE - inner.hweightDonating,
+                        Math.max(WEIGHT_ONE - inner.hweightAfterDonation, 1));
+                continue;
+            }
+            CostGroup parent = inner.parent();
+            inner.hweightInuse = Math.ceilDiv(gamma * (inner.hweightActive - inner.hweightDonating), WEIGHT_ONE) + inner.hweightAfterDonation;
+            long inuse = MulDiv.ceil(parent.childAdjustedSum, inner.hweightInuse, Math.max(parent.hweightInuse, 1));
+            long st = MulDiv.ceil(inner.childActiveSum, inner.hweightDonating, Math.max(inner.hweightActive, 1));
+            long sf = inner.childActiveSum - st;
+            long wpt = MulDiv.ceil(inner.active, inner.hweightDonating, Math.max(inner.hweightActive, 1));
+            long wptp = MulDiv.ceil(inuse, inner.hweightAfterDonation, Math.max(inner.hweightInuse, 1));
+            inner.childAdjustedSum = sf + MulDiv.ceil(st, wptp, Math.max(wpt, 1));
+        }
+        // The donors' new inuse; a debtor keeps inuse 1, which debt handling owns.
+        for (CostGroup g : surpluses) {
+            if (g.absVdebt != 0) continue;
+            CostGroup parent = g.parent();
+            long inuse = MulDiv.ceil(parent.childAdjustedSum, g.hweightAfterDonation, Math.max(parent.hweightInuse, 1));
+            propagateWeights(g, g.active, inuse, true);
+        }
+        for (CostGroup inner : innerWalk) inner.onWalk = false;
+        innerWalk.clear();
+    }
+
+    /**
+     * ioc_forgive_debts: when the device has been at most half used for DFGV_PERIOD_US, halve
+     * every debt and delay once per DFGV_PERIOD_US elapsed, so a debtor is not left paying on
+     * an idle device.
+     */
+    private void forgiveDebts(long usageUsSum, int nrDebtors, Resumer resumer) {
+        if (nrDebtors == 0) {
+            dfgvPeriodAtUs = nowUs;
+            dfgvPeriodRemUs = 0;
+            dfgvUsageUsSum = 0;
+            return;
+        }
+        if (busyLevel > 0) usageUsSum = Math.max(usageUsSum, periodUs);
+        dfgvUsageUsSum += usageUsSum;
+        if (before(nowUs, dfgvPeriodAtUs + DFGV_PERIOD_US)) return;
+        long durUs = nowUs - dfgvPeriodAtUs;
+        long usagePct = dfgvUsageUsSum * 100 / durUs;
+        dfgvPeriodAtUs = nowUs;
+        dfgvUsageUsSum = 0;
+        if (usagePct > DFGV_USAGE_PCT) {
+            dfgvPeriodRemUs = 0;
+            return;
+        }
+        long cycles = (durUs + dfgvPeriodRemUs) / DFGV_PERIOD_US;
+        dfgvPeriodRemUs = (durUs + dfgvPeriodRemUs) % DFGV_PERIOD_US;
+        for (CostGroup g : activeGroups) {
+            if (g.absVdebt == 0 && g.delayUs == 0) continue;
+            if (g.absVdebt != 0) g.absVdebt = Math.max(shiftRight(g.absVdebt, cycles), 1);
+            if (g.delayUs != 0) g.delayUs = Math.max(shiftRight(g.delayUs, cycles), 1);
+            kickWaitq(g, true, resumer, null);
+        }
+    }
+
+    // ================================================================ removal and io.stat
+
+    /** ioc_pd_free: the group leaves the active tree; what it had waiting goes out now. */
+    @Override
+    public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
+        CostGroup g = state(dg);
+        stampNow(nowNs);
+        releaseWaiters(g, resumer);
+        if (g.onActiveList) {
+            deactivate(g);
+            commitWeights();
+        }
+    }
+
+    /** ioc_pd_stat: {@code cost.vrate} on the root's line, {@code cost.usage} on every line. */
+    @Override
+    public void appendStat(DeviceGroup dg, StringBuilder line) {
+        CostConfig c = config;
+        if (c == null || !c.enabled()) return;
+        CostGroup g = state(dg);
+        if (g.isRoot()) {
+            long vp10k = (shownBaseRate * 10_000 + VTIME_PER_USEC / 2) / VTIME_PER_USEC;
+            line.append(" cost.vrate=").append(vp10k / 100).append('.');
+            appendTwoDigits(line, vp10k % 100);
+        }
+        line.append(" cost.usage=").append(g.shownUsageUs);
+        if (debugStats) {
+            line.append(" cost.wait=").append(g.shownWaitUs)
+                .append(" cost.indebt=").append(g.shownIndebtUs)
+                .append(" cost.indelay=").append(g.shownIndelayUs);
+        }
+    }
+
+    static void appendTwoDigits(StringBuilder line, long value) {
+        if (value < 10) line.append('0');
+        line.append(value);
+    }
+
+    /** The configured period, µs (for tests and the debug view). */
+    long periodUs() {
+        return periodUs;
+    }
+
+    /** The QoS loop's vrate, in vtime per µs (VTIME_PER_USEC = 100%). Any thread. */
+    long baseVrate() {
+        return shownBaseRate;
+    }
+
+    /** The rate the device clock runs at now: base vrate plus the compensation for discarded budget. Device lock. */
+    long vtimeRate() {
+        return vtimeRate;
+    }
+}

@@ -1,0 +1,138 @@
+package io.iotarget.iocontrol.policy.cost;
+
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.model.IoRequest;
+
+import java.util.ArrayDeque;
+
+import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
+
+/**
+ * iocost's state of one (group, device) pair, the kernel's {@code ioc_gq}: weights, the group's
+ * vtime cursor, debt and delay, the requests waiting for budget, and usage statistics. All
+ * fields belong to the device's {@link CostDevice} and are touched under the device lock,
+ * except the {@code shown*} statistics, which io.stat reads without it.
+ */
+final class CostGroup {
+    /** Timestamps (µs) that are not running. */
+    static final long NOT_SET = Long.MIN_VALUE;
+    /** The wait timer is not armed. */
+    static final long NOT_ARMED = Long.MAX_VALUE;
+
+    static final int USAGE = 0;
+    static final int WAIT = 1;
+    static final int INDEBT = 2;
+    static final int INDELAY = 3;
+
+    final DeviceGroup deviceGroup;
+    /** Depth in the group tree, 0 for the root. */
+    final int level;
+    /** ancestors[0] is the root's state, ancestors[level] this one. */
+    final CostGroup[] ancestors;
+
+    // ---- weights, all × WEIGHT_ONE
+    /** io.weight's per-device value; 0 when the group's default applies. */
+    long cfgWeight;
+    /** cfgWeight, or the group's default. */
+    long weight;
+    /** weight while active, 0 while idle; for an inner node, its weight while a child is active. */
+    long active;
+    /** The weight it actually uses: below active while donating. */
+    long inuse;
+    /** inuse before the last change, restored when a debt is paid off or on reactivation. */
+    long lastInuse;
+    /** Budget when weights were last propagated with "save": in-period raises compare against it. */
+    long savedMargin;
+
+    /** Byte offset just past the last costed IO, for telling sequential from random; 0 = none yet. */
+    long cursor;
+
+    // ---- vtime
+    /** The group's cursor on the device's vtime: advanced by the cost of each IO it issues. */
+    long vtime;
+    /** Like vtime, but advanced on completion: vtime − doneVtime is the cost in flight. */
+    long doneVtime;
+    /** Absolute cost of IO that went out without budget (META), to repay before anything waits less. */
+    long absVdebt;
+
+    // ---- delay (the kernel's blkcg delay for debtors)
+    /** Current delay, µs, halving every second after delayAtUs. */
+    long delayUs;
+    long delayAtUs;
+    /**
+     * The delay in effect for issuers of debt, µs, 0 when none (the kernel's blkg use_delay and
+     * delay_nsec, set by blkcg_set_delay): the decayed delay as of the last kick.
+     */
+    long issuerDelayUs;
+
+    // ---- activity
+    boolean onActiveList;
+    /** The last period in which the group issued. */
+    long activePeriod;
+    long activatedAtUs;
+
+    // ---- hierarchical weights (child sums of this node's active children)
+    long childActiveSum;
+    long childInuseSum;
+    long childAdjustedSum;
+    /** hweight cache: valid while hweightGen equals the device's. */
+    int hweightGen;
+    long hweightActive = WEIGHT_ONE;
+    long hweightInuse = WEIGHT_ONE;
+    long hweightDonating;
+    long hweightAfterDonation;
+    /** On the current inner-node walk (timer only). */
+    boolean onWalk;
+
+    // ---- waiting
+    /** Requests waiting for budget, FIFO; each carries its absolute cost in policyCost. */
+    final ArrayDeque<IoRequest> waiters = new ArrayDeque<>();
+    /** When the wait timer fires (engine ns), or NOT_ARMED. */
+    long waitTimerNs = NOT_ARMED;
+
+    // ---- statistics, µs
+    /** Absolute cost of everything committed or incurred as debt, ever. */
+    long absVusage;
+    long lastStatAbsVusage;
+    long usageDeltaUs;
+    final long[] localStat = new long[4];
+    final long[] descendantStat = new long[4];
+    final long[] lastStat = new long[4];
+    long waitSinceUs = NOT_SET;
+    long indebtSinceUs = NOT_SET;
+    long indelaySinceUs = NOT_SET;
+    /** lastStat as io.stat shows it: written at period ends, read by io.stat without the lock. */
+    volatile long shownUsageUs;
+    volatile long shownWaitUs;
+    volatile long shownIndebtUs;
+    volatile long shownIndelayUs;
+
+    CostGroup(DeviceGroup deviceGroup, CostGroup parent, long weight) {
+        this.deviceGroup = deviceGroup;
+        this.level = parent == null ? 0 : parent.level + 1;
+        this.ancestors = new CostGroup[level + 1];
+        if (parent != null) System.arraycopy(parent.ancestors, 0, ancestors, 0, level);
+        this.ancestors[level] = this;
+        this.weight = weight;
+    }
+
+    CostGroup parent() {
+        return level == 0 ? null : ancestors[level - 1];
+    }
+
+    boolean isRoot() {
+        return level == 0;
+    }
+
+    void publishStats() {
+        shownUsageUs = lastStat[USAGE];
+        shownWaitUs = lastStat[WAIT];
+        shownIndebtUs = lastStat[INDEBT];
+        shownIndelayUs = lastStat[INDELAY];
+    }
+
+    @Override
+    public String toString() {
+        return "iocg " + deviceGroup;
+    }
+}

@@ -1,0 +1,109 @@
+package io.iotarget.iocontrol.policy.cost;
+
+import io.iotarget.iocontrol.DeviceControl;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.KernelParse;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+
+import java.util.List;
+
+/**
+ * io.cost.model (root only), as blk-iocost reads and writes it.
+ * <pre>
+ * read:  MAJ:MIN ctrl=auto|user model=linear rbps=N rseqiops=N rrandiops=N wbps=N wseqiops=N wrandiops=N
+ * write: MAJ:MIN [ctrl=auto|user] [model=linear] [rbps=N] [rseqiops=N] [rrandiops=N] [wbps=N] [wseqiops=N] [wrandiops=N]
+ * </pre>
+ * N is an unsigned 64-bit decimal. Any coefficient switches to ctrl=user; ctrl=auto goes back
+ * to the built-in model. EINVAL for an unknown token, a model other than linear, or a bad
+ * number. The first successful write for a device sets iocost up there (disabled until
+ * io.cost.qos says enable=1).
+ */
+final class IoCostModelFile implements InterfaceFile {
+    private static final List<String> KEYS = List.of("rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops");
+
+    private final IoController controller;
+    private final CostPolicy policy;
+
+    IoCostModelFile(IoController controller, CostPolicy policy) {
+        this.controller = controller;
+        this.policy = policy;
+    }
+
+    @Override
+    public String name() {
+        return "io.cost.model";
+    }
+
+    @Override
+    public Placement placement() {
+        return Placement.ONLY_ON_ROOT;
+    }
+
+    @Override
+    public boolean controllerFile() {
+        return true;
+    }
+
+    @Override
+    public String read(Group group) {
+        StringBuilder sb = new StringBuilder();
+        for (DeviceControl dc : controller.devices()) {
+            CostConfig c = policy.device(dc).config();
+            if (c == null) continue;
+            sb.append(dc.device().number()).append(" ctrl=").append(c.userModel() ? "user" : "auto").append(" model=linear");
+            for (int i = 0; i < KEYS.size(); i++) {
+                sb.append(' ').append(KEYS.get(i)).append('=').append(Long.toUnsignedString(c.model().parameter(i / 3, i % 3)));
+            }
+            sb.append('\n');
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public boolean writable() {
+        return true;
+    }
+
+    @Override
+    public void write(Group group, String text) throws ControlException {
+        KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        CostDevice device = policy.device(line.device());
+        // The controller holds the tree lock, which serializes configuration writes: the merge
+        // below starts from what is current.
+        CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
+        boolean user = current.userModel();
+        Long[] given = new Long[KEYS.size()];
+        for (String token : KernelParse.tokens(line.body())) {
+            int eq = token.indexOf('=');
+            String key = eq < 0 ? token : token.substring(0, eq);
+            String value = eq < 0 ? "" : token.substring(eq + 1);
+            if (eq < 0 || value.isEmpty()) throw unknown(token);
+            switch (key) {
+                case "ctrl" -> user = switch (value) {
+                    case "auto" -> false;
+                    case "user" -> true;
+                    default -> throw KernelParse.invalid(key, value, "auto or user");
+                };
+                case "model" -> {
+                    if (!value.equals("linear")) throw KernelParse.invalid(key, value, "linear");
+                }
+                default -> {
+                    int k = KEYS.indexOf(key);
+                    if (k < 0) throw unknown(token);
+                    given[k] = KernelParse.parseU64(key, value);
+                    user = true;
+                }
+            }
+        }
+        LinearModel model = current.model().with(given);
+        boolean userFinal = user;
+        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeModel(userFinal, model, nowNs));
+    }
+
+    private static ControlException unknown(String token) {
+        return new ControlException(Errno.EINVAL, "'" + token + "' (expected: ctrl=auto|user, model=linear, rbps=, rseqiops=, rrandiops=, wbps=, wseqiops= or wrandiops=N)");
+    }
+}
