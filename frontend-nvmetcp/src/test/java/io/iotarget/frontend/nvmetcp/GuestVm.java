@@ -32,9 +32,15 @@ final class GuestVm {
     private GuestVm() {
     }
 
-    /** True when the test run asked for VM tests ({@code -Diotarget.vm=true}) and the harness exists. */
+    /**
+     * Whether to boot guests: {@code -Diotarget.vm=auto} (the default) when the harness exists,
+     * {@code true} always (a missing harness fails the test), {@code false} never.
+     */
     static boolean enabled() {
-        return Boolean.getBoolean("iotarget.vm") && harness() != null;
+        String mode = System.getProperty("iotarget.vm", "auto");
+        if (mode.equals("false")) return false;
+        if (harness() == null && mode.equals("true")) throw new IllegalStateException("-Diotarget.vm=true but no shared/vm/run-guest.sh found");
+        return harness() != null;
     }
 
     static Path harness() {
