@@ -9,6 +9,7 @@ import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nbd.NbdServer;
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 
@@ -29,13 +30,15 @@ public final class Server implements AutoCloseable {
 
     private final Engine engine;
     private final NbdServer nbd;
+    private final NvmeTarget nvme;
     private final MountTable mounts;
     private final ControlEndpoint endpoint;
     private final List<String> summary;
 
-    private Server(Engine engine, NbdServer nbd, MountTable mounts, ControlEndpoint endpoint, List<String> summary) {
+    private Server(Engine engine, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint, List<String> summary) {
         this.engine = engine;
         this.nbd = nbd;
+        this.nvme = nvme;
         this.mounts = mounts;
         this.endpoint = endpoint;
         this.summary = summary;
@@ -56,25 +59,29 @@ public final class Server implements AutoCloseable {
         ConfigLoader.ServerSettings settings = ConfigLoader.serverSettings(config);
         Engine engine = new Engine();
         NbdServer nbd = new NbdServer(engine);
+        NvmeTarget nvme = new NvmeTarget(engine);
         ControlEndpoint endpoint = null;
         try {
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
                     .mount("backends", new BackendTree(engine))
-                    .mount("nbd", nbd.tree());
+                    .mount("nbd", nbd.tree())
+                    .mount("nvmet", nvme.tree());
             ConfigLoader.apply(config, section -> mounted(mounts, section));
             List<String> summary = new ArrayList<>();
             for (InetSocketAddress address : settings.nbd()) nbd.listen(address);
             for (InetSocketAddress address : nbd.localAddresses()) {
                 summary.add("NBD on " + hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd)) + ")");
             }
+            summary.addAll(nvmePorts(nvme.tree()));
             InetSocketAddress control = settings.control() != null ? settings.control() : DEFAULT_CONTROL;
             endpoint = new ControlEndpoint(control, mounts, () -> deviceTable(engine));
             summary.add("control endpoint http://" + hostPort(endpoint.address()));
-            return new Server(engine, nbd, mounts, endpoint, summary);
+            return new Server(engine, nbd, nvme, mounts, endpoint, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (endpoint != null) endpoint.close();
             nbd.close();
+            nvme.close();
             engine.close();
             throw e;
         }
@@ -86,6 +93,23 @@ public final class Server implements AutoCloseable {
         } catch (io.iotarget.model.ControlException e) {
             return null;
         }
+    }
+
+    /** "NVMe/TCP on ADDR:PORT (NQN, ...)" for every port with linked subsystems. */
+    private static List<String> nvmePorts(ConfigTree nvmet) {
+        List<String> lines = new ArrayList<>();
+        try {
+            for (String port : nvmet.list("ports")) {
+                String p = "ports/" + port.replace("/", "");
+                List<String> subsystems = nvmet.list(p + "/subsystems");
+                if (subsystems.isEmpty()) continue;
+                lines.add("NVMe/TCP on " + nvmet.read(p + "/addr_traddr").strip() + ":" + nvmet.read(p + "/addr_trsvcid").strip()
+                          + " (" + String.join(", ", subsystems) + ")");
+            }
+        } catch (io.iotarget.model.ControlException e) {
+            lines.add("NVMe/TCP: " + e.getMessage());
+        }
+        return lines;
     }
 
     private static List<String> exportNames(NbdServer nbd) {
@@ -137,6 +161,7 @@ public final class Server implements AutoCloseable {
     @Override
     public void close() {
         nbd.close();
+        nvme.close();
         endpoint.close();
         engine.close();
     }

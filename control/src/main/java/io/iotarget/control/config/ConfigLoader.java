@@ -21,8 +21,10 @@ import java.util.Map;
  * saved configfs: an object is a directory (created with mkdir unless it exists), a scalar is
  * an attribute write, an array is several writes to one attribute — or, under a links
  * directory such as {@code ports/1/subsystems}, one link per element. In every directory an
- * attribute named {@code enable} is written last. Sections are applied in dependency order
- * (backends, cgroup, nbd, nvmet) whatever their order in the file.
+ * attribute named {@code enable} is written last, and a section's links are made after all
+ * its directories and attributes (a port links subsystems and hosts that may come later in
+ * the file). Sections are applied in dependency order (backends, cgroup, nbd, nvmet)
+ * whatever their order in the file.
  *
  * <pre>{@code
  * {
@@ -122,11 +124,17 @@ public final class ConfigLoader {
             checkObject(node, section);
             ConfigTree tree = trees.tree(section);
             if (tree == null) throw new ConfigException(section + ": this build has no " + section + " front end");
-            applyDirectory(tree, "", node, section);
+            List<Link> links = new ArrayList<>();
+            applyDirectory(tree, "", node, section, links);
+            for (Link link : links) run(link.where, link.target, () -> tree.link(link.targetPath, link.linkPath));
         }
     }
 
-    private static void applyDirectory(ConfigTree tree, String dir, JsonNode object, String where) throws ConfigException {
+    /** A link to make once the section's directories exist. */
+    private record Link(String where, String target, String targetPath, String linkPath) {
+    }
+
+    private static void applyDirectory(ConfigTree tree, String dir, JsonNode object, String where, List<Link> links) throws ConfigException {
         JsonNode enable = null;
         for (var it = object.properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
@@ -138,7 +146,7 @@ public final class ConfigLoader {
             if (value.isObject()) {
                 if (kindOrNull(tree, path) == null) run(at, "{...}", () -> tree.mkdir(path));
                 else if (kindOrNull(tree, path) != ConfigTree.Kind.DIRECTORY) throw new ConfigException(at + ": is an attribute, not a directory");
-                applyDirectory(tree, path, value, at);
+                applyDirectory(tree, path, value, at, links);
             } else if (value.isArray()) {
                 ConfigTree.Kind kind = kindOrNull(tree, path);
                 if (kind == ConfigTree.Kind.LINKS) {
@@ -146,7 +154,7 @@ public final class ConfigLoader {
                     if (targetDir == null) throw new ConfigException(at + ": links directory without a known target");
                     for (int i = 0; i < value.size(); i++) {
                         String target = scalar(at + "[" + i + "]", value.get(i));
-                        run(at + "[" + i + "]", target, () -> tree.link(targetDir + "/" + target, path + "/" + target));
+                        links.add(new Link(at + "[" + i + "]", target, targetDir + "/" + target, path + "/" + target));
                     }
                 } else {
                     for (int i = 0; i < value.size(); i++) {

@@ -1,10 +1,9 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.testkit.GuestVm;
 import io.iotarget.model.Device;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -13,6 +12,7 @@ import java.util.regex.Pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The Linux kernel's NBD client (nbd.ko + nbd-client) in a QEMU guest (shared/vm, one boot):
@@ -22,31 +22,18 @@ import static org.junit.jupiter.api.Assertions.fail;
 class KernelClientVmTest {
     private static final long MiB = 1 << 20;
 
-    /** shared/vm/run-guest.sh beside the repository (CI) or beside the worktree directory. */
-    static Path runGuest() {
-        String env = System.getenv("IOTARGET_SHARED");
-        Path repo = Path.of("").toAbsolutePath().getParent();       // surefire runs in the module directory
-        for (Path shared : new Path[]{env == null ? null : Path.of(env), repo.resolveSibling("shared"), repo.getParent().resolveSibling("shared")}) {
-            if (shared != null && Files.isExecutable(shared.resolve("vm/run-guest.sh"))) return shared.resolve("vm/run-guest.sh");
-        }
-        Tools.require("shared/vm/run-guest.sh", "/nonexistent/shared/vm/run-guest.sh");
-        throw new AssertionError("unreachable");
-    }
-
     @Test
     void kernelClientWritesReadsBackAndIsChargedWhatTheKernelCounted() throws Exception {
-        Path runGuest = runGuest();
-        Path script = Path.of("src/test/vm/nbd-kernel.sh").toAbsolutePath();
+        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
         try (TestTarget target = new TestTarget()) {
             CountingBackend backend = new CountingBackend(new io.iotarget.backend.MemoryBackend(64 * MiB, 512, false));
             Device device = target.export("kernel", backend, false);
-            Tools.Result r = Tools.run(420, List.of(runGuest.toString(), script.toString(), "--timeout", "400",
-                    "--env", "NBD_PORT=" + target.port, "--env", "NBD_EXPORT=kernel", "--env", "RW_SIZE_MB=4"));
-            System.out.println(r.out());
-            if (r.exit() != 0) fail("guest failed (exit " + r.exit() + "):\n" + r.out());
-            assertTrue(r.out().contains("CHECK write-readback ok"), r.out());
-            Matcher m = Pattern.compile("STAT (\\d+) (\\d+) (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)").matcher(r.out());
-            assertTrue(m.find(), r.out());
+            GuestVm.Result r = GuestVm.run(GuestVm.script("nbd-kernel.sh"),
+                    Map.of("NBD_PORT", Integer.toString(target.port), "NBD_EXPORT", "kernel", "RW_SIZE_MB", "4"), List.of(), 400);
+            if (r.exitCode() != 0) fail("guest failed (exit " + r.exitCode() + "):\n" + r.text());
+            assertTrue(r.text().contains("CHECK write-readback ok"), r.text());
+            Matcher m = Pattern.compile("STAT (\\d+) (\\d+) (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)").matcher(r.text());
+            assertTrue(m.find(), r.text());
             long readIos = Long.parseLong(m.group(1)), readSectors = Long.parseLong(m.group(2));
             long writeIos = Long.parseLong(m.group(3)), writeSectors = Long.parseLong(m.group(4));
             long flushIos = Long.parseLong(m.group(7));

@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.testkit.Tools;
 import io.iotarget.backend.MemoryBackend;
 import io.iotarget.model.Device;
 import org.junit.jupiter.api.AfterAll;

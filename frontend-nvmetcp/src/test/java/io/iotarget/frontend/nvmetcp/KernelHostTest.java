@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.testkit.GuestVm;
 import io.iotarget.iocontrol.Group;
 import org.junit.jupiter.api.Test;
 
@@ -46,7 +47,7 @@ class KernelHostTest {
             f.tree.write(r + "/namespaces/1/enable", "1");
             f.tree.link(r, "ports/1/subsystems/" + RESTRICTED_NQN);
 
-            GuestVm.Result result = GuestVm.run(GuestVm.scripts().resolve("kernel-host.sh"), Map.of(
+            GuestVm.Result result = GuestVm.run(GuestVm.script("kernel-host.sh"), Map.of(
                     "NQN", TargetFixture.NQN, "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port()),
                     "GROUP", "tenants/a", "RESTRICTED_NQN", RESTRICTED_NQN, "ALLOWED_HOSTNQN", ALLOWED_HOSTNQN), List.<Path>of(), 400);
             List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
@@ -89,7 +90,7 @@ class KernelHostTest {
             }
             String memDev = f.engine.device("default").number().toString();
             String fileDev = f.engine.device(image.toString()).number().toString();
-            GuestVm.Result result = GuestVm.run(GuestVm.scripts().resolve("seed-001.sh"), Map.ofEntries(
+            GuestVm.Result result = GuestVm.run(GuestVm.script("seed-001.sh"), Map.ofEntries(
                     Map.entry("MEM_NQN", mem), Map.entry("FILE_NQN", file), Map.entry("PORT", Integer.toString(f.port)),
                     Map.entry("CTL_PORT", Integer.toString(control.port())), Map.entry("MEM_GROUP", "nvmet-mem"),
                     Map.entry("FILE_GROUP", "nvmet-file"), Map.entry("MEM_DEV", memDev), Map.entry("FILE_DEV", fileDev),

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nbd;
+package io.iotarget.testkit;
 
 import org.junit.jupiter.api.Assumptions;
 
@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /** Runs the real clients the tests are judged by. */
-final class Tools {
+public final class Tools {
     private Tools() {
     }
 
@@ -20,18 +20,18 @@ final class Tools {
      * Skips the test when {@code tool} is not installed, with a message saying so; under CI
      * (CI=true), where .ci/run installs every tool, a missing tool fails instead.
      */
-    static void require(String tool, String path) {
+    public static void require(String tool, String path) {
         if (Files.exists(Path.of(path))) return;
         String message = tool + " is not installed (" + path + "); apt-get install it to run this test";
         if ("true".equals(System.getenv("CI"))) fail(message);
         Assumptions.assumeTrue(false, message);
     }
 
-    record Result(int exit, String out) {
+    public record Result(int exit, String out) {
     }
 
     /** Runs a command (stdout and stderr merged) and returns its exit status and output. */
-    static Result run(long timeoutSeconds, List<String> command) throws IOException, InterruptedException {
+    public static Result run(long timeoutSeconds, List<String> command) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
         byte[][] out = new byte[1][];
         Thread drain = Thread.ofVirtual().start(() -> {
@@ -51,7 +51,7 @@ final class Tools {
     }
 
     /** Runs a command that must succeed; returns its output. */
-    static String ok(long timeoutSeconds, String... command) throws IOException, InterruptedException {
+    public static String ok(long timeoutSeconds, String... command) throws IOException, InterruptedException {
         Result r = run(timeoutSeconds, List.of(command));
         if (r.exit() != 0) fail(String.join(" ", command) + " exited " + r.exit() + ":\n" + r.out());
         return r.out();

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.testkit;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -13,18 +13,18 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Boots the shared QEMU guest (../shared/vm/run-guest.sh) with one guest script and collects
- * its output: the real Linux NVMe/TCP host as the judge of the target. The harness is found
- * through {@code IOTARGET_VM_DIR}, else {@code ../shared/vm} beside the checkout, else
- * {@code /work/shared/vm}.
+ * its output: the real Linux NVMe/TCP and NBD clients as the judges of the target. The harness
+ * is found through {@code IOTARGET_VM_DIR}, else {@code shared/vm} in a parent directory of
+ * the checkout, else {@code /work/shared/vm}.
  */
-final class GuestVm {
-    record Result(int exitCode, List<String> lines, double totalSeconds) {
+public final class GuestVm {
+    public record Result(int exitCode, List<String> lines, double totalSeconds) {
         /** Lines starting with {@code prefix}. */
-        List<String> lines(String prefix) {
+        public List<String> lines(String prefix) {
             return lines.stream().filter(l -> l.startsWith(prefix)).toList();
         }
 
-        String text() {
+        public String text() {
             return String.join("\n", lines);
         }
     }
@@ -34,16 +34,19 @@ final class GuestVm {
 
     /**
      * Whether to boot guests: {@code -Diotarget.vm=auto} (the default) when the harness exists,
-     * {@code true} always (a missing harness fails the test), {@code false} never.
+     * {@code true} always (a missing harness fails the test), {@code false} never. Under CI
+     * (CI=true) a missing harness fails too: CI must run these tests.
      */
-    static boolean enabled() {
+    public static boolean enabled() {
         String mode = System.getProperty("iotarget.vm", "auto");
         if (mode.equals("false")) return false;
-        if (harness() == null && mode.equals("true")) throw new IllegalStateException("-Diotarget.vm=true but no shared/vm/run-guest.sh found");
+        boolean required = mode.equals("true") || "true".equals(System.getenv("CI"));
+        if (harness() == null && required) throw new IllegalStateException("no shared/vm/run-guest.sh found, and the VM tests are required here");
         return harness() != null;
     }
 
-    static Path harness() {
+    /** The shared/vm directory, or null when there is none. */
+    public static Path harness() {
         String env = System.getenv("IOTARGET_VM_DIR");
         List<Path> candidates = new ArrayList<>();
         if (env != null) candidates.add(Path.of(env));
@@ -54,18 +57,16 @@ final class GuestVm {
         return null;
     }
 
-    /** The directory of the guest scripts kept with this module's tests. */
-    static Path scripts() {
-        Path module = Path.of("").toAbsolutePath();
-        Path p = module.resolve("src/test/vm");
-        return Files.isDirectory(p) ? p : module.resolve("frontend-nvmetcp/src/test/vm");
+    /** A guest script kept with the calling module's tests, in {@code src/test/vm} (surefire runs in the module directory). */
+    public static Path script(String name) {
+        return Path.of("src/test/vm", name).toAbsolutePath();
     }
 
     /**
      * Runs {@code script} in a fresh guest with {@code env} exported and {@code files} copied to
      * /guest/files; guest output is echoed to stdout as it arrives.
      */
-    static Result run(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
+    public static Result run(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(harness().resolve("run-guest.sh").toString(), "--timeout", Integer.toString(timeoutSeconds)));
         env.forEach((k, v) -> command.addAll(List.of("--env", k + "=" + v)));
         for (Path f : files) command.addAll(List.of("--file", f.toString()));
