@@ -68,7 +68,7 @@ class ServeAndCliTest {
         assertEquals("a/\nb/\ncgroup.controllers\ncgroup.subtree_control\ncgroup.events\ncgroup.stat\ncgroup.max.descendants\n"
                      + "cgroup.max.depth\nio.stat\nio.max\nio.weight\n", cli("ls", "tenants").out);
         assertEquals(0, cli("rmdir", "tenants/b").code);
-        assertEquals("cgroup/\nbackends/\nnbd/\n", cli("ls", "/").out);
+        assertEquals("cgroup/\nbackends/\nnbd/\nnvmet/\n", cli("ls", "/").out);
         assertEquals("67108864\n", cli("read", "/backends/default/size").out);
     }
 
