@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.model.ViewSink;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 
@@ -34,6 +36,15 @@ public interface Backend extends AutoCloseable {
 
     /** Fills {@code dst} from its position to its limit with the bytes at {@code offset}; position unchanged. */
     void read(long offset, ByteBuffer dst) throws IOException;
+
+    /**
+     * Zero-copy read: hands {@code sink} read-only buffers that share the backend's own memory
+     * and together hold {@code [offset, offset + length)}; false (and nothing handed) when
+     * this backend cannot share, and the caller reads into a buffer instead.
+     */
+    default boolean readViews(long offset, int length, ViewSink sink) {
+        return false;
+    }
 
     /** Stores the bytes of {@code src} between position and limit at {@code offset}; position unchanged. */
     void write(long offset, ByteBuffer src, boolean fua) throws IOException;

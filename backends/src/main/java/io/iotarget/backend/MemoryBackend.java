@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.model.ViewSink;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -85,6 +87,21 @@ public final class MemoryBackend implements Backend {
             at += n;
             remaining -= n;
         }
+    }
+
+    /** Shares the chunks themselves; unwritten chunks are shared zeroes. */
+    @Override
+    public boolean readViews(long offset, int length, ViewSink sink) {
+        while (length > 0) {
+            int index = (int) (offset >>> CHUNK_SHIFT);
+            int within = (int) (offset & (CHUNK_BYTES - 1));
+            int n = Math.min(length, CHUNK_BYTES - within);
+            ByteBuffer chunk = chunk(index);
+            sink.view(chunk == null ? Zeroes.slice(n) : chunk.asReadOnlyBuffer().slice(within, n));
+            offset += n;
+            length -= n;
+        }
+        return true;
     }
 
     @Override

@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.model.ViewSink;
+
 import java.nio.ByteBuffer;
 
 /**
@@ -40,6 +42,16 @@ public final class NullBackend implements Backend {
     @Override
     public void read(long offset, ByteBuffer dst) {
         Zeroes.fill(dst, dst.position(), dst.remaining());
+    }
+
+    /** Shares one buffer of zeroes. */
+    @Override
+    public boolean readViews(long offset, int length, ViewSink sink) {
+        for (int n; length > 0; length -= n) {
+            n = Math.min(length, Zeroes.maxSlice());
+            sink.view(Zeroes.slice(n));
+        }
+        return true;
     }
 
     @Override

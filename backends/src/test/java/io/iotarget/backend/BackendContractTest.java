@@ -96,6 +96,23 @@ class BackendContractTest {
         }
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"memory", "null"})
+    void shouldShareTheSameBytesAReadWouldCopy(String kind) throws IOException {
+        try (Backend backend = kind.equals("null") ? new NullBackend(SIZE, 512, false) : open(kind)) {
+            if (kind.equals("memory")) backend.write(100_000, random(200_000, 5), false);
+            for (long[] range : new long[][]{{0, 4096}, {99_000, 300_000}, {MemoryBackend.CHUNK_BYTES - 7, 1 << 20}}) {
+                ByteBuffer joined = ByteBuffer.allocate((int) range[1]);
+                assertTrue(backend.readViews(range[0], (int) range[1], v -> {
+                    assertTrue(v.isReadOnly(), "shared memory is read-only");
+                    joined.put(v);
+                }));
+                assertEquals(range[1], joined.position(), "views cover the range exactly");
+                assertEquals(-1, joined.flip().mismatch(read(backend, range[0], (int) range[1])), "views hold what read copies");
+            }
+        }
+    }
+
     @org.junit.jupiter.api.Test
     void shouldKeepMemorySparse() throws IOException {
         try (MemoryBackend m = new MemoryBackend(1L << 40, 512, false)) {

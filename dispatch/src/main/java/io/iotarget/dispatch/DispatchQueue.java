@@ -119,7 +119,10 @@ public final class DispatchQueue {
             long length = io.length();
             boolean fua = io.hasFlag(IoFlags.FUA);
             switch (io.op()) {
-                case READ, PASSTHROUGH_IN -> backend.read(offset, io.data());
+                case READ -> {
+                    if (io.views() == null || !backend.readViews(offset, (int) length, io.views())) backend.read(offset, io.data());
+                }
+                case PASSTHROUGH_IN -> backend.read(offset, io.data());
                 case WRITE, PASSTHROUGH_OUT -> backend.write(offset, io.data(), fua);
                 case FLUSH -> backend.flush();
                 case DISCARD -> backend.discard(offset, length);

@@ -27,6 +27,7 @@ public final class IoRequest {
     private IoCallback callback;
     private Object attachment;
     private long tag;
+    private ViewSink views;
 
     // Set by the engine.
     private IoStatus status;
@@ -68,6 +69,20 @@ public final class IoRequest {
         return this;
     }
 
+    /**
+     * Offers a zero-copy read: a backend that can share its memory hands the bytes to
+     * {@code views} and leaves {@link #data()} untouched; one that cannot reads into
+     * {@link #data()} as usual. Reads only.
+     */
+    public IoRequest views(ViewSink views) {
+        this.views = views;
+        return this;
+    }
+
+    public ViewSink views() {
+        return views;
+    }
+
     /** Clears everything so the object can describe the next IO. */
     public void reset() {
         op = null;
@@ -80,6 +95,7 @@ public final class IoRequest {
         callback = null;
         attachment = null;
         tag = 0;
+        views = null;
         status = null;
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;

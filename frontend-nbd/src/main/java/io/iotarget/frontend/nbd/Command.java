@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.backend.Backend;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.ViewSink;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -18,7 +19,7 @@ import java.nio.charset.StandardCharsets;
  * returns it to the pool. The hand-overs are ordered by the engine's own synchronisation and
  * the connection's atomic stacks.
  */
-final class Command implements Backend.ExtentSink {
+final class Command implements Backend.ExtentSink, ViewSink {
     /*  Simple reply (16 bytes)
      *  0        4        8                 16
      *  | magic  | error  | cookie (u64)    | [data: READ only]
@@ -43,6 +44,13 @@ final class Command implements Backend.ExtentSink {
     static final int MIN_DATA_BYTES = 4096;
     /** Extents per BLOCK_STATUS reply: what fits in the smallest data buffer. */
     static final int MAX_EXTENTS = MIN_DATA_BYTES / 8;
+    /**
+     * Reads up to this size are offered to the backend as zero-copy views: the reply is sent
+     * straight from the backend's memory (measured: 1 MiB reads cost a memcpy of the MiB less).
+     * 4 MiB is 64 memory-backend chunks, plus one when unaligned.
+     */
+    static final int MAX_VIEW_BYTES = 4 << 20;
+    static final int MAX_VIEWS = MAX_VIEW_BYTES / 65536 + 1;
 
     final IoRequest io = new IoRequest();
     final ByteBuffer reply = ByteBuffer.allocateDirect(REPLY_CAPACITY);
@@ -62,6 +70,9 @@ final class Command implements Backend.ExtentSink {
 
     private int extents;
     private int maxExtents;
+    /** The backend's buffers holding a READ's data, when it shared them; else the data is in {@link #data}. */
+    private final ByteBuffer[] views = new ByteBuffer[MAX_VIEWS];
+    private int viewCount;
 
     void start(int type, int flags, long cookie, long offset, long length) {
         this.type = type;
@@ -81,6 +92,27 @@ final class Command implements Backend.ExtentSink {
             retained = ByteBuffer.allocateDirect(Math.max(Integer.highestOneBit(bytes - 1) << 1, MIN_DATA_BYTES));
         }
         return data = retained.clear().limit(bytes);
+    }
+
+    /** Whether a READ of this length is offered to the backend as views. */
+    static boolean viewable(long length) {
+        return length <= MAX_VIEW_BYTES;
+    }
+
+    @Override
+    public void view(ByteBuffer bytes) {
+        views[viewCount++] = bytes;
+    }
+
+    /** Buffers {@link #encodeReply} may add for this command: the header and the payload pieces. */
+    int replyBuffers() {
+        return 2 + viewCount;
+    }
+
+    /** Drops the backend's buffers once the reply is sent. */
+    void clearViews() {
+        java.util.Arrays.fill(views, 0, viewCount, null);
+        viewCount = 0;
     }
 
     // ------------------------------------------------------------ block status
@@ -109,45 +141,54 @@ final class Command implements Backend.ExtentSink {
     // ------------------------------------------------------------ replies
 
     /**
-     * Encodes the reply into {@link #reply} (flipped, ready to send) and returns the buffer
-     * that must follow it on the wire, or null.
+     * Encodes the reply into {@link #reply} (flipped, ready to send) and puts it, followed by
+     * the buffers that must follow it on the wire, into {@code out} from {@code at}.
+     *
+     * @return the index after the last buffer put
      */
-    ByteBuffer encodeReply(boolean structured) {
+    int encodeReply(boolean structured, ByteBuffer[] out, int at) {
         // BLOCK_STATUS never goes through the engine, so its request has no status.
         int errno = error != 0 ? error : io.status() == null ? 0 : errno(io.status(), type);
         reply.clear();
+        out[at++] = reply;
         if (errno != 0) {
             if (!structured) {
                 simpleHeader(errno);
                 reply.flip();
-                return null;
+                return at;
             }
             byte[] message = message(errno);
             chunkHeader(NbdWire.REPLY_TYPE_ERROR, 6 + message.length).putInt(errno).putShort((short) message.length).put(message);
             reply.flip();
-            return null;
+            return at;
         }
         switch (type) {
             case NbdWire.CMD_READ -> {
-                data.position(0);
                 if (structured) {
-                    chunkHeader(NbdWire.REPLY_TYPE_OFFSET_DATA, 8 + data.remaining()).putLong(offset);
+                    chunkHeader(NbdWire.REPLY_TYPE_OFFSET_DATA, 8 + (int) length).putLong(offset);
                 } else {
                     simpleHeader(0);
                 }
                 reply.flip();
-                return data;
+                if (viewCount == 0) {
+                    out[at++] = data.position(0);
+                } else {
+                    System.arraycopy(views, 0, out, at, viewCount);
+                    at += viewCount;
+                }
+                return at;
             }
             case NbdWire.CMD_BLOCK_STATUS -> {
                 data.position(0);
                 chunkHeader(NbdWire.REPLY_TYPE_BLOCK_STATUS, 4 + data.remaining()).putInt(NbdWire.BASE_ALLOCATION_ID);
                 reply.flip();
-                return data;
+                out[at++] = data;
+                return at;
             }
             default -> {
                 simpleHeader(0);
                 reply.flip();
-                return null;
+                return at;
             }
         }
     }

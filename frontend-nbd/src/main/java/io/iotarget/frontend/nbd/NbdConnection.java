@@ -323,17 +323,17 @@ final class NbdConnection implements IoCallback {
     private void execute(Command c) {
         boolean fua = (c.flags & NbdWire.CMD_FLAG_FUA) != 0;
         switch (c.type) {
-            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.buffer((int) c.length));
-            case NbdWire.CMD_WRITE -> submit(c, IoOp.WRITE, fua ? IoFlags.FUA : 0, c.data);
-            case NbdWire.CMD_FLUSH -> submit(c, IoOp.FLUSH, 0, null);
-            case NbdWire.CMD_TRIM -> submit(c, IoOp.DISCARD, fua ? IoFlags.FUA : 0, null);
+            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.buffer((int) c.length), Command.viewable(c.length));
+            case NbdWire.CMD_WRITE -> submit(c, IoOp.WRITE, fua ? IoFlags.FUA : 0, c.data, false);
+            case NbdWire.CMD_FLUSH -> submit(c, IoOp.FLUSH, 0, null, false);
+            case NbdWire.CMD_TRIM -> submit(c, IoOp.DISCARD, fua ? IoFlags.FUA : 0, null, false);
             // A prefetch hint, but it reads the media for the client: charged as a read of its length.
-            case NbdWire.CMD_CACHE -> submit(c, IoOp.CACHE, 0, null);
+            case NbdWire.CMD_CACHE -> submit(c, IoOp.CACHE, 0, null, false);
             case NbdWire.CMD_WRITE_ZEROES -> {
                 int ioFlags = (fua ? IoFlags.FUA : 0)
                               | ((c.flags & NbdWire.CMD_FLAG_NO_HOLE) != 0 ? IoFlags.NO_UNMAP : 0)
                               | ((c.flags & NbdWire.CMD_FLAG_FAST_ZERO) != 0 ? IoFlags.FAST_ZERO : 0);
-                submit(c, IoOp.WRITE_ZEROES, ioFlags, null);
+                submit(c, IoOp.WRITE_ZEROES, ioFlags, null, false);
             }
             case NbdWire.CMD_BLOCK_STATUS -> {
                 blockStatus(c);
@@ -343,8 +343,9 @@ final class NbdConnection implements IoCallback {
         }
     }
 
-    private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data) {
-        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(this, c, 0);
+    private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
+        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(this, c, 0)
+                .views(views ? c : null);
         // Submitted on the reader: a request nothing delays runs right here (a file backend's
         // pread included: measured, a thread hop per request cost more than the page-cache read
         // it would overlap); requests io.max parks are dispatched by the engine's own threads.
@@ -452,11 +453,9 @@ final class NbdConnection implements IoCallback {
                 int commands = 0;
                 for (Command c = fifo; c != null; ) {
                     Command next = c.next;
-                    ByteBuffer payload = c.encodeReply(structured);
-                    gather[buffers++] = c.reply;
-                    if (payload != null) gather[buffers++] = payload;
+                    buffers = c.encodeReply(structured, gather, buffers);
                     sending[commands++] = c;
-                    if (next == null || buffers >= GATHER_MAX - 1) {
+                    if (next == null || buffers + next.replyBuffers() > GATHER_MAX) {
                         send(buffers);
                         release(buffers, commands);
                         buffers = 0;
@@ -486,6 +485,7 @@ final class NbdConnection implements IoCallback {
             Command c = sending[i];
             sending[i] = null;
             c.data = null;
+            c.clearViews();
             push(free, c);
         }
         inFlight.addAndGet(-commands);

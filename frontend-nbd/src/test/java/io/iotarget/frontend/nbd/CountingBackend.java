@@ -3,6 +3,8 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.backend.Backend;
 
 import java.io.IOException;
+import io.iotarget.model.ViewSink;
+
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -68,6 +70,16 @@ final class CountingBackend implements Backend {
         reads.increment();
         readBytes.add(dst.remaining());
         inner.read(offset, dst);
+    }
+
+    @Override
+    public boolean readViews(long offset, int length, ViewSink sink) {
+        boolean shared = inner.readViews(offset, length, sink);
+        if (shared) {
+            reads.increment();
+            readBytes.add(length);
+        }
+        return shared;
     }
 
     @Override
