@@ -9,9 +9,9 @@
 # from /proc/PID/stat over the run, divided by requests), and iotarget/peer ratios.
 #
 # Usage: bench/nbd-vs-peers.sh [--runtime S] [--repeats N] [--out FILE]
-# Env: SERVER_CPU (0), FIO_CPU (1), SIZE (1G), IOTARGET_CMD (default: the test-scope
-#      NbdServeMain; replace with "bin/iotarget serve --config ..." once it exists; it
-#      must serve export "default" on 127.0.0.1:$PORT).
+# Env: SERVER_CPU (0), FIO_CPU (1), SIZE (1G; iotarget's size is in bench/nbd-bench.json),
+#      IOTARGET_CMD (default: bin/iotarget serve --config bench/nbd-bench.json; it must serve
+#      export "default" on 127.0.0.1:10901).
 # Needs: fio (nbd engine), nbdkit, qemu-storage-daemon (qemu-system-common), taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,21 +35,14 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK" /dev/shm/nbd-bench-qsd.img; }
 trap cleanup EXIT
 
-if [[ -z "${IOTARGET_CMD:-}" ]]; then
-  (cd "$ROOT" && mvn_run -o test-compile -pl frontend-nbd -am) >&2
-  CP="$(echo "$ROOT"/{model,backends,iocontrol,dispatch,engine,frontend-nbd}/target/classes | tr ' ' :):$ROOT/frontend-nbd/target/test-classes"
-fi
+IOTARGET_CMD="${IOTARGET_CMD:-$ROOT/bin/iotarget serve --config $HERE/nbd-bench.json}"
+(cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
 bytes() { numfmt --from=iec "$1"; }
 
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 
 start_iotarget() {
-  if [[ -n "${IOTARGET_CMD:-}" ]]; then
-    taskset -c "$SERVER_CPU" bash -c "exec $IOTARGET_CMD" > "$WORK/iotarget.log" 2>&1 &
-  else
-    taskset -c "$SERVER_CPU" "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xms1g -cp "$CP" \
-      io.iotarget.frontend.nbd.NbdServeMain 127.0.0.1:10901 memory "$(bytes "$SIZE")" > "$WORK/iotarget.log" 2>&1 &
-  fi
+  taskset -c "$SERVER_CPU" bash -c "exec $IOTARGET_CMD" > "$WORK/iotarget.log" 2>&1 &
   PIDS+=($!); IOTARGET_PID=$!; wait_port 10901
 }
 start_nbdkit() {
