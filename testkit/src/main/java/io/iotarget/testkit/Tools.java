@@ -34,7 +34,7 @@ public final class Tools {
     public static Result run(long timeoutSeconds, List<String> command) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
         byte[][] out = new byte[1][];
-        Thread drain = Thread.ofVirtual().start(() -> {
+        Thread drain = Thread.ofPlatform().daemon().start(() -> {
             try {
                 out[0] = p.getInputStream().readAllBytes();
             } catch (IOException e) {
