@@ -26,24 +26,10 @@ final class CoreFiles {
                 new IoStat(controller));
     }
 
-    /** Read-only core file base. */
-    private abstract static class CoreFile implements InterfaceFile {
-        @Override
-        public Placement placement() {
-            return Placement.EVERYWHERE;
-        }
-
-        @Override
-        public boolean controllerFile() {
-            return false;
-        }
-    }
-
     /** cgroup.controllers: what this group may enable for its children. */
-    private static final class Controllers extends CoreFile {
-        @Override
-        public String name() {
-            return "cgroup.controllers";
+    private static final class Controllers extends InterfaceFile {
+        Controllers() {
+            super("cgroup.controllers", Placement.EVERYWHERE, false);
         }
 
         @Override
@@ -53,16 +39,12 @@ final class CoreFiles {
     }
 
     /** cgroup.subtree_control: "+io" / "-io", the kernel's rules and errnos. */
-    private static final class SubtreeControl extends CoreFile {
+    private static final class SubtreeControl extends InterfaceFile {
         private final IoController controller;
 
         SubtreeControl(IoController controller) {
+            super("cgroup.subtree_control", Placement.EVERYWHERE, false);
             this.controller = controller;
-        }
-
-        @Override
-        public String name() {
-            return "cgroup.subtree_control";
         }
 
         @Override
@@ -103,15 +85,9 @@ final class CoreFiles {
     }
 
     /** cgroup.events: populated = some member is bound in the subtree; nothing freezes here. */
-    private static final class Events extends CoreFile {
-        @Override
-        public String name() {
-            return "cgroup.events";
-        }
-
-        @Override
-        public Placement placement() {
-            return Placement.NOT_ON_ROOT;
+    private static final class Events extends InterfaceFile {
+        Events() {
+            super("cgroup.events", Placement.NOT_ON_ROOT, false);
         }
 
         @Override
@@ -127,10 +103,9 @@ final class CoreFiles {
     }
 
     /** cgroup.stat: descendant counts (removed groups are gone at once, so none are dying). */
-    private static final class Stat extends CoreFile {
-        @Override
-        public String name() {
-            return "cgroup.stat";
+    private static final class Stat extends InterfaceFile {
+        Stat() {
+            super("cgroup.stat", Placement.EVERYWHERE, false);
         }
 
         @Override
@@ -140,20 +115,13 @@ final class CoreFiles {
     }
 
     /** cgroup.max.descendants / cgroup.max.depth: "max" or an integer ≥ 0. */
-    private static final class MaxLimit extends CoreFile {
-        private final String name;
-
+    private static final class MaxLimit extends InterfaceFile {
         MaxLimit(String name) {
-            this.name = name;
-        }
-
-        @Override
-        public String name() {
-            return name;
+            super(name, Placement.EVERYWHERE, false);
         }
 
         private boolean depth() {
-            return name.endsWith("depth");
+            return name().endsWith("depth");
         }
 
         @Override
@@ -177,9 +145,9 @@ final class CoreFiles {
                 try {
                     value = Integer.parseInt(v);
                 } catch (NumberFormatException e) {
-                    throw KernelParse.invalid(name, v, "max or an integer >= 0");
+                    throw KernelParse.invalid(name(), v, "max or an integer >= 0");
                 }
-                if (value < 0) throw new ControlException(Errno.ERANGE, name + "=" + v + " (expected: max or an integer >= 0)");
+                if (value < 0) throw new ControlException(Errno.ERANGE, name() + "=" + v + " (expected: max or an integer >= 0)");
             }
             if (depth()) g.maxDepth = value;
             else g.maxDescendants = value;
@@ -192,26 +160,12 @@ final class CoreFiles {
      * the first four is non-zero), then each policy's fields. A group with no per-device state
      * returns at once, without flushing (seed 004).
      */
-    private static final class IoStat implements InterfaceFile {
+    private static final class IoStat extends InterfaceFile {
         private final IoController controller;
 
         IoStat(IoController controller) {
+            super("io.stat", Placement.EVERYWHERE, true);
             this.controller = controller;
-        }
-
-        @Override
-        public String name() {
-            return "io.stat";
-        }
-
-        @Override
-        public Placement placement() {
-            return Placement.EVERYWHERE;
-        }
-
-        @Override
-        public boolean controllerFile() {
-            return true;
         }
 
         @Override

@@ -10,37 +10,55 @@ import io.iotarget.model.Errno;
  * lock, so files see a tree that does not change under them; a write either applies
  * completely or throws and changes nothing.
  */
-public interface InterfaceFile {
+public abstract class InterfaceFile {
     /** Where in the tree the file exists. */
-    enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT }
+    public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT }
 
-    String name();
-
-    Placement placement();
+    private final String name;
+    private final Placement placement;
+    private final boolean controllerFile;
 
     /**
-     * True for a controller's files ({@code io.*}): they exist in a group only when its parent
-     * has {@code io} in cgroup.subtree_control (always on the root).
+     * @param controllerFile true for a controller's files ({@code io.*}): they exist in a group
+     *                       only when its parent has {@code io} in cgroup.subtree_control
+     *                       (always on the root)
      */
-    boolean controllerFile();
+    protected InterfaceFile(String name, Placement placement, boolean controllerFile) {
+        this.name = name;
+        this.placement = placement;
+        this.controllerFile = controllerFile;
+    }
 
-    String read(Group group) throws ControlException;
+    public final String name() {
+        return name;
+    }
 
-    default boolean writable() {
+    public final Placement placement() {
+        return placement;
+    }
+
+    public final boolean controllerFile() {
+        return controllerFile;
+    }
+
+    public abstract String read(Group group) throws ControlException;
+
+    /** Whether {@link #write} accepts anything (mode 0644 rather than 0444). */
+    public boolean writable() {
         return false;
     }
 
     /** Applies {@code text} (one write(2)); EACCES for read-only files, like kernfs. */
-    default void write(Group group, String text) throws ControlException {
-        throw new ControlException(Errno.EACCES, name() + " is read-only");
+    public void write(Group group, String text) throws ControlException {
+        throw new ControlException(Errno.EACCES, name + " is read-only");
     }
 
     /** Whether this file appears in {@code group}'s directory. */
-    default boolean presentIn(Group group) {
+    public final boolean presentIn(Group group) {
         boolean root = group.isRoot();
-        return switch (placement()) {
-            case EVERYWHERE -> !controllerFile() || group.ioEnabled();
-            case NOT_ON_ROOT -> !root && (!controllerFile() || group.ioEnabled());
+        return switch (placement) {
+            case EVERYWHERE -> !controllerFile || group.ioEnabled();
+            case NOT_ON_ROOT -> !root && (!controllerFile || group.ioEnabled());
             case ONLY_ON_ROOT -> root;
         };
     }

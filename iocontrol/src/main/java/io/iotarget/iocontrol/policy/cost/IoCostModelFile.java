@@ -21,30 +21,16 @@ import java.util.List;
  * number. The first successful write for a device sets iocost up there (disabled until
  * io.cost.qos says enable=1).
  */
-final class IoCostModelFile implements InterfaceFile {
+final class IoCostModelFile extends InterfaceFile {
     private static final List<String> KEYS = List.of("rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops");
 
     private final IoController controller;
     private final CostPolicy policy;
 
     IoCostModelFile(IoController controller, CostPolicy policy) {
+        super("io.cost.model", Placement.ONLY_ON_ROOT, true);
         this.controller = controller;
         this.policy = policy;
-    }
-
-    @Override
-    public String name() {
-        return "io.cost.model";
-    }
-
-    @Override
-    public Placement placement() {
-        return Placement.ONLY_ON_ROOT;
-    }
-
-    @Override
-    public boolean controllerFile() {
-        return true;
     }
 
     @Override

@@ -26,7 +26,7 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MIN_PPM;
  * for a device sets iocost up there; the line is parsed whole before anything changes (the
  * kernel sets iocost up even when the rest of the line then fails).
  */
-final class IoCostQosFile implements InterfaceFile {
+final class IoCostQosFile extends InterfaceFile {
     /** match_strlcpy into char buf[32]. */
     private static final int MAX_VALUE_CHARS = 31;
     private static final long U32_MAX = 0xffff_ffffL;
@@ -35,23 +35,9 @@ final class IoCostQosFile implements InterfaceFile {
     private final CostPolicy policy;
 
     IoCostQosFile(IoController controller, CostPolicy policy) {
+        super("io.cost.qos", Placement.ONLY_ON_ROOT, true);
         this.controller = controller;
         this.policy = policy;
-    }
-
-    @Override
-    public String name() {
-        return "io.cost.qos";
-    }
-
-    @Override
-    public Placement placement() {
-        return Placement.ONLY_ON_ROOT;
-    }
-
-    @Override
-    public boolean controllerFile() {
-        return true;
     }
 
     @Override

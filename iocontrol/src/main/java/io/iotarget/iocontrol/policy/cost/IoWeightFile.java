@@ -29,30 +29,16 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * set up on the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP
  * otherwise), as the kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
  */
-final class IoWeightFile implements InterfaceFile {
+final class IoWeightFile extends InterfaceFile {
     private static final String EXPECTED = "an integer in " + WEIGHT_MIN + ".." + WEIGHT_MAX;
 
     private final IoController controller;
     private final CostPolicy policy;
 
     IoWeightFile(IoController controller, CostPolicy policy) {
+        super("io.weight", Placement.NOT_ON_ROOT, true);
         this.controller = controller;
         this.policy = policy;
-    }
-
-    @Override
-    public String name() {
-        return "io.weight";
-    }
-
-    @Override
-    public Placement placement() {
-        return Placement.NOT_ON_ROOT;
-    }
-
-    @Override
-    public boolean controllerFile() {
-        return true;
     }
 
     /** Weights change only under the tree lock, which the controller holds around reads too. */

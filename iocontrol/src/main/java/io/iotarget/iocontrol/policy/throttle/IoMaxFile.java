@@ -19,7 +19,7 @@ import io.iotarget.model.Errno;
  * key, as the kernel does); an unknown key: EINVAL; iops above 2^32 - 1 read back as max.
  * The line is parsed whole before anything changes.
  */
-final class IoMaxFile implements InterfaceFile {
+final class IoMaxFile extends InterfaceFile {
     /** The kernel reads each token with "%26s". */
     private static final int MAX_TOKEN = 26;
     private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
@@ -28,23 +28,9 @@ final class IoMaxFile implements InterfaceFile {
     private final ThrottlePolicy policy;
 
     IoMaxFile(IoController controller, ThrottlePolicy policy) {
+        super("io.max", Placement.NOT_ON_ROOT, true);
         this.controller = controller;
         this.policy = policy;
-    }
-
-    @Override
-    public String name() {
-        return "io.max";
-    }
-
-    @Override
-    public Placement placement() {
-        return Placement.NOT_ON_ROOT;
-    }
-
-    @Override
-    public boolean controllerFile() {
-        return true;
     }
 
     @Override
