@@ -144,11 +144,16 @@ public final class IoController {
             dc.lock.lock();
             try {
                 dc.lockedNowNs = nowNs;
-                forEachGroup(root, g -> {
-                    DeviceGroup dg = g.deviceGroup(device.index());
-                    if (dg == null) return;
-                    for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, nowNs, dc.resumers[i]);
-                });
+                // Stage by stage, and children before parents: what a stage releases moves on to
+                // a later stage or (in io.max's hierarchy) up to the parent, so each queue is
+                // emptied only after everything that can still land in it has.
+                for (int i = 0; i < dc.policies.length; i++) {
+                    int stage = i;
+                    forEachGroupChildrenFirst(root, g -> {
+                        DeviceGroup dg = g.deviceGroup(device.index());
+                        if (dg != null) dc.policies[stage].onGroupOffline(dg, nowNs, dc.resumers[stage]);
+                    });
+                }
                 released.addAll(dc.ready);
                 dc.ready.clear();
             } finally {
@@ -711,6 +716,12 @@ public final class IoController {
     static void forEachGroup(Group g, Consumer<Group> action) {
         action.accept(g);
         for (Group c : g.children.values()) forEachGroup(c, action);
+    }
+
+    /** Post-order walk. Tree lock held. */
+    private static void forEachGroupChildrenFirst(Group g, Consumer<Group> action) {
+        for (Group c : g.children.values()) forEachGroupChildrenFirst(c, action);
+        action.accept(g);
     }
 
     /** Visits every group, parents first, under the tree lock. */
