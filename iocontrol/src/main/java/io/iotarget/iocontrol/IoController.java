@@ -246,7 +246,7 @@ public final class IoController {
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return;
-        DeviceGroup dg = existingDeviceGroup(io, dc);
+        DeviceGroup dg = (DeviceGroup) io.policyGroup();
         dc.lock.lock();
         try {
             for (int i = 0; i < dc.policies.length; i++) {
@@ -269,7 +269,9 @@ public final class IoController {
         if (dc == null) return 0;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return 0;
-        DeviceGroup dg = existingDeviceGroup(io, dc);
+        // The pair that was charged, not the group's current one: if io was enabled below it
+        // meanwhile, iocost must still see its in-flight cost come back, or it never idles.
+        DeviceGroup dg = (DeviceGroup) io.policyGroup();
         List<IoRequest> released = null;
         long holdNs = 0;
         long wakeBefore;
@@ -349,6 +351,7 @@ public final class IoController {
             DevicePolicy p = chain[i];
             if (!p.applies(io, dg)) continue;
             io.policyFlags(io.policyFlags() | (1 << i));
+            io.policyGroup(dg);
             if (!p.admit(io, dg, nowNs, dc.resumers[i])) return false;
         }
         if (chain.length <= ACCOUNT_BEFORE_STAGE && fromStage <= chain.length) account(io, dg);
