@@ -143,7 +143,7 @@ public final class IoController {
             dc.removed = true;
             dc.lock.lock();
             try {
-                dc.lockedNowNs = nowNs;
+                long now = lockTime(dc, nowNs);
                 // Stage by stage, and children before parents: what a stage releases moves on to
                 // a later stage or (in io.max's hierarchy) up to the parent, so each queue is
                 // emptied only after everything that can still land in it has.
@@ -151,7 +151,7 @@ public final class IoController {
                     int stage = i;
                     forEachGroupChildrenFirst(root, g -> {
                         DeviceGroup dg = g.deviceGroup(device.index());
-                        if (dg != null) dc.policies[stage].onGroupOffline(dg, nowNs, dc.resumers[stage]);
+                        if (dg != null) dc.policies[stage].onGroupOffline(dg, now, dc.resumers[stage]);
                     });
                 }
                 released.addAll(dc.ready);
@@ -224,10 +224,10 @@ public final class IoController {
         long wakeBefore;
         dc.lock.lock();
         try {
-            dc.lockedNowNs = nowNs;
+            long now = lockTime(dc, nowNs);
             wakeBefore = dc.nextWakeNs;
-            admitted = advance(dc, io, dg, 0, nowNs);
-            if (admitted) io.admitNs(nowNs);
+            admitted = advance(dc, io, dg, 0, now);
+            if (admitted) io.admitNs(now);
             // A stage may have started a timer (iocost's period) or resumed others' requests.
             updateNextWake(dc);
             resumedOthers = !dc.ready.isEmpty();
@@ -250,7 +250,7 @@ public final class IoController {
         dc.lock.lock();
         try {
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) dc.policies[i].onIssue(io, dg, nowNs);
+                if ((stages & (1 << i)) != 0) dc.policies[i].onIssue(io, dg, lockTime(dc, nowNs));
             }
         } finally {
             dc.lock.unlock();
@@ -277,10 +277,10 @@ public final class IoController {
         long wakeBefore;
         dc.lock.lock();
         try {
-            dc.lockedNowNs = nowNs;
+            long now = lockTime(dc, nowNs);
             wakeBefore = dc.nextWakeNs;
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]));
+                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, now, dc.resumers[i]));
             }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
@@ -302,9 +302,9 @@ public final class IoController {
             List<IoRequest> released = null;
             dc.lock.lock();
             try {
-                dc.lockedNowNs = nowNs;
+                long now = lockTime(dc, nowNs);
                 dc.readyPending = false;
-                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].releaseDue(nowNs, dc.resumers[i]);
+                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].releaseDue(now, dc.resumers[i]);
                 if (!dc.ready.isEmpty()) {
                     released = new ArrayList<>(dc.ready);
                     dc.ready.clear();
@@ -332,6 +332,18 @@ public final class IoController {
     private DeviceControl controlOf(IoRequest io) {
         DeviceControl dc = deviceControl(io.device().index());
         return dc != null && dc.device() == io.device() && !dc.removed ? dc : null;
+    }
+
+    /**
+     * The time of the locked operation starting now: {@code nowNs}, or the device's latest if
+     * that is later. Callers read the clock before they take the lock, so under contention a
+     * time can arrive that the device has already passed; policies must never see time go
+     * back (an io.max slice that started later would be rolled back and its charges wiped).
+     * Device lock held.
+     */
+    private static long lockTime(DeviceControl dc, long nowNs) {
+        if (nowNs > dc.lockedNowNs) dc.lockedNowNs = nowNs;
+        return dc.lockedNowNs;
     }
 
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
@@ -387,8 +399,7 @@ public final class IoController {
             DeviceGroup dg = createDeviceGroupLocked(group, dc);
             dc.lock.lock();
             try {
-                dc.lockedNowNs = clock.nanoTime();
-                change.apply(dg, dc.lockedNowNs);
+                change.apply(dg, lockTime(dc, clock.nanoTime()));
                 afterConfigChange(dc);
             } finally {
                 dc.lock.unlock();
@@ -558,8 +569,8 @@ public final class IoController {
             DeviceControl dc = dg.device();
             dc.lock.lock();
             try {
-                dc.lockedNowNs = clock.nanoTime();
-                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, dc.lockedNowNs, dc.resumers[i]);
+                long now = lockTime(dc, clock.nanoTime());
+                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, now, dc.resumers[i]);
                 afterConfigChange(dc);
             } finally {
                 dc.lock.unlock();
