@@ -31,7 +31,9 @@ public final class FileBackend implements Backend {
     private final boolean readOnly;
     private final boolean direct;
     private final boolean regularFile;
-    private volatile boolean fallocateWorks = true;
+    /** fallocate's PUNCH_HOLE and ZERO_RANGE work here: file systems support them separately (tmpfs only punches). */
+    private volatile boolean punchWorks = true;
+    private volatile boolean zeroRangeWorks = true;
 
     private FileBackend(Path path, FileChannel channel, int fd, long sizeBytes, int logicalBlockSize,
                         boolean readOnly, boolean direct, boolean regularFile) {
@@ -172,14 +174,15 @@ public final class FileBackend implements Backend {
 
     @Override
     public void writeZeroes(long offset, long length, boolean mayUnmap) throws IOException {
-        if (fallocateWorks) {
+        if (mayUnmap ? punchWorks : zeroRangeWorks) {
             int mode = LinuxCalls.FALLOC_FL_KEEP_SIZE | (mayUnmap ? LinuxCalls.FALLOC_FL_PUNCH_HOLE : LinuxCalls.FALLOC_FL_ZERO_RANGE);
             try {
                 LinuxCalls.fallocate(fd, mode, offset, length);
                 return;
             } catch (LinuxCalls.ErrnoException e) {
                 if (e.errno != LinuxCalls.EOPNOTSUPP) throw e;
-                fallocateWorks = false;
+                if (mayUnmap) punchWorks = false;
+                else zeroRangeWorks = false;
             }
         }
         // The file system cannot punch or zero ranges: write the zeroes.
@@ -193,7 +196,7 @@ public final class FileBackend implements Backend {
 
     @Override
     public boolean zeroesFast() {
-        return fallocateWorks;
+        return punchWorks && zeroRangeWorks;
     }
 
     @Override

@@ -20,8 +20,8 @@ public final class DeviceControl {
     final Resumer[] resumers;
     /** Requests that have passed the whole chain after waiting; drained by the caller that holds the lock. */
     final ArrayDeque<IoRequest> ready = new ArrayDeque<>();
-    /** The time of the locked operation in progress, for resumers. Device lock. */
-    long lockedNowNs;
+    /** The time of the locked operation in progress, for resumers; never goes back. Device lock. */
+    long lockedNowNs = Long.MIN_VALUE;
     /** When some policy next needs {@code releaseDue}; Long.MAX_VALUE when nothing waits. */
     volatile long nextWakeNs = Long.MAX_VALUE;
     /** Requests sit in {@link #ready} and no caller is about to drain them. */

@@ -143,12 +143,17 @@ public final class IoController {
             dc.removed = true;
             dc.lock.lock();
             try {
-                dc.lockedNowNs = nowNs;
-                forEachGroup(root, g -> {
-                    DeviceGroup dg = g.deviceGroup(device.index());
-                    if (dg == null) return;
-                    for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, nowNs, dc.resumers[i]);
-                });
+                long now = lockTime(dc, nowNs);
+                // Stage by stage, and children before parents: what a stage releases moves on to
+                // a later stage or (in io.max's hierarchy) up to the parent, so each queue is
+                // emptied only after everything that can still land in it has.
+                for (int i = 0; i < dc.policies.length; i++) {
+                    int stage = i;
+                    forEachGroupChildrenFirst(root, g -> {
+                        DeviceGroup dg = g.deviceGroup(device.index());
+                        if (dg != null) dc.policies[stage].onGroupOffline(dg, now, dc.resumers[stage]);
+                    });
+                }
                 released.addAll(dc.ready);
                 dc.ready.clear();
             } finally {
@@ -219,10 +224,10 @@ public final class IoController {
         long wakeBefore;
         dc.lock.lock();
         try {
-            dc.lockedNowNs = nowNs;
+            long now = lockTime(dc, nowNs);
             wakeBefore = dc.nextWakeNs;
-            admitted = advance(dc, io, dg, 0, nowNs);
-            if (admitted) io.admitNs(nowNs);
+            admitted = advance(dc, io, dg, 0, now);
+            if (admitted) io.admitNs(now);
             // A stage may have started a timer (iocost's period) or resumed others' requests.
             updateNextWake(dc);
             resumedOthers = !dc.ready.isEmpty();
@@ -241,11 +246,11 @@ public final class IoController {
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return;
-        DeviceGroup dg = existingDeviceGroup(io, dc);
+        DeviceGroup dg = (DeviceGroup) io.policyGroup();
         dc.lock.lock();
         try {
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) dc.policies[i].onIssue(io, dg, nowNs);
+                if ((stages & (1 << i)) != 0) dc.policies[i].onIssue(io, dg, lockTime(dc, nowNs));
             }
         } finally {
             dc.lock.unlock();
@@ -264,16 +269,18 @@ public final class IoController {
         if (dc == null) return 0;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return 0;
-        DeviceGroup dg = existingDeviceGroup(io, dc);
+        // The pair that was charged, not the group's current one: if io was enabled below it
+        // meanwhile, iocost must still see its in-flight cost come back, or it never idles.
+        DeviceGroup dg = (DeviceGroup) io.policyGroup();
         List<IoRequest> released = null;
         long holdNs = 0;
         long wakeBefore;
         dc.lock.lock();
         try {
-            dc.lockedNowNs = nowNs;
+            long now = lockTime(dc, nowNs);
             wakeBefore = dc.nextWakeNs;
             for (int i = 0; i < dc.policies.length; i++) {
-                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, nowNs, dc.resumers[i]));
+                if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, now, dc.resumers[i]));
             }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
@@ -295,9 +302,9 @@ public final class IoController {
             List<IoRequest> released = null;
             dc.lock.lock();
             try {
-                dc.lockedNowNs = nowNs;
+                long now = lockTime(dc, nowNs);
                 dc.readyPending = false;
-                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].releaseDue(nowNs, dc.resumers[i]);
+                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].releaseDue(now, dc.resumers[i]);
                 if (!dc.ready.isEmpty()) {
                     released = new ArrayList<>(dc.ready);
                     dc.ready.clear();
@@ -327,6 +334,18 @@ public final class IoController {
         return dc != null && dc.device() == io.device() && !dc.removed ? dc : null;
     }
 
+    /**
+     * The time of the locked operation starting now: {@code nowNs}, or the device's latest if
+     * that is later. Callers read the clock before they take the lock, so under contention a
+     * time can arrive that the device has already passed; policies must never see time go
+     * back (an io.max slice that started later would be rolled back and its charges wiped).
+     * Device lock held.
+     */
+    private static long lockTime(DeviceControl dc, long nowNs) {
+        if (nowNs > dc.lockedNowNs) dc.lockedNowNs = nowNs;
+        return dc.lockedNowNs;
+    }
+
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
         DeviceGroup dg = existingDeviceGroup(io, dc);
@@ -344,6 +363,7 @@ public final class IoController {
             DevicePolicy p = chain[i];
             if (!p.applies(io, dg)) continue;
             io.policyFlags(io.policyFlags() | (1 << i));
+            io.policyGroup(dg);
             if (!p.admit(io, dg, nowNs, dc.resumers[i])) return false;
         }
         if (chain.length <= ACCOUNT_BEFORE_STAGE && fromStage <= chain.length) account(io, dg);
@@ -379,8 +399,7 @@ public final class IoController {
             DeviceGroup dg = createDeviceGroupLocked(group, dc);
             dc.lock.lock();
             try {
-                dc.lockedNowNs = clock.nanoTime();
-                change.apply(dg, dc.lockedNowNs);
+                change.apply(dg, lockTime(dc, clock.nanoTime()));
                 afterConfigChange(dc);
             } finally {
                 dc.lock.unlock();
@@ -550,8 +569,8 @@ public final class IoController {
             DeviceControl dc = dg.device();
             dc.lock.lock();
             try {
-                dc.lockedNowNs = clock.nanoTime();
-                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, dc.lockedNowNs, dc.resumers[i]);
+                long now = lockTime(dc, clock.nanoTime());
+                for (int i = 0; i < dc.policies.length; i++) dc.policies[i].onGroupOffline(dg, now, dc.resumers[i]);
                 afterConfigChange(dc);
             } finally {
                 dc.lock.unlock();
@@ -711,6 +730,12 @@ public final class IoController {
     static void forEachGroup(Group g, Consumer<Group> action) {
         action.accept(g);
         for (Group c : g.children.values()) forEachGroup(c, action);
+    }
+
+    /** Post-order walk. Tree lock held. */
+    private static void forEachGroupChildrenFirst(Group g, Consumer<Group> action) {
+        for (Group c : g.children.values()) forEachGroupChildrenFirst(c, action);
+        action.accept(g);
     }
 
     /** Visits every group, parents first, under the tree lock. */

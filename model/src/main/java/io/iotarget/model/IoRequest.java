@@ -39,6 +39,7 @@ public final class IoRequest {
     // Owned by the controller's policies between submission and completion.
     private int policyFlags;
     private long policyCost;
+    private Object policyGroup;
 
     /**
      * Describes the IO. For ops that {@linkplain IoOp#carriesData() carry data}, {@code data}
@@ -100,6 +101,7 @@ public final class IoRequest {
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;
         policyCost = 0;
+        policyGroup = null;
     }
 
     public IoOp op() {
@@ -214,6 +216,19 @@ public final class IoRequest {
 
     public void policyCost(long policyCost) {
         this.policyCost = policyCost;
+    }
+
+    /**
+     * The controller's per-(group, device) state that the policies charged the request to, the
+     * kernel's {@code bio->bi_blkg}: completion is reported there even if the group's place in
+     * the tree changed meanwhile. Controller only.
+     */
+    public Object policyGroup() {
+        return policyGroup;
+    }
+
+    public void policyGroup(Object policyGroup) {
+        this.policyGroup = policyGroup;
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.iotarget.control.config;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.model.ConfigTree;
@@ -46,7 +47,9 @@ public final class ConfigLoader {
 
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-            .enable(JsonParser.Feature.ALLOW_COMMENTS);
+            .enable(JsonParser.Feature.ALLOW_COMMENTS)
+            // Jackson stops after the first value by default: a second object would be dropped unread.
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** The listening addresses a config asks for. */
     public record ServerSettings(InetSocketAddress control, List<InetSocketAddress> nbd) {

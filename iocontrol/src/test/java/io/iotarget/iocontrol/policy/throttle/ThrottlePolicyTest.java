@@ -179,6 +179,21 @@ class ThrottlePolicyTest {
                 "the root keeps the removed group's IO");
     }
 
+    /**
+     * Submitters read the clock before they take the device lock, so under contention a
+     * request can arrive with a time earlier than one the device has already seen. It must
+     * not roll the slice back and wipe what was charged in it.
+     */
+    @Test
+    void shouldNotResetTheSliceForARequestThatReadTheClockEarlier() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group a = h.group("a");
+        h.controller.write("a/io.max", "259:0 riops=10");
+        long now = h.clock.nanoTime() + SEC;
+        assertTrue(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now), "a 100 ms slice at 10 IOPS allows one IO");
+        assertFalse(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now - 1000), "read the clock 1 µs before the first");
+    }
+
     @Test
     void shouldNotLimitTheRootGroup() throws Exception {
         ControllerHarness h = new ControllerHarness();

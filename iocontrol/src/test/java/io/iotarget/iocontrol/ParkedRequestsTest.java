@@ -1,0 +1,36 @@
+package io.iotarget.iocontrol;
+
+import io.iotarget.model.IoOp;
+import io.iotarget.model.IoRequest;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** Every parked request comes out again, whatever configuration or tree change frees it. */
+class ParkedRequestsTest {
+    @Test
+    void shouldReleaseEveryParkedRequestOfANestedGroupWhenItsDeviceGoes() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group b = h.group("a/b");
+        h.controller.write("a/io.max", "259:0 riops=1");
+        h.controller.write("a/b/io.max", "259:0 riops=1");
+        List<IoRequest> parked = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            IoRequest io = h.request(IoOp.READ, 4096, h.dev0, b);
+            if (!h.submit(io)) parked.add(io);
+        }
+        // At 1 IOPS nothing fits in the first slice: all three wait in b's queue, and b's
+        // queue drains into a's.
+        assertEquals(3, parked.size());
+
+        List<IoRequest> released = new ArrayList<>();
+        h.controller.unregisterDevice(h.dev0, h.clock.nanoTime(), released::add);
+
+        List<IoRequest> out = new ArrayList<>(released);
+        out.addAll(h.dispatched);
+        for (IoRequest io : parked) assertEquals(1, out.stream().filter(r -> r == io).count(), "parked request came out once");
+    }
+}
