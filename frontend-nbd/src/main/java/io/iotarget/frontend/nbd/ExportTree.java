@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The NBD front end's configuration, laid out like nvmet's configfs namespaces:
@@ -30,9 +31,12 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * </pre>
  *
  * Enabling acquires the device ({@code engine.acquire}) and binds the group
- * ({@code controller.bind}), so neither can be removed under a live export; disabling releases
- * both. Disabling an export shuts its connections down: each stops reading, answers what it
- * already accepted, and closes (a client sees a disconnect, as at server shutdown). A client
+ * ({@code controller.bind}), so neither can be removed under a live export. Disabling an
+ * export shuts its connections down: each stops reading, answers what it already accepted,
+ * and closes (a client sees a disconnect, as at server shutdown). The device and the group
+ * stay held until the last of those connections has finished — as nvmet's namespace disable
+ * waits for IO in flight — so a backend is never closed, nor a group removed, under a request
+ * that is still running or parked; until then they answer EBUSY. A client
  * asking for the empty export name gets the export named {@value #DEFAULT_EXPORT}.
  *
  * <p>Attribute values read back with a trailing newline, as configfs prints them; writes may
@@ -63,15 +67,53 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         String description = "";
         /** The enabled export, or null while disabled. */
         volatile Export live;
+        /** What the enabled export holds; null while disabled. */
+        volatile Hold hold;
         final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
 
         Entry(String name, Group root) {
             this.name = name;
             this.group = root;
         }
+    }
 
+    /**
+     * The device and group one enabling of an export holds, for the tree while the export is
+     * enabled and for each connection that attached to it; released when the last holder lets
+     * go. Any thread.
+     */
+    final class Hold {
+        private final Entry entry;
+        private final Device device;
+        private final Group group;
+        private final AtomicInteger holders = new AtomicInteger(1);
+
+        private Hold(Entry entry, Device device, Group group) {
+            this.entry = entry;
+            this.device = device;
+            this.group = group;
+        }
+
+        /** Takes one more hold; false once everything was released. */
+        private boolean retain() {
+            int n;
+            do {
+                n = holders.get();
+                if (n == 0) return false;
+            } while (!holders.compareAndSet(n, n + 1));
+            return true;
+        }
+
+        private void release() {
+            if (holders.decrementAndGet() != 0) return;
+            engine.controller().unbind(group);
+            engine.release(device);
+        }
+
+        /** A connection that {@link #attach attached} has finished: its hold goes. */
         void detach(NbdConnection connection) {
-            connections.remove(connection);
+            entry.connections.remove(connection);
+            release();
         }
     }
 
@@ -99,21 +141,27 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     /**
-     * Registers a connection entering transmission on {@code export}; null when the export was
-     * disabled meanwhile (the connection must then close). Pairs with {@link #disable}: either
-     * the disabler sees the connection or the connection sees the export gone.
+     * Registers a connection entering transmission on {@code export}, holding its device and
+     * group until {@link Hold#detach}; null when the export was disabled meanwhile (the
+     * connection must then close). Pairs with {@link #disable}: either the disabler sees the
+     * connection or the connection sees the export gone.
      */
-    Entry attach(Export export, NbdConnection connection) {
+    Hold attach(Export export, NbdConnection connection) {
         Entry e = entries.get(export.name());
         if (e == null) return null;
-        e.connections.add(connection);
+        Hold h = e.hold;
         Export live = e.live;
         // A new description republishes the export; a disable (or a re-enable on another binding) does not match.
-        if (live == null || live.device() != export.device() || live.group() != export.group() || live.readOnly() != export.readOnly()) {
-            e.connections.remove(connection);
+        if (h == null || live == null || live.device() != export.device() || live.group() != export.group()
+            || live.readOnly() != export.readOnly() || !h.retain()) {
             return null;
         }
-        return e;
+        e.connections.add(connection);
+        if (e.hold != h) {
+            h.detach(connection);
+            return null;
+        }
+        return h;
     }
 
     /** Server closing: options get ERR_SHUTDOWN from now on. */
@@ -259,16 +307,17 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             engine.release(device);
             throw new ControlException(x.errno(), "enable=1: cgroup " + e.group.path() + ": " + x.detail());
         }
+        e.hold = new Hold(e, device, e.group);
         e.live = new Export(e.name, e.description, device, e.group, e.readOnly);
     }
 
     private void disable(Entry e) {
-        Export live = e.live;
-        if (live == null) return;
+        Hold h = e.hold;
+        if (h == null) return;
         e.live = null;
+        e.hold = null;
         for (NbdConnection c : e.connections) c.shutdown();
-        engine.controller().unbind(live.group());
-        engine.release(live.device());
+        h.release();
     }
 
     // ------------------------------------------------------------ paths

@@ -71,7 +71,7 @@ final class NbdConnection implements IoCallback {
     private Export export;
     private boolean structured;
     private boolean blockStatusAllowed;
-    private ExportTree.Entry entry;
+    private ExportTree.Hold hold;
     private int allocated;
     private Command pendingWrite;
     private boolean disconnect;
@@ -178,8 +178,8 @@ final class NbdConnection implements IoCallback {
         export = negotiation.export();
         structured = negotiation.structuredReplies();
         blockStatusAllowed = negotiation.blockStatusAllowed();
-        entry = server.exports().attach(export, this);
-        if (entry == null) return;                       // disabled while we negotiated
+        hold = server.exports().attach(export, this);
+        if (hold == null) return;                        // disabled while we negotiated
         writer = Thread.ofPlatform().daemon().name("nbd-writer").start(this::writerLoop);
         ByteBuffer in = ByteBuffer.allocateDirect(INPUT_BYTES);
         in.put(leftover).flip();
@@ -216,11 +216,14 @@ final class NbdConnection implements IoCallback {
         if (!corrupt) drain();
     }
 
-    /** Waits until every request in flight has been answered (or the client is gone). */
+    /**
+     * Waits until every request in flight has finished — answered, or dropped when the client
+     * is gone — so that nothing still runs or waits on the export's device when it is let go.
+     */
     private void drain() {
         while (true) {
             flushReplies();
-            if (inFlight.get() == 0 || broken) return;
+            if (inFlight.get() == 0) return;
             waiter = Thread.currentThread();
             if (inFlight.get() != 0 && completed.get() == null) LockSupport.park(this);
             waiter = null;
@@ -232,12 +235,12 @@ final class NbdConnection implements IoCallback {
         writerStop = true;
         Thread w = writer;
         if (w != null) LockSupport.unpark(w);
+        if (hold != null) hold.detach(this);
         try {
             channel.close();
         } catch (IOException e) {
             // nothing left to tell
         }
-        if (entry != null) entry.detach(this);
         server.closed(this);
     }
 

@@ -1,7 +1,9 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.MemoryBackend;
+import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
+import io.iotarget.model.Errno;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -15,6 +17,7 @@ import static io.iotarget.frontend.nbd.TestTarget.delta;
 import static io.iotarget.frontend.nbd.TestTarget.stat;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Requests over a real socket: results, protocol errors, and exactly what each one charges. */
@@ -230,6 +233,9 @@ class TransmissionTest {
             c.request(0, NbdWire.CMD_FLUSH, 100, 0, 0);
             Thread.sleep(200);                            // let the server take them all in
             target.server.tree().write("exports/slow/enable", "0");
+            // Requests still wait in io.max: the device and group stay held until they are done.
+            assertEquals(1, target.engine.users(slow), "requests in flight keep the device");
+            assertEquals(Errno.EBUSY, assertThrows(ControlException.class, () -> target.engine.controller().rmdir("tenants/slow")).errno());
             for (int i = 0; i < 13; i++) assertEquals(0, c.reply(0).error());
             assertTrue(c.closedByServer());
         }
