@@ -275,9 +275,16 @@ public final class Engine implements AutoCloseable {
         return new Volume(this, device, group);
     }
 
+    /**
+     * Stops: requests still parked in the controller fail with {@link IoStatus#ABORTED} (so
+     * nobody waits for them forever), held completions are reported, backends are closed.
+     */
     @Override
     public void close() {
         if (releaser != null) releaser.stop();
+        for (DispatchQueue q : queues) {
+            if (q != null) controller.unregisterDevice(q.device(), clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
+        }
         held.deliverDue(Long.MAX_VALUE);
         blockingDispatch.close();
         for (DispatchQueue q : queues) {

@@ -92,4 +92,20 @@ class EmbeddedApiTest {
         for (CompletableFuture<IoStatus> f : all) assertEquals(IoStatus.OK, f.get());
         assertEquals("259:0 rbytes=10240000 wbytes=0 rios=20000 wios=0 dbytes=0 dios=0\n", stat("a"));
     }
+
+    @Test
+    void shouldFailParkedRequestsWhenTheEngineCloses() throws Exception {
+        engine.controller().write("a/io.max", "259:0 riops=10");
+        Volume v = engine.open("mem0", a);
+        List<CompletableFuture<IoStatus>> all = new ArrayList<>();
+        for (int i = 0; i < 50; i++) all.add(v.read(0, ByteBuffer.allocateDirect(512)));
+        engine.close();
+        long aborted = 0;
+        for (CompletableFuture<IoStatus> f : all) {
+            IoStatus status = f.get(5, java.util.concurrent.TimeUnit.SECONDS);
+            if (status == IoStatus.ABORTED) aborted++;
+            else assertEquals(IoStatus.OK, status);
+        }
+        assertTrue(aborted >= 40, "requests still parked at close fail instead of waiting forever: " + aborted);
+    }
 }

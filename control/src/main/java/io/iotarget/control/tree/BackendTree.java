@@ -155,7 +155,24 @@ public final class BackendTree implements ConfigTree {
         }
     }
 
+    /** Enables the backend; a file that {@code create=1} made is removed again if enabling fails. */
     private void enable(String name, Spec s) throws ControlException {
+        Path created = s.type.equals("file") && s.create && !s.path.isEmpty() && !Files.exists(Path.of(s.path)) ? Path.of(s.path) : null;
+        try {
+            enableBackend(name, s);
+        } catch (ControlException | RuntimeException e) {
+            if (created != null) {
+                try {
+                    Files.deleteIfExists(created);
+                } catch (IOException ignored) {
+                    // the enable error is the one to report
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void enableBackend(String name, Spec s) throws ControlException {
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
