@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
+import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -9,7 +10,10 @@ import org.junit.jupiter.api.Test;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
+import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -319,13 +323,23 @@ class TargetProtocolTest {
     void shouldTerminateAHostThatSendsDataBeforeItsR2T() throws Exception {
         try (TestHost admin = new TestHost(fixture.port, false, false)) {
             int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
-            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
-                ByteBuffer sqe = io.lbaCommand(0x01, 1, 0, 8, 0);
-                sqe.putInt(32, 4096);
-                sqe.put(39, (byte) 0x5A);                                  // data through R2T
+            try (TestHost io = new TestHost(fixture.port, false, false)) {
+                // Queue size 2: the queue has 4 command slots. Three writes wait for their data,
+                // so their R2Ts name three tags; the Connect's tag was given back before the
+                // third R2T went out, so the fourth write gets the one tag left, known here.
+                assertEquals(0, io.connect(TargetFixture.NQN, TestHost.HOST_NQN, 1, cntlid, 2, 0, false).status());
+                Set<Integer> free = new HashSet<>(List.of(0, 1, 2, 3));
+                for (int i = 0; i < 3; i++) {
+                    io.sendRaw(HostPdus.capsule(transportWrite(io, 8 * i).array(), null, false, false));
+                    ByteBuffer r2t = io.readPdu();
+                    assertEquals(Pdu.TYPE_R2T, r2t.get(Pdu.TYPE));
+                    assertTrue(free.remove(r2t.getShort(Pdu.DATA_TTAG) & 0xFFFF), "distinct tags of the queue's 4");
+                }
+                int tag = free.iterator().next();
+                ByteBuffer sqe = transportWrite(io, 64);
                 int cid = sqe.getShort(2);
                 byte[] capsule = HostPdus.capsule(sqe.array(), null, false, false);
-                byte[] early = HostPdus.h2cData(cid, 0, 0, new byte[4096], true, false, false);
+                byte[] early = HostPdus.h2cData(cid, tag, 0, new byte[4096], true, false, false);
                 byte[] both = new byte[capsule.length + early.length];
                 System.arraycopy(capsule, 0, both, 0, capsule.length);
                 System.arraycopy(early, 0, both, capsule.length, early.length);
@@ -340,6 +354,14 @@ class TargetProtocolTest {
             }
             assertEquals(0, admin.identify(1, 0).status(), "the admin queue of another connection is unaffected");
         }
+    }
+
+    /** A 4 KiB Write at {@code slba} whose data goes through R2T/H2CData. */
+    private static ByteBuffer transportWrite(TestHost io, long slba) {
+        ByteBuffer sqe = io.lbaCommand(0x01, 1, slba, 8, 0);
+        sqe.putInt(32, 4096);
+        sqe.put(39, (byte) 0x5A);
+        return sqe;
     }
 
     @Test
