@@ -70,7 +70,8 @@ final class Controller {
     private volatile int csts;
     /** A command arrived on some queue since the last keep-alive tick (traffic-based keep-alive). */
     private volatile boolean traffic = true;
-    private int katoMs;
+    /** KATO as the host sent it: an unsigned 32-bit count of milliseconds (up to about 50 days). */
+    private long katoMs;
     private ScheduledFuture<?> keepAlive;
     private boolean dead;
 
@@ -88,7 +89,7 @@ final class Controller {
     private final ByteBuffer errorLog = ByteBuffer.allocate(ERROR_LOG_ENTRIES * ERROR_LOG_ENTRY_BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     private long errorCount;
 
-    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, int katoMs) {
+    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, long katoMs) {
         this.target = target;
         this.subsystem = subsystem;
         this.port = port;
@@ -163,7 +164,7 @@ final class Controller {
         if (!traffic) traffic = true;
     }
 
-    int katoMs() {
+    long katoMs() {
         lock.lock();
         try {
             return katoMs;
@@ -173,7 +174,7 @@ final class Controller {
     }
 
     /** Set Features KATO: restarts the timer with the new period. */
-    void kato(int ms) {
+    void kato(long ms) {
         lock.lock();
         try {
             katoMs = ms;
@@ -188,7 +189,7 @@ final class Controller {
     /** Lock held. nvmet counts KATO in whole seconds, rounded up. */
     private void startKeepAlive() {
         if (katoMs == 0) return;
-        long periodMs = (katoMs + 999) / 1000 * 1000L;
+        long periodMs = (katoMs + 999) / 1000 * 1000;
         traffic = true;
         keepAlive = target.scheduler().scheduleWithFixedDelay(this::keepAliveTick, periodMs, periodMs, TimeUnit.MILLISECONDS);
     }

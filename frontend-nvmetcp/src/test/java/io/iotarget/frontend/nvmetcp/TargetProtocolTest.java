@@ -271,6 +271,33 @@ class TargetProtocolTest {
     }
 
     @Test
+    void shouldTakeAnyKeepAliveTimeoutAsUnsignedMilliseconds() throws Exception {
+        // One controller id: a controller left behind by a failed Connect would lock every host out.
+        fixture.tree.write("subsystems/" + TargetFixture.NQN + "/attr_cntlid_max", "1");
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            Completion connect = h.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 0xFFFFFFFF, false);
+            assertEquals(0, connect.status(), "KATO is a u32 of milliseconds: 0xFFFFFFFF is about 50 days");
+            assertEquals(1, connect.result());
+            assertEquals(0, h.propertySet(0x14, 0x460001).status());
+            assertEquals(0, h.setFeatures(0x0F, 0x80000000).status(), "Set Features KATO, 2^31 ms");
+            ByteBuffer get = h.sqe(0x0A, 0);
+            get.putInt(40, 0x0F);
+            assertEquals(0x80000000L, h.execute(get, null, 0, false).result(), "Get Features KATO: the same u32");
+            assertEquals(0, h.identify(1, 0).status(), "the controller works");
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+            try (TestHost again = new TestHost(fixture.port, false, false)) {
+                int status = again.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false).status();
+                if (status == 0) break;
+                assertEquals(Status.CONNECT_CONTROLLER_BUSY | Status.DNR, status);
+                assertTrue(System.nanoTime() < deadline, "controller 1 is free again once its admin queue closed");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
     void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
         try (TestHost bad = fixture.admin(false, false); TestHost good = fixture.admin(false, false)) {
             byte[] pdu = HostPdus.capsule(new byte[64], null, false, false);
