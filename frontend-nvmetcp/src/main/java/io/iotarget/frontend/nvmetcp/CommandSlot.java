@@ -65,7 +65,7 @@ final class CommandSlot implements IoCallback, Runnable {
     volatile boolean r2tSent;
     int received;
     boolean dataCorrupt;
-    /** The namespace an IO command addresses, kept for the error log. */
+    /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
     ActiveNamespace namespace;
     long startLba;
 
@@ -170,6 +170,7 @@ final class CommandSlot implements IoCallback, Runnable {
         if ((int) PENDING.getAndAdd(this, -1) != 1) return;
         IoStatus error = (IoStatus) FIRST_ERROR.getAcquire(this);
         status = error == null ? Status.SUCCESS : Status.of(error);
+        namespace.inFlight().exit();
         connection.respond(this);
     }
 }

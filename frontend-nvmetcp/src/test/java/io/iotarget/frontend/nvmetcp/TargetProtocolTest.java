@@ -6,18 +6,25 @@ import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The target against an in-test NVMe/TCP host: bring-up, Identify layouts, IO paths, errors. */
@@ -295,6 +302,47 @@ class TargetProtocolTest {
             }
             Thread.sleep(20);
         }
+    }
+
+    @Test
+    void shouldFinishInFlightIoBeforeDisablingANamespace(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("ns2.img");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(8 << 20);
+        }
+        var cg = fixture.engine.controller();
+        cg.write("cgroup.subtree_control", "+io");
+        cg.mkdir("slow");
+        String ns = "subsystems/" + TargetFixture.NQN + "/namespaces/2";
+        fixture.tree.mkdir(ns);
+        fixture.tree.write(ns + "/device_path", file.toString());
+        fixture.tree.write(ns + "/buffered_io", "1");
+        fixture.tree.write(ns + "/cgroup", "slow");
+        fixture.tree.write(ns + "/enable", "1");
+        // 64 KiB against 40 KB/s: the write waits in io.max for about 1.6 s.
+        cg.write("slow/io.max", fixture.engine.device(file.toString()).number() + " wbps=40960");
+        byte[] data = random(64 << 10, 11);
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            int lbaShift = admin.identify(0, 2).data()[128 + 2];
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                Future<Completion> write = pool.submit(() -> io.execute(io.lbaCommand(0x01, 2, 0, data.length >> lbaShift, 0), data, 0, false));
+                // The SMART log counts the write on its way to the engine; a moment later it is parked.
+                while (le(admin.getLogPage(0x02, 512, 0, false).data()).getLong(80) == 0) Thread.sleep(10);
+                Thread.sleep(50);
+                assertTrue(!write.isDone(), "the write waits in io.max");
+                fixture.tree.write(ns + "/enable", "0");
+                assertTrue(write.isDone(), "disabling waited for the namespace's IO, as nvmet_ns_disable does");
+                assertEquals(0, write.get().status(), "IO in flight when the namespace was disabled completes");
+            }
+        }
+        byte[] back = new byte[data.length];
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
+            f.readFully(back);
+        }
+        assertArrayEquals(data, back, "the write reached the file");
+        assertNull(fixture.engine.device(file.toString()), "the file's device is gone with the namespace");
+        cg.rmdir("slow");
     }
 
     @Test
