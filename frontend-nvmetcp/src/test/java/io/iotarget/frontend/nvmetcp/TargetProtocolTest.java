@@ -332,15 +332,14 @@ class TargetProtocolTest {
                 Thread.sleep(50);
                 assertTrue(!write.isDone(), "the write waits in io.max");
                 fixture.tree.write(ns + "/enable", "0");
-                assertTrue(write.isDone(), "disabling waited for the namespace's IO, as nvmet_ns_disable does");
+                byte[] back = new byte[data.length];
+                try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
+                    f.readFully(back);
+                }
+                assertArrayEquals(data, back, "disabling waited for the namespace's IO, as nvmet_ns_disable does");
                 assertEquals(0, write.get().status(), "IO in flight when the namespace was disabled completes");
             }
         }
-        byte[] back = new byte[data.length];
-        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
-            f.readFully(back);
-        }
-        assertArrayEquals(data, back, "the write reached the file");
         assertNull(fixture.engine.device(file.toString()), "the file's device is gone with the namespace");
         cg.rmdir("slow");
     }
