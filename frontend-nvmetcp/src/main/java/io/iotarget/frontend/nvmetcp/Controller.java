@@ -226,12 +226,24 @@ final class Controller {
             boolean enable = (value & CC_ENABLE) != 0, wasEnabled = (old & CC_ENABLE) != 0;
             int shutdown = (value >>> CC_SHN_SHIFT) & 3, wasShutdown = (old >>> CC_SHN_SHIFT) & 3;
             if (enable && !wasEnabled) csts = validCc(value) ? CSTS_READY : CSTS_FATAL;
-            if (!enable && wasEnabled) csts = 0;
-            if (shutdown != 0 && wasShutdown == 0) csts |= CSTS_SHUTDOWN_COMPLETE;
+            if (!enable && wasEnabled) clear();
+            if (shutdown != 0 && wasShutdown == 0) {
+                clear();
+                csts |= CSTS_SHUTDOWN_COMPLETE;
+            }
             if (shutdown == 0 && wasShutdown != 0) csts &= ~CSTS_SHUTDOWN_COMPLETE;
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Lock held: reset or shutdown, as nvmet_clear_ctrl: not ready (so commands other than
+     * fabrics ones fail with Command Sequence Error) and CC back to 0; CFS stays.
+     */
+    private void clear() {
+        csts &= ~CSTS_READY;
+        cc = 0;
     }
 
     /** IOSQES 6 (64 B), IOCQES 4 (16 B), MPS 0 (4 KiB), AMS round robin, CSS NVM. */

@@ -345,6 +345,22 @@ class TargetProtocolTest {
     }
 
     @Test
+    void shouldStopServingOnceTheHostShutsTheControllerDown() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status());
+                // The Linux host's shutdown: CC.SHN = normal with EN still set (nvme_disable_ctrl).
+                assertEquals(0, admin.propertySet(0x14, 0x460001 | 1 << 14).status());
+                assertEquals(0b1000, admin.propertyGet(0x1C, false).result(), "CSTS: shutdown complete, not ready (nvmet_clear_ctrl)");
+                assertEquals(0, admin.propertyGet(0x14, false).result(), "CC cleared, as nvmet does");
+                assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status(),
+                        "no IO after shutdown");
+            }
+        }
+    }
+
+    @Test
     void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
         try (TestHost bad = fixture.admin(false, false); TestHost good = fixture.admin(false, false)) {
             byte[] pdu = HostPdus.capsule(new byte[64], null, false, false);
