@@ -9,8 +9,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.RandomAccessFile;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -357,6 +364,54 @@ class TargetProtocolTest {
                 assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status(),
                         "no IO after shutdown");
             }
+        }
+    }
+
+    @Test
+    void shouldWaitOutAFullFileTableWithoutSpinning() throws Throwable {
+        var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long[] original = fileLimit(-1);
+        fixture.admin(false, false).close();                               // the classes a connection needs are loaded
+        try (SocketChannel client = SocketChannel.open()) {
+            long cpuNs = os.getProcessCpuTime();                           // loaded too: nothing may open a file below
+            // No descriptor can be allocated now: the target's accept() fails with EMFILE.
+            fileLimit(3);
+            try {
+                client.connect(new InetSocketAddress("127.0.0.1", fixture.port));
+                Thread.sleep(100);
+                cpuNs = os.getProcessCpuTime();
+                Thread.sleep(1000);
+                cpuNs = os.getProcessCpuTime() - cpuNs;
+            } finally {
+                fileLimit(original[0]);
+            }
+            assertTrue(cpuNs < 300_000_000L, "the accept loop waits while accept() fails: " + cpuNs / 1_000_000 + " ms of CPU in 1 s");
+            client.write(ByteBuffer.wrap(HostPdus.icRequest(0)));
+            client.socket().setSoTimeout(5000);
+            byte[] icResp = client.socket().getInputStream().readNBytes(Pdu.IC_HLEN);
+            assertEquals(Pdu.IC_HLEN, icResp.length, "the connection is served once descriptors are free again");
+            assertEquals(Pdu.TYPE_IC_RESP, icResp[0]);
+        }
+    }
+
+    /** setrlimit(RLIMIT_NOFILE) on this process, soft limit only (-1 leaves it); the limits as they were: {soft, hard}. */
+    @SuppressWarnings("restricted")
+    private static long[] fileLimit(long soft) throws Throwable {
+        final int rlimitNofile = 7;
+        var linker = Linker.nativeLinker();
+        var signature = FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
+        var get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(), signature);
+        var set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(), signature);
+        try (var arena = Arena.ofConfined()) {
+            var limit = arena.allocate(16);
+            assertEquals(0, (int) get.invokeExact(rlimitNofile, limit));
+            long[] was = {limit.get(ValueLayout.JAVA_LONG, 0), limit.get(ValueLayout.JAVA_LONG, 8)};
+            if (soft >= 0) {
+                limit.set(ValueLayout.JAVA_LONG, 0, soft);
+                assertEquals(0, (int) set.invokeExact(rlimitNofile, limit));
+            }
+            return was;
         }
     }
 
