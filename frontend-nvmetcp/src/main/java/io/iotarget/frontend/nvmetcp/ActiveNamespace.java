@@ -4,8 +4,8 @@ import io.iotarget.model.Device;
 import io.iotarget.model.IoGroup;
 
 /**
- * An enabled namespace as the IO path sees it: immutable, published by the configuration
- * thread in a {@link NamespaceTable}. Any thread.
+ * An enabled namespace as the IO path sees it: immutable but for the count of its commands in
+ * flight, published by the configuration thread in a {@link NamespaceTable}. Any thread.
  *
  * @param nsid     namespace id, 1..0xFFFFFFFE
  * @param device   the engine device its IO goes to
@@ -17,9 +17,10 @@ import io.iotarget.model.IoGroup;
  * @param blocks   NSZE: the device size in LBAs
  * @param uuid     16 bytes (NS descriptor type 3)
  * @param nguid    16 bytes, all zero when not set
+ * @param inFlight its IO commands on the engine, drained when it is disabled
  */
 record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, boolean blocking, int lbaShift, long blocks,
-                       byte[] uuid, byte[] nguid) {
+                       byte[] uuid, byte[] nguid, InFlightCommands inFlight) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;

@@ -94,7 +94,7 @@ final class AdminCommands {
             case FEATURE_ASYNC_EVENT_CONFIG -> {
                 if (!c.aenConfig(cdw11)) return Status.INVALID_FIELD | Status.DNR;
             }
-            case FEATURE_KEEP_ALIVE_TIMER -> c.kato(cdw11);
+            case FEATURE_KEEP_ALIVE_TIMER -> c.kato(Integer.toUnsignedLong(cdw11));
             case FEATURE_HOST_IDENTIFIER -> {
                 return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
             }

@@ -65,7 +65,7 @@ final class CommandSlot implements IoCallback, Runnable {
     volatile boolean r2tSent;
     int received;
     boolean dataCorrupt;
-    /** The namespace an IO command addresses, kept for the error log. */
+    /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
     ActiveNamespace namespace;
     long startLba;
 
@@ -156,10 +156,18 @@ final class CommandSlot implements IoCallback, Runnable {
         else run();
     }
 
-    /** The submission itself: on the reader, or on the command's own virtual thread. */
+    /**
+     * The submission itself: on the reader, or on the command's own virtual thread. The fields
+     * are read once, before the first submit: once the last request is submitted the command
+     * may complete and the slot carry the queue's next command, while this thread is still in
+     * the engine (running other requests the device had waiting) and only then returns here.
+     */
     @Override
     public void run() {
-        for (int i = 0; i < submitCount; i++) submitEngine.submit(requests[i]);
+        IoRequest[] batch = requests;
+        int count = submitCount;
+        Engine engine = submitEngine;
+        for (int i = 0; i < count; i++) engine.submit(batch[i]);
     }
 
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */
@@ -170,6 +178,7 @@ final class CommandSlot implements IoCallback, Runnable {
         if ((int) PENDING.getAndAdd(this, -1) != 1) return;
         IoStatus error = (IoStatus) FIRST_ERROR.getAcquire(this);
         status = error == null ? Status.SUCCESS : Status.of(error);
+        namespace.inFlight().exit();
         connection.respond(this);
     }
 }

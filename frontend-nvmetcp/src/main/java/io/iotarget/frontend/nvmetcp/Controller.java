@@ -70,7 +70,8 @@ final class Controller {
     private volatile int csts;
     /** A command arrived on some queue since the last keep-alive tick (traffic-based keep-alive). */
     private volatile boolean traffic = true;
-    private int katoMs;
+    /** KATO as the host sent it: an unsigned 32-bit count of milliseconds (up to about 50 days). */
+    private long katoMs;
     private ScheduledFuture<?> keepAlive;
     private boolean dead;
 
@@ -88,7 +89,7 @@ final class Controller {
     private final ByteBuffer errorLog = ByteBuffer.allocate(ERROR_LOG_ENTRIES * ERROR_LOG_ENTRY_BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     private long errorCount;
 
-    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, int katoMs) {
+    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, long katoMs) {
         this.target = target;
         this.subsystem = subsystem;
         this.port = port;
@@ -163,7 +164,7 @@ final class Controller {
         if (!traffic) traffic = true;
     }
 
-    int katoMs() {
+    long katoMs() {
         lock.lock();
         try {
             return katoMs;
@@ -173,7 +174,7 @@ final class Controller {
     }
 
     /** Set Features KATO: restarts the timer with the new period. */
-    void kato(int ms) {
+    void kato(long ms) {
         lock.lock();
         try {
             katoMs = ms;
@@ -188,7 +189,7 @@ final class Controller {
     /** Lock held. nvmet counts KATO in whole seconds, rounded up. */
     private void startKeepAlive() {
         if (katoMs == 0) return;
-        long periodMs = (katoMs + 999) / 1000 * 1000L;
+        long periodMs = (katoMs + 999) / 1000 * 1000;
         traffic = true;
         keepAlive = target.scheduler().scheduleWithFixedDelay(this::keepAliveTick, periodMs, periodMs, TimeUnit.MILLISECONDS);
     }
@@ -225,12 +226,24 @@ final class Controller {
             boolean enable = (value & CC_ENABLE) != 0, wasEnabled = (old & CC_ENABLE) != 0;
             int shutdown = (value >>> CC_SHN_SHIFT) & 3, wasShutdown = (old >>> CC_SHN_SHIFT) & 3;
             if (enable && !wasEnabled) csts = validCc(value) ? CSTS_READY : CSTS_FATAL;
-            if (!enable && wasEnabled) csts = 0;
-            if (shutdown != 0 && wasShutdown == 0) csts |= CSTS_SHUTDOWN_COMPLETE;
+            if (!enable && wasEnabled) clear();
+            if (shutdown != 0 && wasShutdown == 0) {
+                clear();
+                csts |= CSTS_SHUTDOWN_COMPLETE;
+            }
             if (shutdown == 0 && wasShutdown != 0) csts &= ~CSTS_SHUTDOWN_COMPLETE;
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Lock held: reset or shutdown, as nvmet_clear_ctrl: not ready (so commands other than
+     * fabrics ones fail with Command Sequence Error) and CC back to 0; CFS stays.
+     */
+    private void clear() {
+        csts &= ~CSTS_READY;
+        cc = 0;
     }
 
     /** IOSQES 6 (64 B), IOCQES 4 (16 B), MPS 0 (4 KiB), AMS round robin, CSS NVM. */

@@ -57,7 +57,7 @@ final class Fabrics {
         int qid = sqe.getShort(Sqe.CONNECT_QID) & 0xFFFF;
         int sqSize = (sqe.getShort(Sqe.CONNECT_SQSIZE) & 0xFFFF) + 1;
         boolean noFlowControl = (sqe.get(Sqe.CONNECT_CATTR) & CATTR_DISABLE_SQ_FLOW_CONTROL) != 0;
-        int katoMs = sqe.getInt(Sqe.CONNECT_KATO);
+        long katoMs = Integer.toUnsignedLong(sqe.getInt(Sqe.CONNECT_KATO));
         NvmeTarget target = queue.target;
         target.lock();
         try {

@@ -145,13 +145,18 @@ final class IoCommands {
                     .target(ns.device(), ns.group()).callback(slot, null, 0);
         }
         if (count == 0) return Status.SUCCESS;
-        slot.submitAll(count, engine, ns.blocking());
-        return Connection.PENDING;
+        return submit(slot, ns, count);
     }
 
     private int submitOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
         slot.request(0).set(op, flags, offset, length, data).target(ns.device(), ns.group()).callback(slot, null, 0);
-        slot.submitAll(1, engine, ns.blocking());
+        return submit(slot, ns, 1);
+    }
+
+    /** Submits the slot's first {@code count} requests unless the namespace is being disabled; the slot exits it on completion. */
+    private int submit(CommandSlot slot, ActiveNamespace ns, int count) {
+        if (!ns.inFlight().enter()) return Status.INVALID_NAMESPACE | Status.DNR;
+        slot.submitAll(count, engine, ns.blocking());
         return Connection.PENDING;
     }
 }

@@ -91,12 +91,18 @@ final class Namespace {
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         active = new ActiveNamespace(nsid, device, group != null ? group : engine.controller().root(),
-                readOnly || device.readOnly(), engine.backend(device).blocking(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone());
+                readOnly || device.readOnly(), engine.backend(device).blocking(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
+                new InFlightCommands());
     }
 
+    /**
+     * Stops the namespace's IO: new commands fail with Invalid Namespace, and those in flight
+     * (parked by io.max included) complete before the group and device are let go.
+     */
     void disable(Engine engine) {
         if (active == null) return;
         Device device = active.device();
+        active.inFlight().closeAndAwait();
         active = null;
         if (group != null) engine.controller().unbind(group);
         engine.release(device);

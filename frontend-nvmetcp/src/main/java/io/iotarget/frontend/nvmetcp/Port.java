@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code ports/<portid>}: a transport address and the subsystems reachable through it. As in
@@ -38,6 +39,8 @@ final class Port {
     static final int TREQ_REQUIRED = 1;
     static final int TREQ_NOT_REQUIRED = 2;
     static final int TREQ_DISABLE_SQFLOW = 4;
+    /** Pause after a failed accept(2) (out of descriptors or memory): short against a host's connect timeout, long against a spin. */
+    private static final long ACCEPT_RETRY_NS = 100_000_000L;
 
     final int id;
     String trtype = "";
@@ -133,6 +136,10 @@ final class Port {
                 return;
             } catch (IOException e) {
                 if (!server.isOpen()) return;
+                // EMFILE, ENFILE, ENOBUFS: the connection stays in the backlog and the socket stays
+                // readable, so an immediate retry fails again at once and spins a core until a
+                // descriptor frees up.
+                LockSupport.parkNanos(ACCEPT_RETRY_NS);
                 continue;
             }
             try {

@@ -2,18 +2,36 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
+import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.RandomAccessFile;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The target against an in-test NVMe/TCP host: bring-up, Identify layouts, IO paths, errors. */
@@ -267,6 +285,137 @@ class TargetProtocolTest {
     }
 
     @Test
+    void shouldTakeAnyKeepAliveTimeoutAsUnsignedMilliseconds() throws Exception {
+        // One controller id: a controller left behind by a failed Connect would lock every host out.
+        fixture.tree.write("subsystems/" + TargetFixture.NQN + "/attr_cntlid_max", "1");
+        try (TestHost h = new TestHost(fixture.port, false, false)) {
+            Completion connect = h.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 0xFFFFFFFF, false);
+            assertEquals(0, connect.status(), "KATO is a u32 of milliseconds: 0xFFFFFFFF is about 50 days");
+            assertEquals(1, connect.result());
+            assertEquals(0, h.propertySet(0x14, 0x460001).status());
+            assertEquals(0, h.setFeatures(0x0F, 0x80000000).status(), "Set Features KATO, 2^31 ms");
+            ByteBuffer get = h.sqe(0x0A, 0);
+            get.putInt(40, 0x0F);
+            assertEquals(0x80000000L, h.execute(get, null, 0, false).result(), "Get Features KATO: the same u32");
+            assertEquals(0, h.identify(1, 0).status(), "the controller works");
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+            try (TestHost again = new TestHost(fixture.port, false, false)) {
+                int status = again.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false).status();
+                if (status == 0) break;
+                assertEquals(Status.CONNECT_CONTROLLER_BUSY | Status.DNR, status);
+                assertTrue(System.nanoTime() < deadline, "controller 1 is free again once its admin queue closed");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
+    void shouldFinishInFlightIoBeforeDisablingANamespace(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("ns2.img");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(8 << 20);
+        }
+        var cg = fixture.engine.controller();
+        cg.write("cgroup.subtree_control", "+io");
+        cg.mkdir("slow");
+        String ns = "subsystems/" + TargetFixture.NQN + "/namespaces/2";
+        fixture.tree.mkdir(ns);
+        fixture.tree.write(ns + "/device_path", file.toString());
+        fixture.tree.write(ns + "/buffered_io", "1");
+        fixture.tree.write(ns + "/cgroup", "slow");
+        fixture.tree.write(ns + "/enable", "1");
+        // 64 KiB against 40 KB/s: the write waits in io.max for about 1.6 s.
+        cg.write("slow/io.max", fixture.engine.device(file.toString()).number() + " wbps=40960");
+        byte[] data = random(64 << 10, 11);
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            int lbaShift = admin.identify(0, 2).data()[128 + 2];
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+                Future<Completion> write = pool.submit(() -> io.execute(io.lbaCommand(0x01, 2, 0, data.length >> lbaShift, 0), data, 0, false));
+                // The SMART log counts the write on its way to the engine; a moment later it is parked.
+                while (le(admin.getLogPage(0x02, 512, 0, false).data()).getLong(80) == 0) Thread.sleep(10);
+                Thread.sleep(50);
+                assertTrue(!write.isDone(), "the write waits in io.max");
+                fixture.tree.write(ns + "/enable", "0");
+                byte[] back = new byte[data.length];
+                try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
+                    f.readFully(back);
+                }
+                assertArrayEquals(data, back, "disabling waited for the namespace's IO, as nvmet_ns_disable does");
+                assertEquals(0, write.get().status(), "IO in flight when the namespace was disabled completes");
+            }
+        }
+        assertNull(fixture.engine.device(file.toString()), "the file's device is gone with the namespace");
+        cg.rmdir("slow");
+    }
+
+    @Test
+    void shouldStopServingOnceTheHostShutsTheControllerDown() throws Exception {
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status());
+                // The Linux host's shutdown: CC.SHN = normal with EN still set (nvme_disable_ctrl).
+                assertEquals(0, admin.propertySet(0x14, 0x460001 | 1 << 14).status());
+                assertEquals(0b1000, admin.propertyGet(0x1C, false).result(), "CSTS: shutdown complete, not ready (nvmet_clear_ctrl)");
+                assertEquals(0, admin.propertyGet(0x14, false).result(), "CC cleared, as nvmet does");
+                assertEquals(Status.COMMAND_SEQUENCE_ERROR | Status.DNR, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status(),
+                        "no IO after shutdown");
+            }
+        }
+    }
+
+    @Test
+    void shouldWaitOutAFullFileTableWithoutSpinning() throws Throwable {
+        var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long[] original = fileLimit(-1);
+        fixture.admin(false, false).close();                               // the classes a connection needs are loaded
+        try (SocketChannel client = SocketChannel.open()) {
+            long cpuNs = os.getProcessCpuTime();                           // loaded too: nothing may open a file below
+            // No descriptor can be allocated now: the target's accept() fails with EMFILE.
+            fileLimit(3);
+            try {
+                client.connect(new InetSocketAddress("127.0.0.1", fixture.port));
+                Thread.sleep(100);
+                cpuNs = os.getProcessCpuTime();
+                Thread.sleep(1000);
+                cpuNs = os.getProcessCpuTime() - cpuNs;
+            } finally {
+                fileLimit(original[0]);
+            }
+            assertTrue(cpuNs < 300_000_000L, "the accept loop waits while accept() fails: " + cpuNs / 1_000_000 + " ms of CPU in 1 s");
+            client.write(ByteBuffer.wrap(HostPdus.icRequest(0)));
+            client.socket().setSoTimeout(5000);
+            byte[] icResp = client.socket().getInputStream().readNBytes(Pdu.IC_HLEN);
+            assertEquals(Pdu.IC_HLEN, icResp.length, "the connection is served once descriptors are free again");
+            assertEquals(Pdu.TYPE_IC_RESP, icResp[0]);
+        }
+    }
+
+    /** setrlimit(RLIMIT_NOFILE) on this process, soft limit only (-1 leaves it); the limits as they were: {soft, hard}. */
+    @SuppressWarnings("restricted")
+    private static long[] fileLimit(long soft) throws Throwable {
+        final int rlimitNofile = 7;
+        var linker = Linker.nativeLinker();
+        var signature = FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
+        var get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(), signature);
+        var set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(), signature);
+        try (var arena = Arena.ofConfined()) {
+            var limit = arena.allocate(16);
+            assertEquals(0, (int) get.invokeExact(rlimitNofile, limit));
+            long[] was = {limit.get(ValueLayout.JAVA_LONG, 0), limit.get(ValueLayout.JAVA_LONG, 8)};
+            if (soft >= 0) {
+                limit.set(ValueLayout.JAVA_LONG, 0, soft);
+                assertEquals(0, (int) set.invokeExact(rlimitNofile, limit));
+            }
+            return was;
+        }
+    }
+
+    @Test
     void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
         try (TestHost bad = fixture.admin(false, false); TestHost good = fixture.admin(false, false)) {
             byte[] pdu = HostPdus.capsule(new byte[64], null, false, false);
@@ -319,13 +468,23 @@ class TargetProtocolTest {
     void shouldTerminateAHostThatSendsDataBeforeItsR2T() throws Exception {
         try (TestHost admin = new TestHost(fixture.port, false, false)) {
             int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
-            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
-                ByteBuffer sqe = io.lbaCommand(0x01, 1, 0, 8, 0);
-                sqe.putInt(32, 4096);
-                sqe.put(39, (byte) 0x5A);                                  // data through R2T
+            try (TestHost io = new TestHost(fixture.port, false, false)) {
+                // Queue size 2: the queue has 4 command slots. Three writes wait for their data,
+                // so their R2Ts name three tags; the Connect's tag was given back before the
+                // third R2T went out, so the fourth write gets the one tag left, known here.
+                assertEquals(0, io.connect(TargetFixture.NQN, TestHost.HOST_NQN, 1, cntlid, 2, 0, false).status());
+                Set<Integer> free = new HashSet<>(List.of(0, 1, 2, 3));
+                for (int i = 0; i < 3; i++) {
+                    io.sendRaw(HostPdus.capsule(transportWrite(io, 8 * i).array(), null, false, false));
+                    ByteBuffer r2t = io.readPdu();
+                    assertEquals(Pdu.TYPE_R2T, r2t.get(Pdu.TYPE));
+                    assertTrue(free.remove(r2t.getShort(Pdu.DATA_TTAG) & 0xFFFF), "distinct tags of the queue's 4");
+                }
+                int tag = free.iterator().next();
+                ByteBuffer sqe = transportWrite(io, 64);
                 int cid = sqe.getShort(2);
                 byte[] capsule = HostPdus.capsule(sqe.array(), null, false, false);
-                byte[] early = HostPdus.h2cData(cid, 0, 0, new byte[4096], true, false, false);
+                byte[] early = HostPdus.h2cData(cid, tag, 0, new byte[4096], true, false, false);
                 byte[] both = new byte[capsule.length + early.length];
                 System.arraycopy(capsule, 0, both, 0, capsule.length);
                 System.arraycopy(early, 0, both, capsule.length, early.length);
@@ -340,6 +499,14 @@ class TargetProtocolTest {
             }
             assertEquals(0, admin.identify(1, 0).status(), "the admin queue of another connection is unaffected");
         }
+    }
+
+    /** A 4 KiB Write at {@code slba} whose data goes through R2T/H2CData. */
+    private static ByteBuffer transportWrite(TestHost io, long slba) {
+        ByteBuffer sqe = io.lbaCommand(0x01, 1, slba, 8, 0);
+        sqe.putInt(32, 4096);
+        sqe.put(39, (byte) 0x5A);
+        return sqe;
     }
 
     @Test

@@ -1,0 +1,41 @@
+package io.iotarget.frontend.nvmetcp;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The IO commands an enabled namespace has on the engine, so that disabling it waits for them
+ * before its device and group are let go, as {@code nvmet_ns_disable} kills and drains the
+ * namespace's percpu_ref. Without the wait, a file namespace's backend would be closed under
+ * running IO, and a group could be removed while IO charged to it is still moving.
+ *
+ * <p>Any thread: queue readers enter, engine completion threads exit, the configuration thread
+ * closes. {@code count} holds the commands in flight, with its sign bit set once closed.
+ */
+final class InFlightCommands {
+    private static final int CLOSED = Integer.MIN_VALUE;
+
+    private final AtomicInteger count = new AtomicInteger();
+    private final CompletableFuture<Void> drained = new CompletableFuture<>();
+
+    /** A command is about to be submitted; false once the namespace is being disabled. */
+    boolean enter() {
+        int n;
+        do {
+            n = count.get();
+            if (n < 0) return false;
+        } while (!count.compareAndSet(n, n + 1));
+        return true;
+    }
+
+    /** The command's last request completed. */
+    void exit() {
+        if (count.decrementAndGet() == CLOSED) drained.complete(null);
+    }
+
+    /** Refuses new commands and waits, uninterruptibly, until those in flight have exited. Once. */
+    void closeAndAwait() {
+        if (count.getAndUpdate(n -> n | CLOSED) == 0) drained.complete(null);
+        drained.join();
+    }
+}
