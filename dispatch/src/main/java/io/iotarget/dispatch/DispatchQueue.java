@@ -42,6 +42,7 @@ public final class DispatchQueue {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<IoRequest> waiting = new ConcurrentLinkedQueue<>();
     private final LongAdder backendErrors = new LongAdder();
+    private volatile boolean closed;
 
     public DispatchQueue(Device device, Backend backend, int depth, Listener listener) {
         if (depth < 1) throw new IllegalArgumentException("depth " + depth);
@@ -71,6 +72,25 @@ public final class DispatchQueue {
     /** Backend calls that failed unexpectedly (IO errors). */
     public long backendErrors() {
         return backendErrors.sum();
+    }
+
+    /**
+     * Stops the queue before its backend is closed: requests waiting for a slot, and any that
+     * arrive later, complete {@link IoStatus#ABORTED} without touching the backend; requests
+     * already on the backend are waited for. Not from a thread that is running one of this
+     * queue's requests.
+     */
+    public void close() {
+        closed = true;
+        for (IoRequest io; (io = waiting.poll()) != null; ) listener.completed(io, IoStatus.ABORTED);
+        while (inFlight.get() > 0) {
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     /** Runs the request now if a slot is free, else queues it behind the others. */
@@ -106,6 +126,12 @@ public final class DispatchQueue {
     }
 
     private void run(IoRequest io) {
+        // After taking a slot (inFlight is volatile), so close() either sees this request or it sees closed.
+        if (closed) {
+            inFlight.decrementAndGet();
+            listener.completed(io, IoStatus.ABORTED);
+            return;
+        }
         listener.issued(io);
         IoStatus status = execute(io);
         inFlight.decrementAndGet();

@@ -138,8 +138,9 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * Removes a device: requests parked in the controller fail with {@link IoStatus#ABORTED},
-     * and the backend is closed.
+     * Removes a device: requests parked in the controller or waiting for the device fail with
+     * {@link IoStatus#ABORTED}, requests running on the backend are waited for, and the backend
+     * is closed.
      *
      * @throws ControlException EBUSY while an export or namespace uses it
      */
@@ -151,6 +152,7 @@ public final class Engine implements AutoCloseable {
         next[device.index()] = null;
         queues = next;
         controller.unregisterDevice(device, clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
+        queue.close();
         queue.backend().close();
     }
 
@@ -289,6 +291,7 @@ public final class Engine implements AutoCloseable {
         blockingDispatch.close();
         for (DispatchQueue q : queues) {
             if (q == null) continue;
+            q.close();
             try {
                 q.backend().close();
             } catch (IOException e) {
