@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The NBD front end: serves the exports of its {@link #tree()} on every address it
@@ -28,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Any thread.
  */
 public final class NbdServer implements AutoCloseable {
+    /** Pause before accepting again after accept(2) failed for lack of descriptors or memory. */
+    private static final long ACCEPT_RETRY_NS = 100_000_000L;
     /** How long {@link #close()} lets connections answer what they accepted before cutting them. */
     private static final long CLOSE_GRACE_MS = 10_000;
 
@@ -90,12 +93,31 @@ public final class NbdServer implements AutoCloseable {
             try {
                 channel = listener.accept();
             } catch (IOException e) {
-                return;                                   // closed
+                if (closed || !listener.isOpen()) return;
+                // EMFILE, ENFILE, ENOBUFS: the client stays in the backlog; try again later rather
+                // than spin on it or stop listening for good.
+                LockSupport.parkNanos(ACCEPT_RETRY_NS);
+                continue;
             }
             NbdConnection connection = new NbdConnection(this, engine, channel);
             connections.add(connection);
             if (closed) connection.shutdown();
-            connection.start();
+            try {
+                connection.start();
+            } catch (OutOfMemoryError e) {
+                // No thread for this client now ("unable to create native thread"): refuse it, keep listening.
+                connections.remove(connection);
+                closeQuietly(channel);
+                LockSupport.parkNanos(ACCEPT_RETRY_NS);
+            }
+        }
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException e) {
+            // refusing anyway
         }
     }
 

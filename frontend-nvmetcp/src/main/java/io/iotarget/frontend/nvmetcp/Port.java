@@ -153,7 +153,13 @@ final class Port {
                 c.close();          // stop() ran while this connection was being accepted
                 return;
             }
-            c.start();
+            try {
+                c.start();
+            } catch (OutOfMemoryError e) {
+                // No thread for this host now ("unable to create native thread"): refuse it, keep listening.
+                c.close();
+                LockSupport.parkNanos(ACCEPT_RETRY_NS);
+            }
         }
     }
 
