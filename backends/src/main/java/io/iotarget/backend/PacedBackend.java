@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.model.ViewSink;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
@@ -17,10 +19,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Any thread. {@link #blocking()} is true: the engine runs released requests on virtual
  * threads, and callers should submit from virtual threads too.
  */
-public final class PacedBackend implements Backend {
+public final class PacedBackend extends ForwardingBackend {
     private static final long NS_PER_SEC = 1_000_000_000L;
 
-    private final Backend inner;
     private final long perIoNs;
     private final long bytesPerSecond;
     /** When the modeled device finishes what it has accepted so far (System.nanoTime). */
@@ -33,7 +34,7 @@ public final class PacedBackend implements Backend {
     public PacedBackend(Backend inner, long perIoNs, long bytesPerSecond) {
         if (perIoNs < 0) throw new IllegalArgumentException("perIoNs " + perIoNs + " (expected: >= 0)");
         if (bytesPerSecond <= 0) throw new IllegalArgumentException("bytesPerSecond " + bytesPerSecond + " (expected: > 0)");
-        this.inner = inner;
+        super(inner);
         this.perIoNs = perIoNs;
         this.bytesPerSecond = bytesPerSecond;
     }
@@ -66,26 +67,6 @@ public final class PacedBackend implements Backend {
     }
 
     @Override
-    public long sizeBytes() {
-        return inner.sizeBytes();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return inner.logicalBlockSize();
-    }
-
-    @Override
-    public boolean readOnly() {
-        return inner.readOnly();
-    }
-
-    @Override
-    public boolean needsAlignedIo() {
-        return inner.needsAlignedIo();
-    }
-
-    @Override
     public boolean blocking() {
         return true;
     }
@@ -94,6 +75,12 @@ public final class PacedBackend implements Backend {
     public void read(long offset, ByteBuffer dst) throws IOException {
         occupy(dst.remaining());
         inner.read(offset, dst);
+    }
+
+    /** Never shares: every read goes through {@link #read}, where it is paced. */
+    @Override
+    public boolean readViews(long offset, int length, ViewSink sink) {
+        return false;
     }
 
     @Override
@@ -121,23 +108,8 @@ public final class PacedBackend implements Backend {
     }
 
     @Override
-    public boolean zeroesFast() {
-        return inner.zeroesFast();
-    }
-
-    @Override
     public void prefetch(long offset, long length) throws IOException {
         occupy(length);
         inner.prefetch(offset, length);
-    }
-
-    @Override
-    public void mapExtents(long offset, long length, ExtentSink sink) throws IOException {
-        inner.mapExtents(offset, length, sink);
-    }
-
-    @Override
-    public void close() throws IOException {
-        inner.close();
     }
 }

@@ -1,6 +1,7 @@
 package io.iotarget.dispatch;
 
-import io.iotarget.backend.Backend;
+import io.iotarget.backend.ForwardingBackend;
+import io.iotarget.backend.NullBackend;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.IoGroup;
@@ -33,60 +34,15 @@ class DispatchQueueTest {
         }
     };
 
-    /** A backend whose reads wait at a gate, so a request can be held on the backend. */
-    private static final class GatedBackend implements Backend {
+    /** A null backend whose reads wait at a gate, so a request can be held on the backend. */
+    private static final class GatedBackend extends ForwardingBackend {
         final CountDownLatch entered = new CountDownLatch(1);
         final CountDownLatch gate = new CountDownLatch(1);
         volatile boolean closed;
         volatile boolean usedAfterClose;
 
-        @Override
-        public String kind() {
-            return "gated";
-        }
-
-        @Override
-        public long sizeBytes() {
-            return 1 << 20;
-        }
-
-        @Override
-        public int logicalBlockSize() {
-            return 512;
-        }
-
-        @Override
-        public boolean readOnly() {
-            return false;
-        }
-
-        @Override
-        public void write(long offset, ByteBuffer src, boolean fua) {
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void discard(long offset, long length) {
-        }
-
-        @Override
-        public void writeZeroes(long offset, long length, boolean mayUnmap) {
-        }
-
-        @Override
-        public boolean zeroesFast() {
-            return true;
-        }
-
-        @Override
-        public void prefetch(long offset, long length) {
-        }
-
-        @Override
-        public void mapExtents(long offset, long length, ExtentSink sink) {
+        GatedBackend() {
+            super(new NullBackend(1 << 20, 512, false));
         }
 
         @Override

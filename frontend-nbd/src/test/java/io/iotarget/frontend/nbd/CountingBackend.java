@@ -1,10 +1,10 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
-
-import java.io.IOException;
+import io.iotarget.backend.ForwardingBackend;
 import io.iotarget.model.ViewSink;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -12,8 +12,7 @@ import java.util.concurrent.atomic.LongAdder;
  * A backend that counts what really reached it, so tests can check that io.stat charged
  * exactly the data that moved: every byte the backend read or wrote, no more, no less.
  */
-final class CountingBackend implements Backend {
-    private final Backend inner;
+final class CountingBackend extends ForwardingBackend {
     final LongAdder readBytes = new LongAdder();
     final LongAdder reads = new LongAdder();
     final LongAdder writeBytes = new LongAdder();
@@ -25,7 +24,7 @@ final class CountingBackend implements Backend {
     final LongAdder prefetches = new LongAdder();
 
     CountingBackend(Backend inner) {
-        this.inner = inner;
+        super(inner);
     }
 
     /**
@@ -43,26 +42,6 @@ final class CountingBackend implements Backend {
         org.junit.jupiter.api.Assertions.assertEquals(expected, got, what);
         org.junit.jupiter.api.Assertions.assertTrue(wios >= writes.sum() && wios <= writes.sum() + flushes.sum(),
                 what + ": wios=" + wios + " (expected: " + writes.sum() + " writes plus up to " + flushes.sum() + " flushes)");
-    }
-
-    @Override
-    public String kind() {
-        return inner.kind();
-    }
-
-    @Override
-    public long sizeBytes() {
-        return inner.sizeBytes();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return inner.logicalBlockSize();
-    }
-
-    @Override
-    public boolean readOnly() {
-        return inner.readOnly();
     }
 
     @Override
@@ -110,24 +89,9 @@ final class CountingBackend implements Backend {
     }
 
     @Override
-    public boolean zeroesFast() {
-        return inner.zeroesFast();
-    }
-
-    @Override
     public void prefetch(long offset, long length) throws IOException {
         prefetches.increment();
         prefetchBytes.add(length);
         inner.prefetch(offset, length);
-    }
-
-    @Override
-    public void mapExtents(long offset, long length, ExtentSink sink) throws IOException {
-        inner.mapExtents(offset, length, sink);
-    }
-
-    @Override
-    public void close() throws IOException {
-        inner.close();
     }
 }

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.backend.Backend;
+import io.iotarget.backend.ForwardingBackend;
 import io.iotarget.backend.MemoryBackend;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import org.junit.jupiter.api.Test;
@@ -30,10 +30,13 @@ class SlotReuseTest {
     private static final int LBA = 512;
 
     /** A memory device whose writes at gated offsets wait until the test opens the gate. */
-    private static final class GatedBackend implements Backend {
-        private final MemoryBackend inner = new MemoryBackend(16 << 20, LBA, false);
+    private static final class GatedBackend extends ForwardingBackend {
         final Map<Long, CountDownLatch> arrived = new ConcurrentHashMap<>();
         final Map<Long, CountDownLatch> open = new ConcurrentHashMap<>();
+
+        GatedBackend() {
+            super(new MemoryBackend(16 << 20, LBA, false));
+        }
 
         void gate(long offset) {
             arrived.put(offset, new CountDownLatch(1));
@@ -41,33 +44,8 @@ class SlotReuseTest {
         }
 
         @Override
-        public String kind() {
-            return "gated-memory";
-        }
-
-        @Override
-        public long sizeBytes() {
-            return inner.sizeBytes();
-        }
-
-        @Override
-        public int logicalBlockSize() {
-            return LBA;
-        }
-
-        @Override
-        public boolean readOnly() {
-            return false;
-        }
-
-        @Override
         public boolean blocking() {
             return true;
-        }
-
-        @Override
-        public void read(long offset, ByteBuffer dst) throws IOException {
-            inner.read(offset, dst);
         }
 
         @Override
@@ -82,39 +60,6 @@ class SlotReuseTest {
                 }
             }
             inner.write(offset, src, fua);
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void discard(long offset, long length) throws IOException {
-            inner.discard(offset, length);
-        }
-
-        @Override
-        public void writeZeroes(long offset, long length, boolean mayUnmap) throws IOException {
-            inner.writeZeroes(offset, length, mayUnmap);
-        }
-
-        @Override
-        public boolean zeroesFast() {
-            return true;
-        }
-
-        @Override
-        public void prefetch(long offset, long length) {
-        }
-
-        @Override
-        public void mapExtents(long offset, long length, ExtentSink sink) throws IOException {
-            inner.mapExtents(offset, length, sink);
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
