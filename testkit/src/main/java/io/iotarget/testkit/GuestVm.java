@@ -6,10 +6,12 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Boots the shared QEMU guest (../shared/vm/run-guest.sh) with one guest script and collects
@@ -18,6 +20,11 @@ import java.util.concurrent.TimeUnit;
  * the checkout, else {@code /work/shared/vm}.
  */
 public final class GuestVm {
+    /** Seconds a guest may take to reach its script; see {@link #run}. */
+    private static final int BOOT_LIMIT_SECONDS = 120;
+    /** What the harness's guest init prints to its console when the script starts. */
+    private static final String SCRIPT_BEGINS = "@@@GUESTVM-BEGIN";
+
     public record Result(int exitCode, List<String> lines, double totalSeconds) {
         /** Lines starting with {@code prefix}. */
         public List<String> lines(String prefix) {
@@ -64,30 +71,74 @@ public final class GuestVm {
 
     /**
      * Runs {@code script} in a fresh guest with {@code env} exported and {@code files} copied to
-     * /guest/files; guest output is echoed to stdout as it arrives.
+     * /guest/files; guest output is echoed to stdout as it arrives. A guest that has not reached
+     * its script {@value #BOOT_LIMIT_SECONDS} s after QEMU started (5–13 s is normal under
+     * emulation) is hung in boot, before anything of the project ran: it is killed and one fresh
+     * guest is booted in its place. When the run fails, the tail of the guest's console is
+     * printed too.
      */
     public static Result run(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(harness().resolve("run-guest.sh").toString(), "--timeout", Integer.toString(timeoutSeconds)));
+        Attempt first = boot(script, env, files, timeoutSeconds);
+        Result result = first.report();
+        if (!first.hungInBoot()) return result;
+        System.out.println("guest| the guest did not reach its script within " + BOOT_LIMIT_SECONDS + " s (hung in boot); booting a fresh guest");
+        return boot(script, env, files, timeoutSeconds).report();
+    }
+
+    private static Attempt boot(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
+        // --verbose copies the console to stderr: how the start of the script is seen, and what a failure report shows.
+        List<String> command = new ArrayList<>(List.of(harness().resolve("run-guest.sh").toString(), "--verbose", "--timeout", Integer.toString(timeoutSeconds)));
         env.forEach((k, v) -> command.addAll(List.of("--env", k + "=" + v)));
         for (Path f : files) command.addAll(List.of("--file", f.toString()));
         command.add(script.toString());
-        Path stderr = Files.createTempFile("guestvm", ".err");
-        long start = System.nanoTime();
-        Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
-        List<String> lines = new ArrayList<>();
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = r.readLine()) != null; ) {
-                System.out.println("guest| " + line);
-                lines.add(line);
+        Path console = Files.createTempFile("guestvm", ".console");
+        try {
+            long start = System.nanoTime();
+            Process process = new ProcessBuilder(command).redirectError(console.toFile()).start();
+            AtomicBoolean hung = new AtomicBoolean();
+            Thread watchdog = Thread.ofVirtual().start(() -> {
+                try {
+                    Thread.sleep(Duration.ofSeconds(BOOT_LIMIT_SECONDS));
+                    if (!text(console).contains(SCRIPT_BEGINS)) {
+                        hung.set(true);
+                        process.destroy();
+                    }
+                } catch (InterruptedException | IOException e) {
+                    // the guest finished first, or its console is gone: nothing to watch
+                }
+            });
+            List<String> lines = new ArrayList<>();
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    System.out.println("guest| " + line);
+                    lines.add(line);
+                }
             }
+            if (!process.waitFor(timeoutSeconds + 60L, TimeUnit.SECONDS)) process.destroyForcibly();
+            watchdog.interrupt();
+            watchdog.join();
+            int rc = process.waitFor();
+            Result result = new Result(rc, lines, (System.nanoTime() - start) / 1e9);
+            return new Attempt(result, hung.get(), text(console).lines().toList());
+        } finally {
+            Files.deleteIfExists(console);
         }
-        if (!process.waitFor(timeoutSeconds + 60L, TimeUnit.SECONDS)) process.destroyForcibly();
-        int rc = process.exitValue();
-        double seconds = (System.nanoTime() - start) / 1e9;
-        List<String> err = Files.readAllLines(stderr);
-        Files.deleteIfExists(stderr);
-        if (rc != 0) err.forEach(l -> System.out.println("guest-stderr| " + l));
-        else err.stream().filter(l -> l.contains("rc=")).forEach(l -> System.out.println("guest-stderr| " + l));
-        return new Result(rc, lines, seconds);
+    }
+
+    /** A file's text; bytes that are not UTF-8 (a garbled console line) become replacement characters. */
+    private static String text(Path file) throws IOException {
+        return new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+    }
+
+    /** One boot: its result, whether the watchdog found it hung in boot, and its console (run-guest.sh's stderr). */
+    private record Attempt(Result result, boolean hungInBoot, List<String> console) {
+        /** Prints the harness's summary line, or the console's tail when the run failed; returns the result. */
+        Result report() {
+            List<String> shown = result.exitCode() == 0
+                    ? console.stream().filter(l -> l.startsWith("run-guest: rc=")).toList()
+                    : console.subList(Math.max(0, console.size() - 60), console.size());
+            shown.forEach(l -> System.out.println("guest-console| " + l));
+            return result;
+        }
     }
 }
