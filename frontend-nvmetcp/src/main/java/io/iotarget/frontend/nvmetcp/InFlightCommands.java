@@ -10,7 +10,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * running IO, and a group could be removed while IO charged to it is still moving.
  *
  * <p>Any thread: queue readers enter, engine completion threads exit, the configuration thread
- * closes. {@code count} holds the commands in flight, with its sign bit set once closed.
+ * closes and awaits. {@code count} holds the commands in flight, with its sign bit set once
+ * closed.
  */
 final class InFlightCommands {
     private static final int CLOSED = Integer.MIN_VALUE;
@@ -33,9 +34,13 @@ final class InFlightCommands {
         if (count.decrementAndGet() == CLOSED) drained.complete(null);
     }
 
-    /** Refuses new commands and waits, uninterruptibly, until those in flight have exited. Once. */
-    void closeAndAwait() {
+    /** Refuses new commands from now on. Once. */
+    void close() {
         if (count.getAndUpdate(n -> n | CLOSED) == 0) drained.complete(null);
+    }
+
+    /** Waits, uninterruptibly, until the commands in flight when it was closed have exited. */
+    void await() {
         drained.join();
     }
 }

@@ -26,6 +26,10 @@ import java.util.UUID;
  * a {@link FileBackend} device of that name on enable (O_DIRECT unless {@code buffered_io}) and
  * removes it on disable. Either way the IO takes the same path through the engine, and the same
  * group pays.
+ *
+ * <p>Disabling has two halves, {@link #stop} and {@link #release}, with the wait for the
+ * commands in flight between them, as in {@code nvmet_ns_disable}; the caller decides whether the
+ * configuration lock is held through the wait.
  */
 final class Namespace {
     final Subsystem subsystem;
@@ -40,6 +44,11 @@ final class Namespace {
 
     /** Non-null while enabled. */
     ActiveNamespace active;
+    /**
+     * Non-null while a disable waits for the commands in flight, with the configuration lock
+     * released: the namespace is then neither enabled nor open to change.
+     */
+    private ActiveNamespace draining;
     /** The device this namespace created for a file path, removed again on disable; null otherwise. */
     private Device ownedDevice;
 
@@ -50,6 +59,10 @@ final class Namespace {
 
     boolean enabled() {
         return active != null;
+    }
+
+    boolean draining() {
+        return draining != null;
     }
 
     void enable(Engine engine) throws ControlException {
@@ -96,14 +109,24 @@ final class Namespace {
     }
 
     /**
-     * Stops the namespace's IO: new commands fail with Invalid Namespace, and those in flight
-     * (parked by io.max included) complete before the group and device are let go.
+     * Disabling, first half: new commands fail with Invalid Namespace from now on. Returns the
+     * commands still in flight (parked by io.max included), which the caller awaits before
+     * {@link #release}, or null when the namespace was neither enabled nor already draining.
      */
-    void disable(Engine engine) {
-        if (active == null) return;
-        Device device = active.device();
-        active.inFlight().closeAndAwait();
-        active = null;
+    InFlightCommands stop() {
+        if (active != null) {
+            draining = active;
+            active = null;
+            draining.inFlight().close();
+        }
+        return draining == null ? null : draining.inFlight();
+    }
+
+    /** Disabling, second half, once the commands in flight completed: lets go of the group and device. */
+    void release(Engine engine) {
+        if (draining == null) return;
+        Device device = draining.device();
+        draining = null;
         if (group != null) engine.controller().unbind(group);
         engine.release(device);
         if (ownedDevice != null && engine.users(ownedDevice) == 0) removeQuietly(engine, ownedDevice);

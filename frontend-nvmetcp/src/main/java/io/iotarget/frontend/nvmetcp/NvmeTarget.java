@@ -112,7 +112,12 @@ public final class NvmeTarget implements AutoCloseable {
         try {
             for (Port p : ports.values()) p.stop();
             for (Subsystem s : subsystems.values()) {
-                for (Namespace ns : s.namespaces.values()) ns.disable(engine);
+                for (Namespace ns : s.namespaces.values()) {
+                    InFlightCommands inFlight = ns.stop();
+                    if (inFlight == null) continue;
+                    inFlight.await();
+                    ns.release(engine);
+                }
                 s.publishTable();
             }
         } finally {

@@ -222,6 +222,7 @@ final class NvmetTree implements ConfigTree {
         target.lock();
         try {
             if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
+            if (file.owner() instanceof Namespace ns) requireSettled(ns, path);
             store(file, value.endsWith("\n") ? value.substring(0, value.length() - 1) : value);
         } finally {
             target.unlock();
@@ -300,8 +301,9 @@ final class NvmetTree implements ConfigTree {
                 }
                 case NamespaceDir nd -> {
                     Namespace ns = nd.namespace();
+                    requireSettled(ns, path);
                     boolean wasEnabled = ns.enabled();
-                    ns.disable(target.engine());
+                    disable(ns);
                     ns.subsystem.namespaces.remove(ns.nsid);
                     if (wasEnabled) namespaceChanged(ns);
                 }
@@ -645,8 +647,35 @@ final class NvmetTree implements ConfigTree {
         boolean enable = KernelText.bool("enable", value);
         if (enable == ns.enabled()) return;
         if (enable) ns.enable(target.engine());
-        else ns.disable(target.engine());
+        else disable(ns);
         namespaceChanged(ns);
+    }
+
+    /**
+     * nvmet_ns_disable: new commands are refused under the configuration lock, and the wait for
+     * those in flight, which io.max may hold for long, runs without it, so that one tenant's
+     * draining namespace never stalls other hosts' connects or the rest of the configuration;
+     * the device and group are let go under the lock again. The lock is held once on entry.
+     */
+    private void disable(Namespace ns) {
+        InFlightCommands inFlight = ns.stop();
+        if (inFlight == null) return;
+        ns.subsystem.publishTable();
+        target.unlock();
+        try {
+            inFlight.await();
+        } finally {
+            target.lock();
+        }
+        ns.release(target.engine());
+    }
+
+    /** A namespace whose disable waits for its commands in flight takes no change until that is done. */
+    private static void requireSettled(Namespace ns, String path) throws ControlException {
+        if (ns.draining()) {
+            throw new ControlException(Errno.EBUSY, path + ": namespace " + Integer.toUnsignedString(ns.nsid)
+                    + " is being disabled (waiting for its commands in flight)");
+        }
     }
 
     /** The subsystem's table changes and its controllers' hosts are told (AEN, changed namespace list). */

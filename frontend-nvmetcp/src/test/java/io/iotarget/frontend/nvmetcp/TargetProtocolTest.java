@@ -3,6 +3,8 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The target against an in-test NVMe/TCP host: bring-up, Identify layouts, IO paths, errors. */
@@ -332,13 +335,30 @@ class TargetProtocolTest {
         try (TestHost admin = new TestHost(fixture.port, false, false)) {
             int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
             int lbaShift = admin.identify(0, 2).data()[128 + 2];
-            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false); ExecutorService pool = Executors.newSingleThreadExecutor()) {
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false); ExecutorService pool = Executors.newFixedThreadPool(2)) {
                 Future<Completion> write = pool.submit(() -> io.execute(io.lbaCommand(0x01, 2, 0, data.length >> lbaShift, 0), data, 0, false));
                 // The SMART log counts the write on its way to the engine; a moment later it is parked.
                 while (le(admin.getLogPage(0x02, 512, 0, false).data()).getLong(80) == 0) Thread.sleep(10);
                 Thread.sleep(50);
                 assertTrue(!write.isDone(), "the write waits in io.max");
-                fixture.tree.write(ns + "/enable", "0");
+                Future<?> disable = pool.submit(() -> {
+                    fixture.tree.write(ns + "/enable", "0");
+                    return null;
+                });
+                while (!fixture.tree.read(ns + "/enable").equals("0\n")) Thread.sleep(1);
+                // While it drains, the configuration lock is free: other hosts and tenants carry on.
+                assertEquals(0, admin.identify(1, 0).status(), "Identify (which takes the configuration lock) answers");
+                try (TestHost other = new TestHost(fixture.port, false, false)) {
+                    assertEquals(0, other.connect(TargetFixture.NQN, TestHost.HOST_NQN, 0, 0xFFFF, 32, 5000, false).status(), "a new host connects");
+                }
+                fixture.tree.mkdir("subsystems/" + TargetFixture.NQN + "/namespaces/3");
+                fixture.tree.rmdir("subsystems/" + TargetFixture.NQN + "/namespaces/3");
+                ControlException busy = assertThrows(ControlException.class, () -> fixture.tree.write(ns + "/enable", "1"));
+                assertEquals(Errno.EBUSY, busy.errno(), busy.getMessage());
+                assertTrue(busy.getMessage().contains("being disabled"), busy.getMessage());
+                assertEquals(Errno.EBUSY, assertThrows(ControlException.class, () -> fixture.tree.rmdir(ns)).errno());
+                assertTrue(!write.isDone() && !disable.isDone(), "all that while, the write waited in io.max and the disable for it");
+                disable.get();
                 byte[] back = new byte[data.length];
                 try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "r")) {
                     f.readFully(back);
