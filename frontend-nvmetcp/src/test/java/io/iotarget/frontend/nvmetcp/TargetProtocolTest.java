@@ -345,7 +345,10 @@ class TargetProtocolTest {
                     fixture.tree.write(ns + "/enable", "0");
                     return null;
                 });
-                while (!fixture.tree.read(ns + "/enable").equals("0\n")) Thread.sleep(1);
+                while (!fixture.tree.read(ns + "/enable").equals("0\n")) {
+                    if (disable.isDone()) disable.get();     // a failed disable fails the test instead of hanging it
+                    Thread.sleep(1);
+                }
                 // While it drains, the configuration lock is free: other hosts and tenants carry on.
                 assertEquals(0, admin.identify(1, 0).status(), "Identify (which takes the configuration lock) answers");
                 try (TestHost other = new TestHost(fixture.port, false, false)) {
