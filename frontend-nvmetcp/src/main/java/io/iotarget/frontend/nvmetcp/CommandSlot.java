@@ -64,7 +64,6 @@ final class CommandSlot implements IoCallback, Runnable {
      */
     volatile boolean r2tSent;
     int received;
-    boolean dataCorrupt;
     /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
     ActiveNamespace namespace;
     long startLba;
@@ -95,7 +94,6 @@ final class CommandSlot implements IoCallback, Runnable {
         awaitingData = false;
         r2tSent = false;
         received = 0;
-        dataCorrupt = false;
         namespace = null;
         startLba = 0;
         status = Status.SUCCESS;

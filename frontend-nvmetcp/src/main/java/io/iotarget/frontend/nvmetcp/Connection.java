@@ -266,7 +266,10 @@ final class Connection implements PduHandler {
         CommandSlot slot = current;
         current = null;
         if (slot == null) return;
-        if (slot.status == Status.SUCCESS && !dataDigestOk) slot.status = Status.DATA_TRANSFER_ERROR;
+        if (!dataDigestOk) {
+            dataDigestError();
+            return;
+        }
         if (slot.status == Status.SUCCESS) slot.status = precheck(slot);
         if (slot.status != Status.SUCCESS) {
             respond(slot);
@@ -313,17 +316,27 @@ final class Connection implements PduHandler {
         CommandSlot slot = current;
         current = null;
         if (slot == null) return;
+        if (!dataDigestOk) {
+            dataDigestError();
+            return;
+        }
         slot.received += currentDataLength;
-        slot.dataCorrupt |= !dataDigestOk;
         if (slot.received < slot.dataLength) return;
         slot.awaitingData = false;
         slot.data();                                     // position 0, limit dataLength again
-        if (slot.dataCorrupt) {
-            slot.status = Status.DATA_TRANSFER_ERROR;
-            respond(slot);
-        } else {
-            execute(slot);
-        }
+        execute(slot);
+    }
+
+    /**
+     * Data that fails its digest is fatal, as in nvmet ({@code nvmet_tcp_fatal_error}): the
+     * command never runs, the controller fails (CSTS.CFS, every queue closed) and the host
+     * recovers by reconnecting and retrying; a queue without a controller yet just closes.
+     */
+    private void dataDigestError() {
+        decoder.halt();
+        Controller c = controller;
+        if (c != null) c.fatal();
+        else close();
     }
 
     /** Refuses commands this queue cannot run before their data is asked for. */

@@ -12,7 +12,6 @@ final class Status {
     // Generic command status (SCT 0).
     static final int INVALID_OPCODE = 0x001;
     static final int INVALID_FIELD = 0x002;
-    static final int DATA_TRANSFER_ERROR = 0x004;
     static final int INTERNAL = 0x006;
     static final int ABORT_REQUESTED = 0x007;
     static final int INVALID_NAMESPACE = 0x00B;

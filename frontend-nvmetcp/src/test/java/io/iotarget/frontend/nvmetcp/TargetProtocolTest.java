@@ -524,6 +524,43 @@ class TargetProtocolTest {
         }
     }
 
+    @Test
+    void shouldFailTheControllerWhenDataFailsItsDigest() throws Exception {
+        for (boolean inCapsule : new boolean[]{true, false}) {
+            try (TestHost admin = new TestHost(fixture.port, false, true)) {
+                int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+                try (TestHost io = fixture.ioQueue(cntlid, 1, false, true, false)) {
+                    byte[] data = random(4096, 21);
+                    byte[] pdu;
+                    if (inCapsule) {
+                        ByteBuffer sqe = io.lbaCommand(0x01, 1, 0, 8, 0);
+                        sqe.putInt(32, data.length);
+                        sqe.put(39, (byte) 0x01);
+                        pdu = HostPdus.capsule(sqe.array(), data, false, true);
+                    } else {
+                        ByteBuffer sqe = transportWrite(io, 0);
+                        io.sendRaw(HostPdus.capsule(sqe.array(), null, false, true));
+                        ByteBuffer r2t = io.readPdu();
+                        assertEquals(Pdu.TYPE_R2T, r2t.get(Pdu.TYPE));
+                        pdu = HostPdus.h2cData(sqe.getShort(2), r2t.getShort(Pdu.DATA_TTAG) & 0xFFFF, 0, data, true, false, true);
+                    }
+                    pdu[pdu.length - 1] ^= 1;                               // the data digest no longer matches
+                    io.sendRaw(pdu);
+                    assertTrue(io.closedByTarget(), "inCapsule=" + inCapsule + ": the IO queue is closed");
+                }
+                assertTrue(admin.closedByTarget(), "inCapsule=" + inCapsule + ": so is the admin queue: the controller failed, as in nvmet");
+            }
+        }
+        try (TestHost admin = new TestHost(fixture.port, false, false)) {
+            int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            try (TestHost io = fixture.ioQueue(cntlid, 1, false, false, false)) {
+                assertArrayEquals(new byte[4096], io.execute(io.lbaCommand(0x02, 1, 0, 8, 0), null, 4096, false).data(), "nothing was written");
+            }
+        }
+        String stat = fixture.engine.controller().read("io.stat");
+        assertTrue(stat.contains(" rbytes=4096 wbytes=0 rios=1 wios=0 "), "no write was charged, only the check's read: " + stat);
+    }
+
     /** A 4 KiB Write at {@code slba} whose data goes through R2T/H2CData. */
     private static ByteBuffer transportWrite(TestHost io, long slba) {
         ByteBuffer sqe = io.lbaCommand(0x01, 1, slba, 8, 0);

@@ -18,7 +18,8 @@ import java.util.zip.CRC32C;
  *
  * A field is never half-consumed: header and digest bytes collect in the decoder's own buffer
  * until the field is whole. Framing errors and header digest mismatches are fatal
- * ({@link PduHandler#onFatal}); a data digest mismatch only fails the command.
+ * ({@link PduHandler#onFatal}); a data digest mismatch is reported with the PDU, for the
+ * handler to act on.
  *
  * <p>One owner thread (the connection's reader); allocates nothing after construction.
  */
