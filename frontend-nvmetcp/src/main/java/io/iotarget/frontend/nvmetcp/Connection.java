@@ -173,10 +173,14 @@ final class Connection implements PduHandler {
 
     @Override
     public void onPdu(ByteBuffer header, boolean dataDigestOk) {
+        if (!dataDigestOk) {
+            dataDigestError();
+            return;
+        }
         switch (header.get(Pdu.TYPE)) {
             case Pdu.TYPE_IC_REQ -> initialize(header);
-            case Pdu.TYPE_CAPSULE_CMD -> capsuleDone(dataDigestOk);
-            case Pdu.TYPE_H2C_DATA -> dataDone(dataDigestOk);
+            case Pdu.TYPE_CAPSULE_CMD -> capsuleDone();
+            case Pdu.TYPE_H2C_DATA -> dataDone();
             case Pdu.TYPE_H2C_TERM -> {
                 decoder.halt();
                 close();
@@ -262,14 +266,10 @@ final class Connection implements PduHandler {
         return null;
     }
 
-    private void capsuleDone(boolean dataDigestOk) {
+    private void capsuleDone() {
         CommandSlot slot = current;
         current = null;
         if (slot == null) return;
-        if (!dataDigestOk) {
-            dataDigestError();
-            return;
-        }
         if (slot.status == Status.SUCCESS) slot.status = precheck(slot);
         if (slot.status != Status.SUCCESS) {
             respond(slot);
@@ -312,14 +312,10 @@ final class Connection implements PduHandler {
         return length > 0 ? slot.dataWindow(offset, length) : null;
     }
 
-    private void dataDone(boolean dataDigestOk) {
+    private void dataDone() {
         CommandSlot slot = current;
         current = null;
         if (slot == null) return;
-        if (!dataDigestOk) {
-            dataDigestError();
-            return;
-        }
         slot.received += currentDataLength;
         if (slot.received < slot.dataLength) return;
         slot.awaitingData = false;
