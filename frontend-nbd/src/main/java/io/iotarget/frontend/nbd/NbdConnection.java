@@ -38,7 +38,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link #MAX_IN_FLIGHT}; when all are in flight the reader stops reading until a reply frees one.
  *
  * <h2>Ending</h2>
- * NBD_CMD_DISC, end of stream, or {@link #shutdown()} (export disabled, server closing) stop
+ * A client that has not finished negotiating within {@link NbdServer#HANDSHAKE_LIMIT} is
+ * disconnected. NBD_CMD_DISC, end of stream, or {@link #shutdown()} (export disabled, server closing) stop
  * the reader; requests in flight still finish and get their replies, then the socket closes.
  * A request header with a bad magic cannot be resynchronised: the connection closes at once.
  */
@@ -76,6 +77,11 @@ final class NbdConnection implements IoCallback {
     private Command pendingWrite;
     private boolean disconnect;
 
+    private static final int NEGOTIATING = 0;
+    private static final int TRANSMITTING = 1;
+    private static final int EXPIRED = 2;
+    /** NEGOTIATING until the handshake ends in transmission, or the handshake limit expires. */
+    private final AtomicInteger phase = new AtomicInteger(NEGOTIATING);
     private volatile Thread reader;
     private volatile Thread writer;
     /** The reader, while it waits for a free command or for the last replies. */
@@ -104,14 +110,33 @@ final class NbdConnection implements IoCallback {
     private void run() {
         try {
             channel.socket().setTcpNoDelay(true);
-            ByteBuffer leftover = handshake();
-            if (leftover != null) transmission(leftover);
+            Runnable cancelLimit = server.limitHandshake(this::handshakeExpired);
+            ByteBuffer leftover;
+            try {
+                leftover = handshake();
+            } finally {
+                cancelLimit.run();
+            }
+            if (leftover != null && phase.compareAndSet(NEGOTIATING, TRANSMITTING)) transmission(leftover);
         } catch (IOException e) {
             // the client went away or was shut down: nothing to tell it
         } catch (RuntimeException e) {
             server.unexpected(e);
         } finally {
             close();
+        }
+    }
+
+    /**
+     * The handshake limit passed (timer thread): a client still negotiating is cut off, which
+     * ends the reader's blocked read. One that got to transmission keeps its connection.
+     */
+    private void handshakeExpired() {
+        if (!phase.compareAndSet(NEGOTIATING, EXPIRED)) return;
+        try {
+            channel.close();
+        } catch (IOException e) {
+            // closing anyway
         }
     }
 

@@ -9,11 +9,15 @@ import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -33,6 +37,12 @@ public final class NbdServer implements AutoCloseable {
     private static final long ACCEPT_RETRY_NS = 100_000_000L;
     /** How long {@link #close()} lets connections answer what they accepted before cutting them. */
     private static final long CLOSE_GRACE_MS = 10_000;
+    /**
+     * How long a client may take to negotiate before it is disconnected, as QEMU's NBD server
+     * does since CVE-2024-7409 ({@code --handshake-limit}, 10 s by default): sockets that
+     * connect and say nothing must not hold threads for ever.
+     */
+    static final Duration HANDSHAKE_LIMIT = Duration.ofSeconds(10);
 
     private final Engine engine;
     private final ExportTree exports;
@@ -42,9 +52,33 @@ public final class NbdServer implements AutoCloseable {
     private final java.util.concurrent.atomic.LongAdder unexpectedErrors = new java.util.concurrent.atomic.LongAdder();
     private static final System.Logger LOG = System.getLogger(NbdServer.class.getName());
 
+    private final Duration handshakeLimit;
+    private final ScheduledThreadPoolExecutor timer;
+
     public NbdServer(Engine engine) {
+        this(engine, HANDSHAKE_LIMIT);
+    }
+
+    NbdServer(Engine engine, Duration handshakeLimit) {
         this.engine = engine;
         this.exports = new ExportTree(engine);
+        this.handshakeLimit = handshakeLimit;
+        this.timer = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name("nbd-handshake-timer").factory());
+        timer.setRemoveOnCancelPolicy(true);
+    }
+
+    /**
+     * Runs {@code expire} once the handshake limit has passed; the action returned cancels it.
+     * On a server already closed it runs at once.
+     */
+    Runnable limitHandshake(Runnable expire) {
+        try {
+            ScheduledFuture<?> f = timer.schedule(expire, handshakeLimit.toNanos(), TimeUnit.NANOSECONDS);
+            return () -> f.cancel(false);
+        } catch (RejectedExecutionException e) {
+            expire.run();
+            return () -> { };
+        }
     }
 
     /** The exports: {@code exports/<name>/{backend,cgroup,cgroup_id,readonly,description,enable}}. */
@@ -171,6 +205,7 @@ public final class NbdServer implements AutoCloseable {
                 break;
             }
         }
+        timer.shutdownNow();
         exports.disableAll();
     }
 }

@@ -1,11 +1,15 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.backend.MemoryBackend;
+import io.iotarget.engine.Engine;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -210,6 +214,28 @@ class HandshakeTest {
             c.out.writeInt(0);
             c.out.flush();
             assertTrue(c.closedByServer());
+        }
+    }
+    @Test
+    void shouldDisconnectAClientThatDoesNotFinishNegotiatingInTime() throws Exception {
+        try (Engine engine = new Engine(); NbdServer server = new NbdServer(engine, Duration.ofMillis(300))) {
+            engine.addDevice("d", new MemoryBackend(1 << 20, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+            server.tree().mkdir("exports/d");
+            server.tree().write("exports/d/backend", "d");
+            server.tree().write("exports/d/enable", "1");
+            server.listen(new InetSocketAddress("127.0.0.1", 0));
+            int port = server.localAddresses().getFirst().getPort();
+            try (RawClient quick = RawClient.connect(port, "d", false);
+                 RawClient silent = new RawClient(port).hello(NbdWire.FLAG_C_FIXED_NEWSTYLE | NbdWire.FLAG_C_NO_ZEROES)) {
+                long start = System.nanoTime();
+                assertTrue(silent.closedByServer(), "a client that never sends an option is cut off");
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(ms >= 250 && ms < 5_000, "after the limit, not before: " + ms + " ms");
+                quick.request(0, NbdWire.CMD_READ, 7, 0, 4096);
+                RawClient.Reply reply = quick.reply(4096);
+                assertEquals(0, reply.error(), "a client that negotiated in time keeps its connection past the limit");
+                assertEquals(7, reply.cookie());
+            }
         }
     }
 }
