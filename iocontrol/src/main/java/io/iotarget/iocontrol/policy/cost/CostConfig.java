@@ -1,5 +1,8 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.file.KernelParse;
+import io.iotarget.model.ControlException;
+
 /**
  * What io.cost.qos and io.cost.model show for one device: published as a whole by the device's
  * policy under its lock, read by the files and the IO path's hint without it. Immutable.
@@ -12,4 +15,23 @@ package io.iotarget.iocontrol.policy.cost;
  * @param autop     the built-in set that fills in what the user did not set
  */
 record CostConfig(boolean enabled, boolean userQos, QosParams qos, boolean userModel, LinearModel model, AutoParams autop) {
+    /**
+     * {@code key=value} tokens of io.cost.qos and io.cost.model, as the kernel's match_token
+     * takes them: a token without '=' or with an empty value matches no pattern.
+     *
+     * @return the token as {key, value}, or null when it matches no pattern
+     */
+    static String[] keyValue(String token) {
+        int eq = token.indexOf('=');
+        return eq <= 0 || eq == token.length() - 1 ? null : new String[]{token.substring(0, eq), token.substring(eq + 1)};
+    }
+
+    /** {@code ctrl=auto|user}: whether the parameters are the user's. */
+    static boolean userCtrl(String key, String value) throws ControlException {
+        return switch (value) {
+            case "auto" -> false;
+            case "user" -> true;
+            default -> throw KernelParse.invalid(key, value, "auto or user");
+        };
+    }
 }

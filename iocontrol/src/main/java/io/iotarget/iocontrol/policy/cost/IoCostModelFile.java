@@ -63,16 +63,12 @@ final class IoCostModelFile extends InterfaceFile {
         boolean user = current.userModel();
         Long[] given = new Long[KEYS.size()];
         for (String token : KernelParse.tokens(line.body())) {
-            int eq = token.indexOf('=');
-            String key = eq < 0 ? token : token.substring(0, eq);
-            String value = eq < 0 ? "" : token.substring(eq + 1);
-            if (eq < 0 || value.isEmpty()) throw unknown(token);
+            String[] kv = CostConfig.keyValue(token);
+            if (kv == null) throw unknown(token);
+            String key = kv[0];
+            String value = kv[1];
             switch (key) {
-                case "ctrl" -> user = switch (value) {
-                    case "auto" -> false;
-                    case "user" -> true;
-                    default -> throw KernelParse.invalid(key, value, "auto or user");
-                };
+                case "ctrl" -> user = CostConfig.userCtrl(key, value);
                 case "model" -> {
                     if (!value.equals("linear")) throw KernelParse.invalid(key, value, "linear");
                 }

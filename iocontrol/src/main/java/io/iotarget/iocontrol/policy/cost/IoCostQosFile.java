@@ -84,21 +84,17 @@ final class IoCostQosFile extends InterfaceFile {
         long readPpm = q.readPpm(), readLat = q.readLatUs(), writePpm = q.writePpm(), writeLat = q.writeLatUs();
         long min = q.minPpm(), max = q.maxPpm();
         for (String token : KernelParse.tokens(line.body())) {
-            int eq = token.indexOf('=');
-            String key = eq < 0 ? token : token.substring(0, eq);
-            String value = eq < 0 ? "" : token.substring(eq + 1);
-            if (eq < 0 || value.isEmpty()) throw unknown(token);
+            String[] kv = CostConfig.keyValue(token);
+            if (kv == null) throw unknown(token);
+            String key = kv[0];
+            String value = kv[1];
             switch (key) {
                 case "enable" -> {
                     enable = KernelParse.parseU64(key, value) != 0;
                     continue;
                 }
                 case "ctrl" -> {
-                    user = switch (value) {
-                        case "auto" -> false;
-                        case "user" -> true;
-                        default -> throw KernelParse.invalid(key, value, "auto or user");
-                    };
+                    user = CostConfig.userCtrl(key, value);
                     continue;
                 }
                 case "rpct" -> readPpm = percentPpm(key, value);
