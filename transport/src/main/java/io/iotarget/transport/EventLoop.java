@@ -1,0 +1,264 @@
+package io.iotarget.transport;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.PriorityQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One thread that owns a {@link Selector} and every {@link Connection} registered with it:
+ * it reads, runs the protocol handlers, writes, runs the tasks other threads hand it and the
+ * timeouts it was asked for. Nothing a loop owns is touched by another thread; other threads
+ * talk to it through {@link #execute}.
+ *
+ * <h2>One pass of the loop</h2>
+ * <pre>
+ *   select (until the next timeout, or woken by execute)
+ *   for each ready key: accept | read → handler.received → flush | write → flush
+ *   run the tasks other threads queued (engine completions, control-plane requests)
+ *   run the timeouts that are due (handshake limits, the send-stall sweep)
+ * </pre>
+ * A handler that throws fails its own connection, never the loop: an {@link Error} (out of
+ * memory, out of threads) is logged and the loop goes on with the next event.
+ */
+public final class EventLoop {
+    /*
+     * Maintainers' notes. Wake-ups: a producer queues its task and then, only if no wake-up is
+     * pending, sets the flag and calls Selector.wakeup(); the loop clears the flag before it
+     * drains the queue. A task queued after the drain finds the flag clear and wakes the next
+     * select; one queued before it is run by the drain. Either way nothing waits for a timeout.
+     */
+    /** Bytes read from a socket per call: big enough for a burst of pipelined small requests. */
+    static final int READ_BUFFER_BYTES = 64 * 1024;
+    private static final System.Logger LOG = System.getLogger(EventLoop.class.getName());
+    /** How often the loop looks for stalled peers; the send timeout is met within this much. */
+    static final long SWEEP_NS = 250_000_000L;
+    /** An Error in the loop is logged at most this often; the loop then backs off this long. */
+    private static final long ERROR_BACKOFF_NS = 100_000_000L;
+
+    private final Selector selector;
+    private final Thread thread;
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean wakeupPending = new AtomicBoolean();
+    private final PriorityQueue<Timeout> timeouts = new PriorityQueue<>();
+    /** Shared by every connection of the loop: what a read returns lives here until the handler has seen it. */
+    final ByteBuffer readBuffer = ByteBuffer.allocateDirect(READ_BUFFER_BYTES);
+    /** The gather list of one write; loop thread only. */
+    final ByteBuffer[] gather = new ByteBuffer[Connection.GATHER_MAX];
+    /** Loop thread only. */
+    private final List<Connection> connections = new ArrayList<>();
+    private final long sendTimeoutNs;
+    private volatile boolean running = true;
+    private long lastErrorLogNs;
+    private long timeoutSequence;
+
+    EventLoop(String name, long sendTimeoutNs) throws IOException {
+        this.selector = Selector.open();
+        this.sendTimeoutNs = sendTimeoutNs;
+        this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
+    }
+
+    void start() {
+        thread.start();
+        execute(this::sweep);
+    }
+
+    /** Connections of this loop now. Loop thread. */
+    int connectionCount() {
+        return connections.size();
+    }
+
+    void add(Connection c) {
+        c.loopIndex = connections.size();
+        connections.add(c);
+    }
+
+    void remove(Connection c) {
+        int i = c.loopIndex;
+        if (i < 0) return;
+        Connection last = connections.removeLast();
+        if (last != c) {
+            connections.set(i, last);
+            last.loopIndex = i;
+        }
+        c.loopIndex = -1;
+    }
+
+    /**
+     * Every {@link #SWEEP_NS}: disconnects peers that have taken none of their replies for the
+     * send timeout (they would pin their buffers for ever), and lets idle connections drop their
+     * kept-input buffers.
+     */
+    private void sweep() {
+        long now = System.nanoTime();
+        for (int i = connections.size() - 1; i >= 0; i--) {
+            if (i >= connections.size()) continue;
+            Connection c = connections.get(i);
+            long stalled = c.stalledNs(now);
+            if (stalled > sendTimeoutNs) {
+                c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
+                                                + sendTimeoutNs / 1_000_000 + " ms)"));
+            } else {
+                c.trim();
+            }
+        }
+        if (running) schedule(SWEEP_NS, this::sweep);
+    }
+
+    /** True on this loop's own thread. */
+    public boolean inLoop() {
+        return Thread.currentThread() == thread;
+    }
+
+    /** Runs {@code task} on the loop thread, soon; any thread, never blocks. */
+    public void execute(Runnable task) {
+        tasks.add(task);
+        if (!inLoop() && !wakeupPending.get() && wakeupPending.compareAndSet(false, true)) selector.wakeup();
+    }
+
+    /**
+     * Runs {@code task} on the loop thread once {@code delayNs} have passed, unless cancelled.
+     * Loop thread only.
+     */
+    public Timeout schedule(long delayNs, Runnable task) {
+        assert inLoop();
+        Timeout t = new Timeout(System.nanoTime() + delayNs, timeoutSequence++, task);
+        timeouts.add(t);
+        return t;
+    }
+
+    Selector selector() {
+        return selector;
+    }
+
+    /** Stops the loop: its connections are closed and its thread ends. Any thread but the loop's. */
+    void stop() {
+        execute(() -> {
+            for (Connection c : List.copyOf(connections)) c.close(null);
+            running = false;
+        });
+        try {
+            thread.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void run() {
+        while (running) {
+            try {
+                select();
+                runTasks();
+                runTimeouts();
+            } catch (ClosedSelectorException e) {
+                return;
+            } catch (Throwable t) {
+                survive(t);
+            }
+        }
+        try {
+            selector.close();
+        } catch (IOException e) {
+            // nothing left to tell
+        }
+    }
+
+    private void select() throws IOException {
+        int ready;
+        Timeout next = timeouts.peek();
+        long leftNs = next == null ? Long.MAX_VALUE : next.deadlineNs - System.nanoTime();
+        if (!tasks.isEmpty() || leftNs <= 0) {
+            ready = selector.selectNow();
+        } else if (next == null) {
+            ready = selector.select();
+        } else {
+            ready = selector.select(Math.max(1, (leftNs + 999_999) / 1_000_000));
+        }
+        wakeupPending.set(false);
+        if (ready == 0) return;
+        var keys = selector.selectedKeys();
+        for (var it = keys.iterator(); it.hasNext(); ) {
+            SelectionKey key = it.next();
+            it.remove();
+            Object attachment = key.attachment();
+            try {
+                if (attachment instanceof Connection c) c.ready(key);
+                else if (attachment instanceof Listener l) l.acceptReady();
+            } catch (Throwable t) {
+                if (attachment instanceof Connection c) c.fail(t);
+                else survive(t);
+            }
+        }
+    }
+
+    private void runTasks() {
+        for (Runnable task; (task = tasks.poll()) != null; ) {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                survive(t);
+            }
+        }
+    }
+
+    private void runTimeouts() {
+        long now = System.nanoTime();
+        for (Timeout t; (t = timeouts.peek()) != null && t.deadlineNs <= now; ) {
+            timeouts.poll();
+            if (t.cancelled) continue;
+            try {
+                t.task.run();
+            } catch (Throwable e) {
+                survive(e);
+            }
+        }
+    }
+
+    /** Something failed outside any one connection: log (rate-limited) and go on. */
+    void survive(Throwable t) {
+        long now = System.nanoTime();
+        if (now - lastErrorLogNs >= ERROR_BACKOFF_NS) {
+            lastErrorLogNs = now;
+            LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", t);
+        }
+        if (t instanceof Error) {
+            // Out of memory or threads: give the rest of the process a moment to release some.
+            try {
+                Thread.sleep(ERROR_BACKOFF_NS / 1_000_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** A pending {@link #schedule}d task. */
+    public static final class Timeout implements Comparable<Timeout> {
+        final long deadlineNs;
+        private final long sequence;
+        final Runnable task;
+        boolean cancelled;
+
+        Timeout(long deadlineNs, long sequence, Runnable task) {
+            this.deadlineNs = deadlineNs;
+            this.sequence = sequence;
+            this.task = task;
+        }
+
+        /** The task will not run (if it has not already). Loop thread only. */
+        public void cancel() {
+            cancelled = true;
+        }
+
+        @Override
+        public int compareTo(Timeout o) {
+            int c = Long.compare(deadlineNs, o.deadlineNs);
+            return c != 0 ? c : Long.compare(sequence, o.sequence);
+        }
+    }
+}

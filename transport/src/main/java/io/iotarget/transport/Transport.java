@@ -1,0 +1,91 @@
+package io.iotarget.transport;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The server's TCP machinery: a few {@link EventLoop}s (one per core by default) that carry
+ * every connection of every front end, the {@link Listener}s, and the limits they share. A
+ * thousand idle connections cost a thousand small objects and selection keys, no threads.
+ *
+ * <p>Any thread.
+ */
+public final class Transport implements AutoCloseable {
+    /**
+     * Limits and timings.
+     *
+     * @param loops                 event loop threads; 0 means one per available processor
+     * @param sendTimeout           a peer that takes none of its queued replies for this long is disconnected
+     * @param maxConnections        connections the server keeps at once, over all listeners
+     * @param maxConnectionsPerHost connections from one peer address
+     */
+    public record Settings(int loops, Duration sendTimeout, int maxConnections, int maxConnectionsPerHost) {
+        /**
+         * The defaults: one loop per core; 30 s to take a reply (the Linux NVMe host's own IO
+         * timeout, so a host that stalls that long has given up anyway); 10,000 connections in all
+         * and 2,000 per host (a kernel NBD client uses up to 16 per device, an NVMe/TCP host one per
+         * queue per controller — generous for real hosts, finite for a flood).
+         */
+        public static Settings defaults() {
+            return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000);
+        }
+
+        public Settings {
+            if (loops < 0) throw new IllegalArgumentException("loops " + loops + " (expected: >= 0)");
+            if (sendTimeout.isNegative() || sendTimeout.isZero()) throw new IllegalArgumentException("sendTimeout " + sendTimeout + " (expected: > 0)");
+            if (maxConnections < 1) throw new IllegalArgumentException("maxConnections " + maxConnections + " (expected: >= 1)");
+            if (maxConnectionsPerHost < 1) throw new IllegalArgumentException("maxConnectionsPerHost " + maxConnectionsPerHost + " (expected: >= 1)");
+        }
+    }
+
+    private final EventLoop[] loops;
+    private final Listener.Limits limits;
+    private final AtomicInteger next = new AtomicInteger();
+    private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+
+    public Transport(Settings settings) throws IOException {
+        int n = settings.loops() > 0 ? settings.loops() : Runtime.getRuntime().availableProcessors();
+        this.loops = new EventLoop[n];
+        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos());
+        for (EventLoop loop : loops) loop.start();
+        this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());
+    }
+
+    /** Starts accepting on {@code address} (port 0 picks one) for {@code protocol}. */
+    public Listener listen(InetSocketAddress address, Protocol protocol) throws IOException {
+        Listener listener = Listener.open(this, address, protocol, loops[0]);
+        listeners.add(listener);
+        return listener;
+    }
+
+    /** Connections counted against the limits now. */
+    public int connectionCount() {
+        return limits.total();
+    }
+
+    /** Any loop, for work that is not a connection's (timers of a protocol object). */
+    public EventLoop loop() {
+        return loops[0];
+    }
+
+    Listener.Limits limits() {
+        return limits;
+    }
+
+    EventLoop nextLoop() {
+        return loops[Math.floorMod(next.getAndIncrement(), loops.length)];
+    }
+
+    /** Stops listening, closes every connection (handlers hear it) and ends the loops. */
+    @Override
+    public void close() {
+        for (Listener l : listeners) l.close();
+        List<EventLoop> all = new ArrayList<>(List.of(loops));
+        for (EventLoop loop : all) loop.stop();
+    }
+}

@@ -1,0 +1,29 @@
+/**
+ * TCP for the front ends: event loops that carry every connection without a thread each.
+ *
+ * <h2>1. Why loops</h2> A thread per connection costs a stack and a scheduler entry whether the
+ * connection works or idles, and thousands of tenants' connections are mostly idle. A few
+ * {@link io.iotarget.transport.EventLoop}s (one per core) each own a selector and the
+ * connections registered with it; a connection costs a {@link io.iotarget.transport.Connection}
+ * and a selection key, and holds read memory only while it is mid-request.
+ *
+ * <h2>2. The pieces</h2>
+ * <pre>
+ *   Transport ── Listener (accept, limits) ──► EventLoop[i] ── Connection ── ConnectionHandler
+ *                                               selector        kept input     (the protocol:
+ *                                               tasks, timeouts  output queue   NBD, NVMe/TCP)
+ * </pre>
+ * A {@link io.iotarget.transport.Protocol} gives each accepted connection its
+ * {@link io.iotarget.transport.ConnectionHandler}; the handler consumes input, queues output and
+ * may pause input (backpressure). Engine completions on other threads come back to a connection
+ * through {@link io.iotarget.transport.EventLoop#execute}.
+ *
+ * <h2>3. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
+ * of unconsumed input; queued output only as long as it takes some of it within the send timeout;
+ * one connection slot of the server-wide and per-host limits. Data buffers are the protocols'
+ * (taken from the tenant's share of the buffer pool).
+ *
+ * <h2>4. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
+ * block (no disk IO, no locks held across IO, no long computation on the loop).
+ */
+package io.iotarget.transport;
