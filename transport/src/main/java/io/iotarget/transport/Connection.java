@@ -265,6 +265,7 @@ public final class Connection {
             close(e);
             return;
         }
+        if (closed) return;                             // a completion callback closed it
         boolean pending = !queue.isEmpty();
         int ops = key.interestOps();
         int wanted = pending ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;

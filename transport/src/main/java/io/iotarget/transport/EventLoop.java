@@ -54,6 +54,7 @@ public final class EventLoop {
     /** Loop thread only. */
     private final List<Connection> connections = new ArrayList<>();
     private final long sendTimeoutNs;
+    private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean running = true;
     private long lastErrorLogNs;
     private long timeoutSequence;
@@ -131,6 +132,11 @@ public final class EventLoop {
         Timeout t = new Timeout(System.nanoTime() + delayNs, timeoutSequence++, task);
         timeouts.add(t);
         return t;
+    }
+
+    /** Failures that were not a peer's doing (handler bugs, running out of memory); 0 in a healthy server. Any thread. */
+    long unexpectedFailures() {
+        return unexpected.sum();
     }
 
     Selector selector() {
@@ -222,6 +228,7 @@ public final class EventLoop {
 
     /** Something failed outside any one connection: log (rate-limited) and go on. */
     void survive(Throwable t) {
+        unexpected.increment();
         long now = System.nanoTime();
         if (now - lastErrorLogNs >= ERROR_BACKOFF_NS) {
             lastErrorLogNs = now;

@@ -68,6 +68,16 @@ public final class Transport implements AutoCloseable {
         return limits.total();
     }
 
+    /**
+     * Failures that were not a peer's doing — a protocol handler that threw, an Error such as
+     * running out of memory — over all loops; each was logged (rate-limited). 0 in a healthy server.
+     */
+    public long unexpectedFailures() {
+        long n = 0;
+        for (EventLoop loop : loops) n += loop.unexpectedFailures();
+        return n;
+    }
+
     /** Any loop, for work that is not a connection's (timers of a protocol object). */
     public EventLoop loop() {
         return loops[0];

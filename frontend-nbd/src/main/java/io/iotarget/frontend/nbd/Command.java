@@ -14,10 +14,10 @@ import java.nio.charset.StandardCharsets;
  * the IO path allocates nothing once the pool is warm (data buffers larger than
  * {@link #RETAINED_DATA_BYTES} are the exception: they are allocated for the one request).
  *
- * <p>Ownership: the reader thread fills it and submits {@link #io}; the engine owns it until
- * the callback; then whoever holds the connection's reply lock encodes and sends the reply and
- * returns it to the pool. The hand-overs are ordered by the engine's own synchronisation and
- * the connection's atomic stacks.
+ * <p>Ownership: the connection's loop fills it and submits {@link #io}; the engine owns it
+ * until the callback; then the loop encodes the reply, queues it on the connection, and takes
+ * the command back into its pool once the reply is written ({@link #sent}). The hand-overs are
+ * ordered by the engine's own synchronisation and the connection's completion stack.
  */
 final class Command implements Backend.ExtentSink, ViewSink {
     /*  Simple reply (16 bytes)
@@ -53,6 +53,8 @@ final class Command implements Backend.ExtentSink, ViewSink {
     static final int MAX_VIEWS = MAX_VIEW_BYTES / 65536 + 1;
 
     final IoRequest io = new IoRequest();
+    /** Runs on the loop when the reply's last byte is written, or dropped with the connection. */
+    final Runnable sent;
     final ByteBuffer reply = ByteBuffer.allocateDirect(REPLY_CAPACITY);
     private ByteBuffer retained = ByteBuffer.allocateDirect(MIN_DATA_BYTES);
 
@@ -67,6 +69,10 @@ final class Command implements Backend.ExtentSink, ViewSink {
     ByteBuffer data;
     /** Link in the connection's free and completion stacks. */
     Command next;
+
+    Command(java.util.function.Consumer<Command> whenSent) {
+        this.sent = () -> whenSent.accept(this);
+    }
 
     private int extents;
     private int maxExtents;

@@ -9,7 +9,7 @@ import java.util.function.Consumer;
  * The option haggling of one connection: takes the decoder's events, answers each option and
  * says when transmission starts or the connection must end. Pure protocol logic: replies go
  * to a sink as ready-to-send buffers, so tests drive it without sockets. The connection's
- * reader thread only.
+ * loop thread only.
  *
  * <p>Policy choices: no TLS (STARTTLS gets ERR_UNSUP, the NOTLS mode); the empty export name
  * means the export named {@value ExportTree#DEFAULT_EXPORT}, as nbd-server's default export;
@@ -42,6 +42,8 @@ final class Negotiation {
     enum Next { CONTINUE, TRANSMIT, CLOSE }
 
     private final Exports exports;
+    /** Why every option is refused (the connection is over a server limit), or null. */
+    private final String refusal;
     private boolean fixedNewstyle;
     private boolean noZeroes;
     private boolean structuredReplies;
@@ -49,8 +51,9 @@ final class Negotiation {
     private boolean baseAllocationSelected;
     private Export chosen;
 
-    Negotiation(Exports exports) {
+    Negotiation(Exports exports, String refusal) {
         this.exports = exports;
+        this.refusal = refusal;
     }
 
     /** The export transmission runs on; set when {@link Next#TRANSMIT} was returned. */
@@ -93,12 +96,16 @@ final class Negotiation {
     Next option(OptionDecoder.Option option, Consumer<ByteBuffer> out) {
         int code = option.code();
         byte[] data = option.data();
-        if (code == NbdWire.OPT_EXPORT_NAME) return exportName(data, out);
+        if (code == NbdWire.OPT_EXPORT_NAME) return refusal == null ? exportName(data, out) : Next.CLOSE;
         // Non-fixed newstyle knows no other option and has no way to say so: hang up.
         if (!fixedNewstyle) return Next.CLOSE;
         if (code == NbdWire.OPT_ABORT) {
             out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
             return Next.CLOSE;
+        }
+        if (refusal != null) {
+            out.accept(error(code, NbdWire.REP_ERR_POLICY, refusal));
+            return Next.CONTINUE;
         }
         if (exports.shuttingDown()) {
             out.accept(error(code, NbdWire.REP_ERR_SHUTDOWN, "server shutting down"));

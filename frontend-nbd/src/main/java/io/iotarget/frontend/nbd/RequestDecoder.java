@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
  *
  * A state machine: a header is taken only when all 28 bytes are there; a WRITE's payload then
  * streams into the buffer the handler gave (or is skipped when the handler refused the
- * request, so the stream stays in step). Allocation-free. The connection's reader thread only.
+ * request, so the stream stays in step). Allocation-free. The connection's loop thread only.
  */
 final class RequestDecoder {
     static final int HEADER_BYTES = 28;
@@ -101,6 +101,11 @@ final class RequestDecoder {
             }
         }
         throw new AssertionError(state);
+    }
+
+    /** True when the next event will be a request header (not the rest of a WRITE's payload). */
+    boolean atHeader() {
+        return state == State.HEADER;
     }
 
     /**

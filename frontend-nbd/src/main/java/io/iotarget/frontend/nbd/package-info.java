@@ -3,10 +3,11 @@
  * groups of the IO controller, like nvmet namespaces with {@code cgroup_id}.
  *
  * <pre>
- *  socket ─► OptionDecoder ─► Negotiation ─(GO / EXPORT_NAME)─► transmission
- *  socket ─► RequestDecoder ─► NbdConnection.validate ─► IoRequest(device, group) ─► Engine.submit
- *                                                     └─ BLOCK_STATUS ─► Backend.mapExtents (not charged)
- *  completion (reader, releaser or dispatch thread) ─► completed stack ─► gathering write
+ *  transport connection (event loop)
+ *    ─► OptionDecoder ─► Negotiation ─(GO / EXPORT_NAME)─► transmission
+ *    ─► RequestDecoder ─► NbdCommands.validate/execute ─► IoRequest(device, group) ─► Engine.submit
+ *                                                      └─ BLOCK_STATUS ─► Backend.mapExtents (not charged)
+ *  completion (loop, releaser or backend completion thread) ─► completed stack ─► loop: gathering write
  * </pre>
  *
  * <h2>Charging</h2> READ, WRITE, TRIM (discard), WRITE_ZEROES, FLUSH and CACHE each become one
@@ -24,6 +25,8 @@
  * <li>A disabled export, or a closing server, ends its connections like NBD_CMD_DISC:
  * accepted requests are answered, then the socket closes; new options get ERR_SHUTDOWN.</li>
  * <li>No TLS: NBD_OPT_STARTTLS gets ERR_UNSUP. Extended headers: ERR_UNSUP.</li>
+ * <li>A connection past the server's connection limits (in all, per host) still gets the
+ * greeting; every option is then refused with ERR_POLICY and the reason.</li>
  * </ul>
  */
 package io.iotarget.frontend.nbd;

@@ -1,0 +1,145 @@
+package io.iotarget.frontend.nbd;
+
+import io.iotarget.backend.Backend;
+import io.iotarget.engine.Engine;
+import io.iotarget.model.IoCallback;
+import io.iotarget.model.IoFlags;
+import io.iotarget.model.IoOp;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * The NBD command set on one export: protocol checks, and the mapping of each data-moving
+ * command to an {@code IoRequest} on the export's device, charged to the export's group and
+ * submitted through the engine — there is no other way to a backend.
+ *
+ * <pre>
+ *  command        IoOp          flags honoured            io.stat bucket
+ *  READ           READ          FUA, DF (structured)      read
+ *  WRITE          WRITE         FUA                       write
+ *  FLUSH          FLUSH         -                         write (0 bytes)
+ *  TRIM           DISCARD       FUA                       discard
+ *  CACHE          CACHE         -                         read (a prefetch the client asked for)
+ *  WRITE_ZEROES   WRITE_ZEROES  FUA, NO_HOLE, FAST_ZERO   write
+ *  BLOCK_STATUS   (none)        REQ_ONE                   not charged: it reads the allocation map, no data
+ * </pre>
+ *
+ * <p>The connection's loop thread only; completions come back through the connection's
+ * {@link IoCallback}.
+ */
+final class NbdCommands {
+    private final Engine engine;
+    private final Export export;
+    private final IoCallback completion;
+    private final boolean structured;
+    private final boolean blockStatusAllowed;
+
+    NbdCommands(Engine engine, Export export, IoCallback completion, boolean structured, boolean blockStatusAllowed) {
+        this.engine = engine;
+        this.export = export;
+        this.completion = completion;
+        this.structured = structured;
+        this.blockStatusAllowed = blockStatusAllowed;
+    }
+
+    boolean structured() {
+        return structured;
+    }
+
+    /**
+     * Protocol checks the engine cannot make: flags per command, the export's read-only
+     * setting, zero lengths and payload limits. Range, alignment and device state are the
+     * engine's {@code RequestCheck}; its status maps to the errno in {@link Command#errno}.
+     *
+     * @return 0, or the NBD errno the command fails with (uncharged)
+     */
+    int validate(int type, int flags, long offset, long length) {
+        int allowed = NbdWire.CMD_FLAG_FUA;              // accepted on every command, as the spec asks
+        switch (type) {
+            case NbdWire.CMD_READ -> {
+                if (structured) allowed |= NbdWire.CMD_FLAG_DF;
+            }
+            case NbdWire.CMD_WRITE, NbdWire.CMD_FLUSH, NbdWire.CMD_TRIM, NbdWire.CMD_CACHE -> {
+            }
+            case NbdWire.CMD_WRITE_ZEROES -> allowed |= NbdWire.CMD_FLAG_NO_HOLE | NbdWire.CMD_FLAG_FAST_ZERO;
+            case NbdWire.CMD_BLOCK_STATUS -> {
+                if (!blockStatusAllowed) return NbdWire.EINVAL;
+                allowed |= NbdWire.CMD_FLAG_REQ_ONE;
+            }
+            default -> {
+                return NbdWire.EINVAL;
+            }
+        }
+        if ((flags & ~allowed) != 0) return NbdWire.EINVAL;
+        if (type == NbdWire.CMD_FLUSH) return offset == 0 && length == 0 ? 0 : NbdWire.EINVAL;
+        boolean modifies = type == NbdWire.CMD_WRITE || type == NbdWire.CMD_TRIM || type == NbdWire.CMD_WRITE_ZEROES;
+        if (modifies && export.readOnly()) return NbdWire.EPERM;
+        // Zero-length requests are unspecified by the protocol; this server refuses them uncharged.
+        if (length == 0) return NbdWire.EINVAL;
+        if ((type == NbdWire.CMD_READ || type == NbdWire.CMD_WRITE) && length > NbdWire.MAX_PAYLOAD) {
+            return (flags & NbdWire.CMD_FLAG_DF) != 0 ? NbdWire.EOVERFLOW : NbdWire.EINVAL;
+        }
+        return 0;
+    }
+
+    /**
+     * Runs a valid command: the data-moving ones through the engine; BLOCK_STATUS here.
+     *
+     * @return true when the command went to the engine (its completion comes later, maybe on
+     *         another thread), false when it is already done
+     */
+    boolean execute(Command c) {
+        boolean fua = (c.flags & NbdWire.CMD_FLAG_FUA) != 0;
+        switch (c.type) {
+            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.data, Command.viewable(c.length));
+            case NbdWire.CMD_WRITE -> submit(c, IoOp.WRITE, fua ? IoFlags.FUA : 0, c.data.position(0), false);
+            case NbdWire.CMD_FLUSH -> submit(c, IoOp.FLUSH, 0, null, false);
+            case NbdWire.CMD_TRIM -> submit(c, IoOp.DISCARD, fua ? IoFlags.FUA : 0, null, false);
+            // A prefetch hint, but it reads the media for the client: charged as a read of its length.
+            case NbdWire.CMD_CACHE -> submit(c, IoOp.CACHE, 0, null, false);
+            case NbdWire.CMD_WRITE_ZEROES -> {
+                int ioFlags = (fua ? IoFlags.FUA : 0)
+                              | ((c.flags & NbdWire.CMD_FLAG_NO_HOLE) != 0 ? IoFlags.NO_UNMAP : 0)
+                              | ((c.flags & NbdWire.CMD_FLAG_FAST_ZERO) != 0 ? IoFlags.FAST_ZERO : 0);
+                submit(c, IoOp.WRITE_ZEROES, ioFlags, null, false);
+            }
+            case NbdWire.CMD_BLOCK_STATUS -> {
+                blockStatus(c);
+                return false;
+            }
+            default -> throw new AssertionError(c.type);
+        }
+        return true;
+    }
+
+    private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
+        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(completion, c, 0)
+                .views(views ? c : null);
+        engine.submit(c.io);
+    }
+
+    /**
+     * BLOCK_STATUS reads the backend's allocation map (the memory backend's chunk table, a
+     * file's SEEK_DATA/SEEK_HOLE), never the data: like lseek(2) on a file it moves no data and
+     * is not a block IO, so it is not charged, just as the kernel's io controller does not see
+     * SEEK_HOLE. The reads a client makes because of the answer are ordinary, charged READs.
+     */
+    private void blockStatus(Command c) {
+        if (!export.device().contains(c.offset, c.length)) {
+            c.error = NbdWire.EINVAL;
+            return;
+        }
+        Backend backend = engine.backend(export.device());
+        if (backend == null) {
+            c.error = NbdWire.ESHUTDOWN;
+            return;
+        }
+        c.startExtents((c.flags & NbdWire.CMD_FLAG_REQ_ONE) != 0);
+        try {
+            backend.mapExtents(c.offset, c.length, c);
+        } catch (IOException | RuntimeException e) {
+            c.error = NbdWire.EIO;
+        }
+    }
+}
