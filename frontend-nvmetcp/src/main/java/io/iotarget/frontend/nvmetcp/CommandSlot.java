@@ -15,11 +15,11 @@ import java.nio.ByteOrder;
  * buffer, its pooled {@link IoRequest}s and its completion. The slot's {@link #tag} is the
  * transfer tag of its R2Ts.
  *
- * <p>Ownership moves with the command, never shared: the queue's reader fills the slot and
+ * <p>Ownership moves with the command, never shared: the queue's loop fills the slot and
  * runs or submits the command; the engine owns it until the last {@link #complete} call; the
- * queue's writer owns it from {@link Connection#respond} until it has written the response and
- * put the tag back on the free list. Each hand-off is a release/acquire pair (the response
- * queue's exchange, the free list's index), so the fields themselves are plain.
+ * loop owns it again from {@link Connection#respond} until its response is on the wire and the
+ * tag is back on the free list. Each hand-off to and from the engine is a release/acquire pair
+ * (the response queue's exchange), so the fields themselves are plain.
  */
 final class CommandSlot implements IoCallback, Runnable {
     /** What the writer is to send for the slot. */
@@ -43,9 +43,21 @@ final class CommandSlot implements IoCallback, Runnable {
         }
     }
 
+    /*  The slot's own PDU header memory (direct, written in place, queued on the transport):
+     *  [0, 32)   R2T header (+ header digest)
+     *  [32, 64)  C2HData header or response capsule (+ header digest)
+     *  [64, 96)  after C2HData: data digest and/or response capsule (+ header digest)
+     */
+    private static final int WIRE_SEGMENT_BYTES = 32;
+
     final int tag;
     final Connection connection;
     final ByteBuffer sqe = ByteBuffer.allocate(Sqe.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    /** Runs on the loop once the response's last byte is written, or dropped with the connection. */
+    final Runnable sent;
+    private final ByteBuffer r2tHeader;
+    private final ByteBuffer responseHeader;
+    private final ByteBuffer trailer;
 
     /** Storage for the command's data, direct and page aligned, grown to the largest transfer seen. */
     private ByteBuffer storage = NO_DATA;
@@ -85,6 +97,26 @@ final class CommandSlot implements IoCallback, Runnable {
     CommandSlot(int tag, Connection connection) {
         this.tag = tag;
         this.connection = connection;
+        this.sent = connection == null ? null : () -> connection.sent(this);
+        ByteBuffer wire = ByteBuffer.allocateDirect(3 * WIRE_SEGMENT_BYTES);
+        this.r2tHeader = wire.slice(0, WIRE_SEGMENT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        this.responseHeader = wire.slice(WIRE_SEGMENT_BYTES, WIRE_SEGMENT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        this.trailer = wire.slice(2 * WIRE_SEGMENT_BYTES, WIRE_SEGMENT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** Cleared header memory for the slot's R2T. */
+    ByteBuffer r2tHeader() {
+        return r2tHeader.clear();
+    }
+
+    /** Cleared header memory for the slot's C2HData header or response capsule. */
+    ByteBuffer responseHeader() {
+        return responseHeader.clear();
+    }
+
+    /** Cleared memory for what follows C2HData's payload: data digest, response capsule. */
+    ByteBuffer trailer() {
+        return trailer.clear();
     }
 
     /** Readies the slot for a new command whose SQE is at {@code header[sqeAt, sqeAt + 64)}. */

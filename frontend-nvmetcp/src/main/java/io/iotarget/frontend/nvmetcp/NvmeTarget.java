@@ -2,6 +2,9 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.transport.Transport;
+
+import java.io.IOException;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -19,12 +22,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * which mirrors {@code /sys/kernel/config/nvmet}.
  *
  * <p>Threads: the configuration (the tree, Connect, Identify, log pages) is guarded by one
- * configuration lock; each connection has a reader and a writer thread; one timer
+ * configuration lock; connections live on the transport's event loops; one timer
  * thread runs keep-alive checks. The IO path takes no configuration lock. Any thread may call
  * the public methods.
  */
 public final class NvmeTarget implements AutoCloseable {
     private final Engine engine;
+    private final Transport transport;
+    private final boolean ownsTransport;
     private final ReentrantLock lock = new ReentrantLock();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
@@ -37,9 +42,25 @@ public final class NvmeTarget implements AutoCloseable {
     private long discoveryGeneration;
     private final NvmetTree tree;
 
-    public NvmeTarget(Engine engine) {
+    /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
+    public NvmeTarget(Engine engine, Transport transport) {
+        this(engine, transport, false);
+    }
+
+    /** A target on a transport of its own with the default settings. */
+    public NvmeTarget(Engine engine) throws IOException {
+        this(engine, new Transport(Transport.Settings.defaults()), true);
+    }
+
+    private NvmeTarget(Engine engine, Transport transport, boolean ownsTransport) {
         this.engine = engine;
+        this.transport = transport;
+        this.ownsTransport = ownsTransport;
         this.tree = new NvmetTree(this);
+    }
+
+    Transport transport() {
+        return transport;
     }
 
     /** The configuration tree, laid out like nvmet's configfs. */
@@ -124,5 +145,6 @@ public final class NvmeTarget implements AutoCloseable {
             unlock();
         }
         scheduler.shutdownNow();
+        if (ownsTransport) transport.close();
     }
 }

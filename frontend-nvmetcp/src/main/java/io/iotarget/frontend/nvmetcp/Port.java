@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.transport.Listener;
 
 import java.io.IOException;
 import java.net.BindException;
@@ -9,21 +10,16 @@ import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code ports/<portid>}: a transport address and the subsystems reachable through it. As in
  * nvmet, the port listens while at least one subsystem is linked, and its address is fixed
- * while it listens. Configuration fields are guarded by the target's configuration lock; the
- * accept loop runs on its own virtual thread.
+ * while it listens. Configuration fields are guarded by the target's configuration lock; its
+ * connections are accepted and carried by the target's transport.
  */
 final class Port {
     /** NVMET_TCP_DEF_INLINE_DATA_SIZE: 4 pages of in-capsule data per IO command. */
@@ -39,8 +35,6 @@ final class Port {
     static final int TREQ_REQUIRED = 1;
     static final int TREQ_NOT_REQUIRED = 2;
     static final int TREQ_DISABLE_SQFLOW = 4;
-    /** Pause after a failed accept(2) (out of descriptors or memory): short against a host's connect timeout, long against a spin. */
-    private static final long ACCEPT_RETRY_NS = 100_000_000L;
 
     final int id;
     String trtype = "";
@@ -54,7 +48,7 @@ final class Port {
     /** subsystems/: link name → subsystem. */
     final Map<String, Subsystem> subsystems = new LinkedHashMap<>();
 
-    private ServerSocketChannel listener;
+    private Listener listener;
     final Set<Connection> connections = ConcurrentHashMap.newKeySet();
 
     Port(int id) {
@@ -103,72 +97,26 @@ final class Port {
         if (portNumber < 0 || portNumber > 65535) {
             throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_trsvcid=" + trsvcid + " (expected: a TCP port 0..65535)");
         }
-        ServerSocketChannel server = null;
+        Listener bound;
         try {
-            server = ServerSocketChannel.open();
-            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(new InetSocketAddress(address, portNumber), 128);
-        } catch (BindException e) {
-            closeQuietly(server);
-            throw new ControlException(Errno.EADDRINUSE, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": " + e.getMessage());
+            bound = target.transport().listen(new InetSocketAddress(address, portNumber), socket -> {
+                Connection c = new Connection(target, this, socket);
+                connections.add(c);
+                return c;
+            });
         } catch (IOException e) {
-            closeQuietly(server);
-            throw new ControlException(Errno.EINVAL, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": " + e.getMessage());
+            Errno errno = e.getCause() instanceof BindException ? Errno.EADDRINUSE : Errno.EINVAL;
+            throw new ControlException(errno, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": "
+                                              + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()));
         }
-        listener = server;
-        ServerSocketChannel accepting = server;
-        Thread.ofVirtual().name("nvmet-port-" + id + "-accept").start(() -> acceptLoop(accepting, target));
+        listener = bound;
     }
 
     /** Stops listening and closes every connection that came in through the port. */
     void stop() {
-        closeQuietly(listener);
+        if (listener != null) listener.close();
         listener = null;
         for (Connection c : connections) c.close();
     }
 
-    private void acceptLoop(ServerSocketChannel server, NvmeTarget target) {
-        while (true) {
-            SocketChannel channel;
-            try {
-                channel = server.accept();
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (!server.isOpen()) return;
-                // EMFILE, ENFILE, ENOBUFS: the connection stays in the backlog and the socket stays
-                // readable, so an immediate retry fails again at once and spins a core until a
-                // descriptor frees up.
-                LockSupport.parkNanos(ACCEPT_RETRY_NS);
-                continue;
-            }
-            try {
-                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            } catch (IOException e) {
-                // Latency only.
-            }
-            Connection c = new Connection(target, this, channel);
-            connections.add(c);
-            if (!server.isOpen()) {
-                c.close();          // stop() ran while this connection was being accepted
-                return;
-            }
-            try {
-                c.start();
-            } catch (OutOfMemoryError e) {
-                // No thread for this host now ("unable to create native thread"): refuse it, keep listening.
-                c.close();
-                LockSupport.parkNanos(ACCEPT_RETRY_NS);
-            }
-        }
-    }
-
-    private static void closeQuietly(java.io.Closeable c) {
-        if (c == null) return;
-        try {
-            c.close();
-        } catch (IOException e) {
-            // closing
-        }
-    }
 }

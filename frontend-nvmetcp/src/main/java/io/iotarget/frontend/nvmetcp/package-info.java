@@ -13,18 +13,20 @@
  * The discovery subsystem answers {@code nvme discover} with the subsystems linked to the
  * port that the host may connect to.
  *
- * <h2>2. A queue is a connection, and two threads</h2>
+ * <h2>2. A queue is a connection on an event loop</h2>
  * <pre>
- *  socket ─► reader ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
- *                                                 └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
- *  socket ◄─ writer ◄─ SlotQueue (MPSC) ◄──────────── respond(slot) ◄──┘      R2T requests too
+ *  loop: socket ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
+ *                                             └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
+ *  loop: socket ◄─ transport output ◄─ SlotQueue (MPSC) ◄── respond(slot) ◄──┘      R2T requests too
  * </pre>
- * The reader owns the receive side and the slots it fills; the writer owns the send side and
- * gives tags back (FreeTags, SPSC). A completion on an engine thread (io.max released it, a
- * file backend finished) pushes its slot and at most unparks the writer: it never blocks on a
- * socket. Slots, their data buffers and their IoRequests are allocated once per connection
- * (buffers grow to the largest transfer seen), so the steady state allocates nothing.
- *
+ * The transport's event loop owns the queue: it decodes, runs admin commands, submits IO,
+ * encodes responses into each slot's own header memory and gives tags back once a response is
+ * on the wire. A completion on an engine thread (io.max released it, a file backend finished)
+ * pushes its slot and schedules one flush task on the loop: it never touches a socket. Slots,
+ * their data buffers and their IoRequests are allocated once per connection (buffers grow to
+ * the largest transfer seen), so the steady state allocates nothing. A host that has not
+ * finished Connect within 10 s of TCP accept is disconnected.
+
  * <h2>3. The wire</h2>
  * ICReq/ICResp with header and data digests (CRC32C) as the host asks; capsules with
  * in-capsule data up to {@code param_inline_data_size} (16 KiB; 8 KiB on the admin queue);
