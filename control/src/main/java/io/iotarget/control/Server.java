@@ -12,6 +12,7 @@ import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
+import io.iotarget.transport.Transport;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -29,14 +30,17 @@ public final class Server implements AutoCloseable {
     private static final String DEFAULT_CONFIG = "default-config.json";
 
     private final Engine engine;
+    private final Transport transport;
     private final NbdServer nbd;
     private final NvmeTarget nvme;
     private final MountTable mounts;
     private final ControlEndpoint endpoint;
     private final List<String> summary;
 
-    private Server(Engine engine, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint, List<String> summary) {
+    private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
+                   List<String> summary) {
         this.engine = engine;
+        this.transport = transport;
         this.nbd = nbd;
         this.nvme = nvme;
         this.mounts = mounts;
@@ -58,8 +62,9 @@ public final class Server implements AutoCloseable {
     public static Server start(JsonNode config) throws ConfigException, IOException {
         ConfigLoader.ServerSettings settings = ConfigLoader.serverSettings(config);
         Engine engine = new Engine();
-        NbdServer nbd = new NbdServer(engine);
-        NvmeTarget nvme = new NvmeTarget(engine);
+        Transport transport = new Transport(Transport.Settings.defaults());
+        NbdServer nbd = new NbdServer(engine, transport);
+        NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
         try {
             MountTable mounts = new MountTable()
@@ -77,11 +82,12 @@ public final class Server implements AutoCloseable {
             InetSocketAddress control = settings.control() != null ? settings.control() : DEFAULT_CONTROL;
             endpoint = new ControlEndpoint(control, mounts, () -> deviceTable(engine));
             summary.add("control endpoint http://" + hostPort(endpoint.address()));
-            return new Server(engine, nbd, nvme, mounts, endpoint, summary);
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (endpoint != null) endpoint.close();
             nbd.close();
             nvme.close();
+            transport.close();
             engine.close();
             throw e;
         }
@@ -157,11 +163,12 @@ public final class Server implements AutoCloseable {
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
-    /** Front ends first (they answer what they accepted), then the control endpoint, then the engine. */
+    /** Front ends first (they answer what they accepted), their transport, then the control endpoint, then the engine. */
     @Override
     public void close() {
         nbd.close();
         nvme.close();
+        transport.close();
         endpoint.close();
         engine.close();
     }
