@@ -85,6 +85,7 @@ final class Connection implements PduHandler {
     private Thread writer;
 
     // Fixed by Connect on the reader; read by the writer and other queues.
+    private volatile QueueAuthentication authentication;
     private volatile Controller controller;
     private volatile int qid = -1;
     private volatile boolean sqFlowControlDisabled;
@@ -100,6 +101,8 @@ final class Connection implements PduHandler {
     private int gatherCount;
     private int segmentsUsed;
     private int tagsToFreeCount;
+    /** A response marked {@link CommandSlot#failsController} is in the gather list. */
+    private boolean failAfterFlush;
 
     private volatile boolean writerIdle;
     private volatile boolean closed;
@@ -338,12 +341,15 @@ final class Connection implements PduHandler {
     /** Refuses commands this queue cannot run before their data is asked for. */
     private int precheck(CommandSlot slot) {
         if (controller == null) return Fabrics.precheckConnect(slot);
+        if (QueueAuthentication.isExchange(slot)) return authentication.precheck(slot);
+        if (!authentication.admits(slot)) return Status.AUTH_REQUIRED | Status.DNR;
         return qid == 0 ? AdminCommands.precheck(controller, slot) : io.precheck(controller, slot);
     }
 
     private void execute(CommandSlot slot) {
         Controller c = controller;
         int status = c == null ? Fabrics.connect(this, slot)
+                : QueueAuthentication.isExchange(slot) ? authentication.execute(slot)
                 : qid == 0 ? AdminCommands.execute(c, this, slot)
                 : io.execute(c, slot);
         if (status == PENDING) return;
@@ -366,7 +372,8 @@ final class Connection implements PduHandler {
      *
      * @param queueSize SQSIZE + 1
      */
-    void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl) {
+    void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl, QueueAuthentication auth) {
+        this.authentication = auth;
         this.qid = queueId;
         this.sqSize = queueSize;
         this.sqHead = 1 % queueSize;
@@ -444,7 +451,7 @@ final class Connection implements PduHandler {
         Controller c = controller;
         return "port=" + port.id + " " + (c == null ? "unconnected" : "subsystem=" + c.subsystem.nqn + " cntlid=" + c.cntlid + " qid=" + qid
                 + " host=" + c.hostNqn) + " hdgst=" + (headerDigest ? 1 : 0) + " ddgst=" + (dataDigest ? 1 : 0)
-               + " sqflow=" + (sqFlowControlDisabled ? "off" : "on");
+               + " sqflow=" + (sqFlowControlDisabled ? "off" : "on") + (c == null ? "" : " auth=" + authentication.describe());
     }
 
     // ---------------------------------------------------------------- writer
@@ -479,6 +486,7 @@ final class Connection implements PduHandler {
     }
 
     private void encode(CommandSlot slot) {
+        failAfterFlush |= slot.failsController;
         ByteBuffer segment = segments[segmentsUsed++].clear();
         int commandId = slot.commandId();
         if (slot.event == CommandSlot.EVENT_R2T) {
@@ -521,5 +529,11 @@ final class Connection implements PduHandler {
         segmentsUsed = 0;
         for (int i = 0; i < tagsToFreeCount; i++) freeTags.offer(tagsToFree[i]);
         tagsToFreeCount = 0;
+        if (failAfterFlush) {
+            failAfterFlush = false;
+            Controller c = controller;                   // a failed authentication: its Failure1 is out, now the controller goes
+            if (c != null) c.fatal();
+            else close();
+        }
     }
 }
