@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Loads a JSON config by replaying it onto the control trees, the way nvmetcli restores a
@@ -44,6 +45,8 @@ public final class ConfigLoader {
     public static final List<String> SECTIONS = List.of("backends", "cgroup", "nbd", "nvmet");
     /** Where a link in a links directory of this name points: {@code subsystems/NAME}, {@code hosts/NAME}. */
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
+    /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys): an error names the field but never shows the value. */
+    private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
 
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
@@ -169,7 +172,7 @@ public final class ConfigLoader {
                 enable = value;
             } else {
                 String text = scalar(at, value);
-                run(at, text, () -> tree.write(path, text));
+                run(at, SECRET_ATTRIBUTES.contains(name) ? "(secret)" : text, () -> tree.write(path, text));
             }
         }
         if (enable != null) {

@@ -86,6 +86,8 @@ final class CommandSlot implements IoCallback, Runnable {
     long result;
     /** The response carries the command's data to the host (C2HData) when it succeeds. */
     boolean dataToHost;
+    /** Authentication failed: once the response is out, the writer fails the controller. */
+    boolean failsController;
 
     @SuppressWarnings("unused")     // PENDING
     private volatile int pending;
@@ -131,6 +133,7 @@ final class CommandSlot implements IoCallback, Runnable {
         status = Status.SUCCESS;
         result = 0;
         dataToHost = false;
+        failsController = false;
     }
 
     int commandId() {

@@ -84,6 +84,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     private boolean terminating;
 
     // Fixed by Connect on the loop; read by other queues and the admin queue.
+    private volatile QueueAuthentication authentication;
     private volatile Controller controller;
     private volatile int qid = -1;
     private volatile boolean sqFlowControlDisabled;
@@ -316,11 +317,22 @@ final class Connection implements PduHandler, ConnectionHandler {
     /** Refuses commands this queue cannot run before their data is asked for. */
     private int precheck(CommandSlot slot) {
         if (controller == null) return Fabrics.precheckConnect(slot);
+        if (QueueAuthentication.isExchange(slot)) return authentication.precheck(slot);
+        if (!authentication.admits(slot)) return Status.AUTH_REQUIRED | Status.DNR;
         return qid == 0 ? AdminCommands.precheck(controller, slot) : io.precheck(controller, slot);
     }
 
     private void execute(CommandSlot slot) {
         Controller c = controller;
+        if (c != null && QueueAuthentication.isExchange(slot)) {
+            // DH with ffdhe8192 costs ~12 ms of CPU: off the loop, which carries other hosts' queues.
+            // The host waits for each answer before its next message, so exchanges never overlap.
+            Thread.startVirtualThread(() -> {
+                slot.status = authentication.execute(slot);
+                respond(slot);
+            });
+            return;
+        }
         int status = c == null ? Fabrics.connect(this, slot)
                 : qid == 0 ? AdminCommands.execute(c, this, slot)
                 : io.execute(c, slot);
@@ -343,7 +355,8 @@ final class Connection implements PduHandler, ConnectionHandler {
      *
      * @param queueSize SQSIZE + 1
      */
-    void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl) {
+    void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl, QueueAuthentication auth) {
+        this.authentication = auth;
         this.qid = queueId;
         this.sqSize = queueSize;
         this.sqHead = 1 % queueSize;
@@ -425,7 +438,8 @@ final class Connection implements PduHandler, ConnectionHandler {
         Controller c = controller;
         return "port=" + port.id + " peer=" + socket.describe() + " "
                + (c == null ? "unconnected" : "subsystem=" + c.subsystem.nqn + " cntlid=" + c.cntlid + " qid=" + qid + " host=" + c.hostNqn)
-               + " hdgst=" + (headerDigest ? 1 : 0) + " ddgst=" + (dataDigest ? 1 : 0) + " sqflow=" + (sqFlowControlDisabled ? "off" : "on");
+               + " hdgst=" + (headerDigest ? 1 : 0) + " ddgst=" + (dataDigest ? 1 : 0) + " sqflow=" + (sqFlowControlDisabled ? "off" : "on")
+               + (c == null ? "" : " auth=" + authentication.describe());
     }
 
     // ---------------------------------------------------------------- output
@@ -477,8 +491,15 @@ final class Connection implements PduHandler, ConnectionHandler {
         encoder.capsuleResponse(segment, slot.result, head, Math.max(qid, 0), commandId, slot.status);
     }
 
-    /** The slot's response is on the wire (or dropped with the connection): its tag is free again. Loop thread. */
+    /**
+     * The slot's response is on the wire (or dropped with the connection): its tag is free
+     * again. A failed authentication's Failure1 is out, so now its controller goes. Loop thread.
+     */
     void sent(CommandSlot slot) {
         freeTags[freeCount++] = slot.tag;
+        if (!slot.failsController) return;
+        Controller c = controller;
+        if (c != null) c.fatal();
+        else socket.close(null);
     }
 }

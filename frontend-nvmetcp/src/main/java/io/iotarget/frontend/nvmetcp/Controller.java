@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
+
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
@@ -65,6 +67,11 @@ final class Controller {
     final long cap;
 
     final ReentrantLock lock = new ReentrantLock();
+    /**
+     * The host's DH-HMAC-CHAP credentials, null when its queues need not authenticate: read at
+     * the admin Connect, re-read by a Negotiate on the admin queue (re-authentication).
+     */
+    private volatile DhChapCredentials credentials;
     private final Connection[] queues;
     private volatile int cc;
     private volatile int csts;
@@ -89,6 +96,7 @@ final class Controller {
     private final ByteBuffer errorLog = ByteBuffer.allocate(ERROR_LOG_ENTRIES * ERROR_LOG_ENTRY_BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     private long errorCount;
 
+    /** Configuration lock held. */
     Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, long katoMs) {
         this.target = target;
         this.subsystem = subsystem;
@@ -101,6 +109,22 @@ final class Controller {
         this.queues = new Connection[subsystem.maxQid + 1];
         this.katoMs = katoMs == 0 && subsystem.discovery ? DISCOVERY_KATO_MS : katoMs;
         this.cap = (queueSizeLimit - 1) | 1L << 16 | CAP_TIMEOUT << 24 | 1L << 37;
+        this.credentials = target.credentials(subsystem, hostNqn);
+    }
+
+    DhChapCredentials credentials() {
+        return credentials;
+    }
+
+    /** Re-reads the host's credentials from the configuration (takes the configuration lock). */
+    DhChapCredentials refreshCredentials() {
+        target.lock();
+        try {
+            credentials = target.credentials(subsystem, hostNqn);
+            return credentials;
+        } finally {
+            target.unlock();
+        }
     }
 
     boolean discovery() {

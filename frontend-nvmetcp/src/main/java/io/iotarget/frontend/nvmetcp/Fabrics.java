@@ -8,7 +8,8 @@ import java.nio.charset.StandardCharsets;
  * into a queue of a controller, and Property Get/Set, the fabrics form of register access.
  * Connect's errors are nvmet's: an unknown or unlinked subsystem and a bad controller id are
  * Connect Invalid Parameters with the offending field's location in the result, a host not
- * allowed on the subsystem is Connect Invalid Host.
+ * allowed on the subsystem is Connect Invalid Host. A successful Connect's result carries the
+ * controller id and, when the host must authenticate, AUTHREQ.ATR ({@link QueueAuthentication}).
  */
 final class Fabrics {
     static final int TYPE_PROPERTY_SET = 0x00;
@@ -105,8 +106,10 @@ final class Fabrics {
                 if (qid == 0) s.controllers.remove(c);
                 return status;
             }
-            queue.connected(c, qid, sqSize, noFlowControl);
-            slot.result = c.cntlid;
+            QueueAuthentication authentication = QueueAuthentication.forQueue(c, qid);
+            queue.connected(c, qid, sqSize, noFlowControl, authentication);
+            slot.result = c.cntlid | authentication.connectResult();
+            authentication.startDeadline(c);
             return Status.SUCCESS;
         } finally {
             target.unlock();

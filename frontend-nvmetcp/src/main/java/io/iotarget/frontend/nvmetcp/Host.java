@@ -1,10 +1,30 @@
 package io.iotarget.frontend.nvmetcp;
 
-/** {@code hosts/<hostnqn>}: a host NQN that subsystems may allow. Guarded by the target's configuration lock. */
+import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
+import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
+import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
+import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+
+/**
+ * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP
+ * configuration. Guarded by the target's configuration lock.
+ */
 final class Host {
     final String nqn;
+    /** dhchap_key: the host must prove it knows this; null: it connects without authenticating. */
+    DhChapSecret key;
+    /** dhchap_ctrl_key: what the controller proves itself with when the host asks; null: it cannot. */
+    DhChapSecret controllerKey;
+    /** dhchap_hash, dhchap_dhgroup: nvmet's defaults. */
+    DhChapHash hash = DhChapHash.SHA256;
+    DhGroup group = DhGroup.NULL;
 
     Host(String nqn) {
         this.nqn = nqn;
+    }
+
+    /** A snapshot for controllers, or null when the host has no key. */
+    DhChapCredentials credentials() {
+        return key == null ? null : new DhChapCredentials(key, controllerKey, hash, group);
     }
 }

@@ -6,7 +6,10 @@ import io.iotarget.transport.Transport;
 
 import java.io.IOException;
 
+import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
+
 import java.nio.ByteBuffer;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +36,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
+    /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
+    private final SecureRandom random = new SecureRandom();
 
     final Map<String, Host> hosts = new TreeMap<>();
     final Map<String, Subsystem> subsystems = new TreeMap<>();
@@ -76,6 +81,10 @@ public final class NvmeTarget implements AutoCloseable {
         return scheduler;
     }
 
+    SecureRandom random() {
+        return random;
+    }
+
     void lock() {
         lock.lock();
     }
@@ -93,6 +102,17 @@ public final class NvmeTarget implements AutoCloseable {
         if (nqn.equals(discovery.nqn) || nqn.equals(Subsystem.WELL_KNOWN_DISCOVERY_NQN)) return discovery;
         Subsystem s = subsystems.get(nqn);
         return s != null && port.links(s) ? s : null;
+    }
+
+    /**
+     * What a host connecting to {@code s} must authenticate with, or null, as nvmet's
+     * {@code nvmet_setup_auth}: nobody on the discovery subsystem or on one open to any host;
+     * an allowed host when it has a key. Configuration lock held.
+     */
+    DhChapCredentials credentials(Subsystem s, String hostNqn) {
+        if (s.discovery || s.allowAnyHost) return null;
+        for (Host h : s.allowedHosts.values()) if (h.nqn.equals(hostNqn)) return h.credentials();
+        return null;
     }
 
     /** The discovery log as {@code c}'s host sees it through {@code c}'s port. */

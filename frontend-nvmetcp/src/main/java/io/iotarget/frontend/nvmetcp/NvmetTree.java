@@ -1,5 +1,8 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
+import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
+import io.iotarget.frontend.nvmetcp.auth.DhGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.KernelParse;
@@ -18,13 +21,13 @@ import java.util.UUID;
  * names, value formats and errnos:
  *
  * <pre>
- *  hosts/&lt;hostnqn&gt;/
+ *  hosts/&lt;hostnqn&gt;/      dhchap_key dhchap_ctrl_key dhchap_hash dhchap_dhgroup
  *  subsystems/&lt;nqn&gt;/   attr_allow_any_host attr_version attr_serial attr_model attr_firmware
  *                        attr_cntlid_min attr_cntlid_max attr_qid_max
  *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
  *      namespaces/&lt;nsid&gt;/  device_path device_uuid device_nguid readonly buffered_io
  *                            cgroup_id cgroup enable
- *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_treq
+ *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_tsas addr_treq
  *                        param_inline_data_size param_max_queue_size
  *      subsystems/&lt;name&gt; -&gt; subsystems/&lt;nqn&gt;              (links; the first starts listening)
  *  discovery_nqn
@@ -36,6 +39,11 @@ import java.util.UUID;
  * {@code cgroup} is iotarget's name for the same binding by group path; writing either updates
  * both. {@code readonly} is iotarget's (nvmet has none). Reads end with a newline, as sysfs
  * reads do; a trailing newline on writes is ignored.
+ *
+ * <p>{@code dhchap_key} and {@code dhchap_ctrl_key} read back the secret as written, as nvmet's
+ * do; an empty write removes the key (nvmet refuses it, but a listing must replay), and
+ * errors about a key never quote it. {@code addr_treq} and {@code addr_tsas} take only what
+ * iotarget honours: no value that asks for TLS.
  *
  * <p>Any thread; every operation runs under the target's configuration lock.
  */
@@ -106,6 +114,7 @@ final class NvmetTree implements ConfigTree {
     private final List<Attribute<Subsystem>> subsystemAttributes;
     private final List<Attribute<Namespace>> namespaceAttributes;
     private final List<Attribute<Port>> portAttributes;
+    private final List<Attribute<Host>> hostAttributes;
 
     NvmetTree(NvmeTarget target) {
         this.target = target;
@@ -133,9 +142,16 @@ final class NvmetTree implements ConfigTree {
                 new Attribute<>("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
                 new Attribute<>("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
                 new Attribute<>("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
+                new Attribute<>("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas),
                 new Attribute<>("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
                 new Attribute<>("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
                 new Attribute<>("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize));
+        this.hostAttributes = List.of(
+                new Attribute<>("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
+                new Attribute<>("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
+                        (h, v) -> h.controllerKey = secret("dhchap_ctrl_key", v)),
+                new Attribute<>("dhchap_hash", h -> h.hash.configName(), NvmetTree::writeDhchapHash),
+                new Attribute<>("dhchap_dhgroup", h -> h.group.configName(), NvmetTree::writeDhchapGroup));
     }
 
     // ---------------------------------------------------------------- ConfigTree
@@ -192,6 +208,7 @@ final class NvmetTree implements ConfigTree {
                 }
                 case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
                 case HostDir h -> {
+                    for (Attribute<Host> a : hostAttributes) out.add(a.name());
                 }
                 case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
                 case Link l -> throw new IllegalStateException("links resolved above");
@@ -449,7 +466,7 @@ final class NvmetTree implements ConfigTree {
                 Subsystem s = p.port().subsystems.get(name);
                 yield s == null ? null : new Link(p, name, SUBSYSTEMS + "/" + s.nqn);
             }
-            case HostDir h -> null;
+            case HostDir h -> file(h.host(), hostAttributes, name);
             case File<?> f -> null;
             case Link l -> null;
         };
@@ -722,21 +739,35 @@ final class NvmetTree implements ConfigTree {
     }
 
     private static String treqText(Port p) {
-        return switch (p.treq) {
-            case Port.TREQ_REQUIRED -> "required";
-            case Port.TREQ_NOT_REQUIRED -> "not required";
-            default -> "not specified";
-        };
+        return p.treq == Port.TREQ_NOT_REQUIRED ? "not required" : "not specified";
     }
 
+    /** nvmet's values, less "required": that asks for a secure channel (TLS), which iotarget's NVMe/TCP does not have. */
     private static void writeTreq(Port p, String value) throws ControlException {
         requireStopped(p, "addr_treq", value);
         p.treq = switch (value.strip()) {
             case "not specified" -> Port.TREQ_NOT_SPECIFIED;
-            case "required" -> Port.TREQ_REQUIRED;
             case "not required" -> Port.TREQ_NOT_REQUIRED;
-            default -> throw KernelParse.invalid("addr_treq", value, "not specified, required or not required");
+            case "required" -> throw new ControlException(Errno.EINVAL, "addr_treq=required: hosts would have to use a secure channel (TLS),"
+                    + " which iotarget's NVMe/TCP does not provide (expected: not specified or not required)");
+            default -> throw KernelParse.invalid("addr_treq", value, "not specified or not required");
         };
+    }
+
+    /** nvmet shows the TCP security type once the transport is tcp, "reserved" before. */
+    private static String tsasText(Port p) {
+        return p.trtype.equals("tcp") ? "none" : "reserved";
+    }
+
+    /** Only "none": tls1.3 is refused, as by an nvmet built without TLS. Like nvmet, the write resets addr_treq. */
+    private static void writeTsas(Port p, String value) throws ControlException {
+        requireStopped(p, "addr_tsas", value);
+        if (!p.trtype.equals("tcp")) throw new ControlException(Errno.EINVAL, "addr_tsas=" + value.strip() + ": addr_trtype is not tcp (write it first)");
+        switch (value.strip()) {
+            case "none" -> p.treq = Port.TREQ_NOT_SPECIFIED;
+            case "tls1.3" -> throw new ControlException(Errno.EINVAL, "addr_tsas=tls1.3: iotarget's NVMe/TCP has no TLS (expected: none)");
+            default -> throw KernelParse.invalid("addr_tsas", value, "none");
+        }
     }
 
     private static void writeInlineDataSize(Port p, String value) throws ControlException {
@@ -753,6 +784,30 @@ final class NvmetTree implements ConfigTree {
             throw KernelParse.invalid("param_max_queue_size", value, "-1 (transport default) or 2.." + Port.DEFAULT_MAX_QUEUE_SIZE);
         }
         p.maxQueueSize = v;
+    }
+
+    // ---------------------------------------------------------------- host attributes
+
+    /** A DH-HMAC-CHAP secret; "" removes it. The message names what is wrong, never the secret. */
+    private static DhChapSecret secret(String attribute, String value) throws ControlException {
+        if (value.isBlank()) return null;
+        try {
+            return DhChapSecret.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new ControlException(Errno.EINVAL, attribute + ": " + e.getMessage());
+        }
+    }
+
+    private static void writeDhchapHash(Host h, String value) throws ControlException {
+        DhChapHash hash = DhChapHash.byConfigName(value.strip());
+        if (hash == null) throw KernelParse.invalid("dhchap_hash", value, "hmac(sha256), hmac(sha384) or hmac(sha512)");
+        h.hash = hash;
+    }
+
+    private static void writeDhchapGroup(Host h, String value) throws ControlException {
+        DhGroup group = DhGroup.byConfigName(value.strip());
+        if (group == null) throw KernelParse.invalid("dhchap_dhgroup", value, "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144 or ffdhe8192");
+        h.group = group;
     }
 
     // ---------------------------------------------------------------- formats

@@ -30,9 +30,11 @@ final class Port {
     static final int TRTYPE_TCP = 3;
     static final int ADRFAM_IPV4 = 1;
     static final int ADRFAM_IPV6 = 2;
-    /** TREQ values: bits 1:0 secure channel, bit 2 "SQ flow control disable supported" (always set, as nvmet does). */
+    /**
+     * TREQ values: bits 1:0 secure channel, bit 2 "SQ flow control disable supported" (always
+     * set, as nvmet does). Secure channel "required" (1) is never set: iotarget has no TLS.
+     */
     static final int TREQ_NOT_SPECIFIED = 0;
-    static final int TREQ_REQUIRED = 1;
     static final int TREQ_NOT_REQUIRED = 2;
     static final int TREQ_DISABLE_SQFLOW = 4;
 

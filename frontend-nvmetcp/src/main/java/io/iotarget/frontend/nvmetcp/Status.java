@@ -28,6 +28,7 @@ final class Status {
     static final int CONNECT_CONTROLLER_BUSY = 0x181;
     static final int CONNECT_INVALID_PARAMETERS = 0x182;
     static final int CONNECT_INVALID_HOST = 0x184;
+    static final int AUTH_REQUIRED = 0x191;
     // Media and data integrity errors (SCT 2).
     static final int COMPARE_FAILURE = 0x285;
 

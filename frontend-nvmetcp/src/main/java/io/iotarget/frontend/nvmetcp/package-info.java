@@ -42,8 +42,14 @@
  * refused before the media (LBA Out of Range, Invalid Opcode, write-protected) are charged
  * nothing. Commands a host sends through its passthrough ioctls arrive as these same opcodes.
  *
- * <h2>5. Watch</h2>
- * {@code Connection.describe()} per connection (queue, digests, SQ flow control); the error log
+ * <h2>5. Authentication</h2>
+ * A host with a {@code dhchap_key} in a subsystem's allowed_hosts must run DH-HMAC-CHAP on every
+ * queue before anything but fabrics commands runs there ({@link io.iotarget.frontend.nvmetcp.QueueAuthentication},
+ * the one hook; the protocol is {@link io.iotarget.frontend.nvmetcp.auth}). Nothing asks for a
+ * secure channel: there is no TLS, and the port attributes that would claim one are refused.
+ *
+ * <h2>6. Watch</h2>
+ * {@code Connection.describe()} per connection (queue, digests, SQ flow control, auth); the error log
  * (log page 0x01) and SMART counters per controller.
  */
 package io.iotarget.frontend.nvmetcp;

@@ -58,6 +58,41 @@ class KernelHostTest {
     }
 
     /**
+     * DH-HMAC-CHAP with the kernel host (src/test/vm/auth-host.sh): a host claiming a keyed NQN
+     * without its key gets nothing, an allowed host without a key connects, the port refuses to
+     * claim TLS. When the guest kernel's host driver has in-band authentication (Debian's 6.1
+     * has not; bookworm-backports' 6.12 has, see the module README) also: the right key in
+     * every transform, hash and DH group, both directions, wrong keys refused, re-authentication.
+     */
+    @Test
+    void linuxHostAuthenticatesWithDhHmacChap() throws Exception {
+        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
+            String s = "subsystems/" + AuthenticationProtocolTest.SECURE;
+            f.tree.mkdir(s);
+            f.tree.mkdir(s + "/namespaces/1");
+            f.tree.write(s + "/namespaces/1/device_path", "default");
+            f.tree.write(s + "/namespaces/1/enable", "1");
+            for (String h : new String[]{AuthenticationProtocolTest.KEYED, AuthenticationProtocolTest.KEYLESS}) {
+                f.tree.mkdir("hosts/" + h);
+                f.tree.link("hosts/" + h, s + "/allowed_hosts/" + h);
+            }
+            f.tree.write("hosts/" + AuthenticationProtocolTest.KEYED + "/dhchap_key", io.iotarget.frontend.nvmetcp.auth.TestChapHost.newSecret(1, 32));
+            f.tree.link(s, "ports/1/subsystems/" + AuthenticationProtocolTest.SECURE);
+
+            GuestVm.Result result = GuestVm.run(GuestVm.script("auth-host.sh"), Map.of(
+                    "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port()),
+                    "SECURE_NQN", AuthenticationProtocolTest.SECURE, "KEYED_NQN", AuthenticationProtocolTest.KEYED,
+                    "KEYLESS_NQN", AuthenticationProtocolTest.KEYLESS), List.<Path>of(), 900);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed);
+            boolean hostCanAuthenticate = result.lines("KERNEL-AUTH").contains("KERNEL-AUTH yes");
+            assertTrue(result.lines("CHECK").size() >= (hostCanAuthenticate ? 30 : 7), "every step reported:\n" + result.text());
+            assertEquals(0, result.exitCode(), result.text());
+        }
+    }
+
+    /**
      * Seed 001 end to end: a memory-backed and a file-backed namespace in two subsystems, each
      * bound by cgroup_id to its own group with io.max; the limits bite and io.stat matches what
      * the host moved. The same guest then runs the stock kernel nvmet, which charges the tenant

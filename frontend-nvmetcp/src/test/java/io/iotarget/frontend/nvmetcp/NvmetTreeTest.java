@@ -233,6 +233,64 @@ class NvmetTreeTest {
     }
 
     @Test
+    void shouldKeepAHostsDhchapSettingsAndShowThemAsNvmet() throws Exception {
+        String h = "hosts/nqn.2014-08.org.nvmexpress:uuid:host1";
+        tree.mkdir(h);
+        assertEquals(List.of("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"), tree.list(h));
+        assertEquals("\n", tree.read(h + "/dhchap_key"), "no key: an empty line, as nvmet");
+        assertEquals("\n", tree.read(h + "/dhchap_ctrl_key"));
+        assertEquals("hmac(sha256)\n", tree.read(h + "/dhchap_hash"));
+        assertEquals("null\n", tree.read(h + "/dhchap_dhgroup"));
+        String key = "DHHC-1:01:FZutw06N2trA/TvbhG4i6jXua32pSJce08/ZmPlk0jMEPvkB:";
+        tree.write(h + "/dhchap_key", key + "\n");
+        assertEquals(key + "\n", tree.read(h + "/dhchap_key"), "the secret reads back as written, as nvmet's does");
+        tree.write(h + "/dhchap_ctrl_key", "DHHC-1:00:MnBoSvHUz4hzN33W+3RcyZpvT1N6wqTqbHCF3voDojtNN4vK:");
+        tree.write(h + "/dhchap_hash", "hmac(sha512)");
+        tree.write(h + "/dhchap_dhgroup", "ffdhe8192");
+        assertEquals("hmac(sha512)\n", tree.read(h + "/dhchap_hash"));
+        assertEquals("ffdhe8192\n", tree.read(h + "/dhchap_dhgroup"));
+        tree.write(h + "/dhchap_ctrl_key", "");
+        assertEquals("\n", tree.read(h + "/dhchap_ctrl_key"), "an empty write removes a key, so a listing replays");
+        assertEquals(key + "\n", tree.read(h + "/dhchap_key"));
+    }
+
+    @Test
+    void shouldRefuseBadDhchapValuesWithoutEchoingSecrets() throws Exception {
+        String h = "hosts/nqn.2014-08.org.nvmexpress:uuid:host2";
+        tree.mkdir(h);
+        String mistyped = "DHHC-1:01:FZutw06N2trA/TvbhG4i6jXua32pSJce08/ZmPlk0jMEPvkC:";
+        ControlException e = refused(Errno.EINVAL, () -> tree.write(h + "/dhchap_key", mistyped));
+        assertTrue(e.getMessage().contains("dhchap_key: the key's CRC-32 does not match"), e.getMessage());
+        assertTrue(!e.getMessage().contains("FZutw06N"), "the secret is not in the message: " + e.getMessage());
+        refused(Errno.EINVAL, () -> tree.write(h + "/dhchap_ctrl_key", "secret"));
+        refused(Errno.EINVAL, () -> tree.write(h + "/dhchap_hash", "hmac(md5)"));
+        refused(Errno.EINVAL, () -> tree.write(h + "/dhchap_hash", "sha256"));
+        refused(Errno.EINVAL, () -> tree.write(h + "/dhchap_dhgroup", "ffdhe1024"));
+        assertEquals("\n", tree.read(h + "/dhchap_key"), "a refused write changes nothing");
+        assertEquals("hmac(sha256)\n", tree.read(h + "/dhchap_hash"));
+    }
+
+    @Test
+    void shouldRefuseTransportRequirementsItCannotHonour() throws Exception {
+        tree.mkdir("ports/5");
+        assertEquals("reserved\n", tree.read("ports/5/addr_tsas"), "no transport yet, as nvmet shows it");
+        refused(Errno.EINVAL, () -> tree.write("ports/5/addr_tsas", "none"));
+        tree.write("ports/5/addr_trtype", "tcp");
+        assertEquals("none\n", tree.read("ports/5/addr_tsas"));
+        ControlException tls = refused(Errno.EINVAL, () -> tree.write("ports/5/addr_tsas", "tls1.3"));
+        assertTrue(tls.getMessage().contains("no TLS"), tls.getMessage());
+        ControlException required = refused(Errno.EINVAL, () -> tree.write("ports/5/addr_treq", "required"));
+        assertTrue(required.getMessage().contains("secure channel (TLS)"), required.getMessage());
+        refused(Errno.EINVAL, () -> tree.write("ports/5/addr_treq", "maybe"));
+        tree.write("ports/5/addr_treq", "not required");
+        assertEquals("not required\n", tree.read("ports/5/addr_treq"));
+        tree.write("ports/5/addr_tsas", "none");
+        assertEquals("not specified\n", tree.read("ports/5/addr_treq"), "writing addr_tsas resets addr_treq, as nvmet");
+        assertEquals(List.of("addr_trtype", "addr_adrfam", "addr_traddr", "addr_trsvcid", "addr_tsas", "addr_treq",
+                "param_inline_data_size", "param_max_queue_size", "subsystems/"), tree.list("ports/5"));
+    }
+
+    @Test
     void shouldAcceptTheEmbeddedDefaultConfigurationSequence() throws Exception {
         try (TargetFixture f = new TargetFixture()) {
             String s = "subsystems/" + TargetFixture.NQN;

@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.auth.TestChapHost;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 
@@ -112,6 +113,36 @@ final class TestHost implements AutoCloseable {
         sqe.putInt(44, offset);
         sqe.putLong(48, value);
         return execute(sqe, null, 0, true);
+    }
+
+    /** AUTH_Send of one DH-HMAC-CHAP message, in the capsule (SECP 0xE9, SPSP0/1 = 1, TL = its length). */
+    Completion authSend(byte[] message) throws IOException {
+        return execute(authCommand(0x05, message.length), message, 0, true);
+    }
+
+    /** AUTH_Receive with AL = {@code allocation}: the message comes back as the completion's data. */
+    Completion authReceive(int allocation) throws IOException {
+        return execute(authCommand(0x06, allocation), null, allocation, false);
+    }
+
+    ByteBuffer authCommand(int type, int length) {
+        ByteBuffer sqe = sqe(0x7F, 0);
+        sqe.put(4, (byte) type);
+        sqe.put(41, (byte) 1).put(42, (byte) 1).put(43, (byte) 0xE9);
+        sqe.putInt(44, length);
+        return sqe;
+    }
+
+    /** Runs DH-HMAC-CHAP on this queue as Linux's host does (AL 4096); fails the test on any refusal. */
+    void authenticate(TestChapHost chap, boolean bidirectional) throws IOException {
+        check(authSend(chap.negotiate()).status() == 0, "AUTH_Send Negotiate");
+        Completion challenge = authReceive(4096);
+        check(challenge.status() == 0 && TestChapHost.failure1Reason(challenge.data()) < 0, "Challenge, not Failure1");
+        check(authSend(chap.reply(challenge.data())).status() == 0, "AUTH_Send Reply");
+        Completion success1 = authReceive(4096);
+        check(success1.status() == 0, "AUTH_Receive Success1");
+        chap.checkSuccess1(success1.data());
+        if (bidirectional) check(authSend(chap.success2()).status() == 0, "AUTH_Send Success2");
     }
 
     /** Connect the admin queue, enable the controller (CC.EN with the Linux host's sizes), wait for RDY. */

@@ -1,0 +1,203 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.frontend.nvmetcp.auth.DhChapExchange;
+import io.iotarget.frontend.nvmetcp.auth.TestChapHost;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.ByteBuffer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * DH-HMAC-CHAP over the wire, with {@link TestHost} speaking the host's side: who is asked to
+ * authenticate (AUTHREQ.ATR), what an unauthenticated queue may run, IO queues, failures that
+ * fail the controller, re-authentication, and the AUTH commands' field checks.
+ */
+class AuthenticationProtocolTest {
+    static final String SECURE = "nqn.2026-11.io.iotarget:secure";
+    static final String KEYED = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001";
+    static final String KEYLESS = "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-0000-0000-0000-000000000002";
+    private static final long ATR = 1L << 17;
+    private static final int AUTH_REQUIRED = 0x191;
+
+    private TargetFixture f;
+    private final String hostSecret = TestChapHost.newSecret(1, 32);
+    private final String controllerSecret = TestChapHost.newSecret(2, 48);
+
+    @BeforeEach
+    void setUp() throws Exception {
+        f = new TargetFixture();
+        String s = "subsystems/" + SECURE;
+        f.tree.mkdir(s);
+        f.tree.mkdir(s + "/namespaces/1");
+        f.tree.write(s + "/namespaces/1/device_path", "default");
+        f.tree.write(s + "/namespaces/1/enable", "1");
+        for (String h : new String[]{KEYED, KEYLESS}) {
+            f.tree.mkdir("hosts/" + h);
+            f.tree.link("hosts/" + h, s + "/allowed_hosts/" + h);
+        }
+        f.tree.write("hosts/" + KEYED + "/dhchap_key", hostSecret);
+        f.tree.link(s, "ports/1/subsystems/" + SECURE);
+    }
+
+    @AfterEach
+    void tearDown() {
+        f.close();
+    }
+
+    private TestChapHost chap(boolean bidirectional) {
+        return new TestChapHost(KEYED, SECURE, hostSecret, bidirectional ? controllerSecret : null);
+    }
+
+    /** Admin Connect and CC.EN (fabrics commands, which an unauthenticated queue may run); returns the Connect result. */
+    private long connectAdmin(TestHost h, String hostNqn) throws Exception {
+        TestHost.Completion c = h.connect(SECURE, hostNqn, 0, 0xFFFF, 32, 5000, false);
+        assertEquals(0, c.status(), "admin Connect");
+        assertEquals(0, h.propertySet(0x14, 0x460001).status(), "Property Set CC before authentication, as nvmet");
+        assertEquals(1, h.propertyGet(0x1C, false).result() & 1, "CSTS.RDY");
+        return c.result();
+    }
+
+    @Test
+    void shouldAskAHostWithAKeyToAuthenticateAndRunNothingElseUntilItHas() throws Exception {
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            long result = connectAdmin(h, KEYED);
+            assertEquals(ATR, result & ATR, "AUTHREQ.ATR");
+            TestHost.Completion refused = h.identify(1, 0);
+            assertEquals(AUTH_REQUIRED, refused.code());
+            assertTrue(refused.dnr());
+            assertEquals(AUTH_REQUIRED, h.setFeatures(0x0F, 5000).code(), "not even Set Features KATO");
+            h.authenticate(chap(false), false);
+            assertEquals(0, h.identify(1, 0).status(), "Identify once authenticated");
+        }
+    }
+
+    @Test
+    void shouldLetAnAllowedHostWithoutAKeyInWithoutAuthentication() throws Exception {
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            assertEquals(0, connectAdmin(h, KEYLESS) & ATR);
+            assertEquals(0, h.identify(1, 0).status());
+        }
+    }
+
+    @Test
+    void shouldAuthenticateNobodyOnSubsystemsOpenToAnyHostOrOnDiscovery() throws Exception {
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            TestHost.Completion c = h.connect(TargetFixture.NQN, KEYED, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(0, c.result() & ATR, "attr_allow_any_host=1: anyone may claim any NQN, a key would prove nothing");
+        }
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            TestHost.Completion c = h.connect(Subsystem.WELL_KNOWN_DISCOVERY_NQN, KEYED, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(0, c.status());
+            assertEquals(0, c.result() & ATR);
+        }
+    }
+
+    @Test
+    void shouldAuthenticateEveryIoQueueBothWaysWithDh() throws Exception {
+        f.tree.write("hosts/" + KEYED + "/dhchap_ctrl_key", controllerSecret);
+        f.tree.write("hosts/" + KEYED + "/dhchap_hash", "hmac(sha512)");
+        f.tree.write("hosts/" + KEYED + "/dhchap_dhgroup", "ffdhe2048");
+        try (TestHost admin = new TestHost(f.port, false, false)) {
+            int cntlid = (int) connectAdmin(admin, KEYED) & 0xFFFF;
+            TestChapHost chap = chap(true);
+            admin.authenticate(chap, true);
+            assertEquals(3, chap.hashId);
+            assertEquals(1, chap.groupId);
+            try (TestHost io = new TestHost(f.port, true, true)) {
+                TestHost.Completion c = io.connect(SECURE, KEYED, 1, cntlid, 128, 0, false);
+                assertEquals(0, c.status());
+                assertEquals(ATR, c.result() & ATR, "IO queues authenticate too");
+                byte[] block = new byte[512];
+                block[0] = 42;
+                assertEquals(AUTH_REQUIRED, io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), block, 0, true).code());
+                io.authenticate(chap(true), true);
+                assertEquals(0, io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), block, 0, true).status());
+                assertEquals(42, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).data()[0]);
+                assertTrue(describe().contains("qid=1 host=" + KEYED + " hdgst=1 ddgst=1 sqflow=on auth=ok"), describe());
+            }
+        }
+    }
+
+    @Test
+    void shouldFailTheWholeControllerWhenAQueueFailsToAuthenticate() throws Exception {
+        try (TestHost admin = new TestHost(f.port, false, false)) {
+            int cntlid = (int) connectAdmin(admin, KEYED) & 0xFFFF;
+            admin.authenticate(chap(false), false);
+            try (TestHost io = new TestHost(f.port, false, false)) {
+                io.connect(SECURE, KEYED, 1, cntlid, 128, 0, false);
+                TestChapHost impostor = new TestChapHost(KEYED, SECURE, TestChapHost.newSecret(1, 32), null);
+                assertEquals(0, io.authSend(impostor.negotiate()).status());
+                assertEquals(0, io.authSend(impostor.reply(io.authReceive(4096).data())).status(), "the Reply is taken, its failure reported next");
+                TestHost.Completion failure = io.authReceive(4096);
+                assertEquals(0, failure.status());
+                assertEquals(DhChapExchange.REASON_FAILED, TestChapHost.failure1Reason(failure.data()));
+                assertTrue(io.closedByTarget(), "the IO queue closes after its Failure1");
+                assertTrue(admin.closedByTarget(), "and so does the rest of the controller, as nvmet_ctrl_fatal_error");
+            }
+        }
+    }
+
+    @Test
+    void shouldGiveAHostClaimingAKeyedNqnWithoutTheKeyNothing() throws Exception {
+        try (TestHost spoof = new TestHost(f.port, false, false)) {
+            int cntlid = (int) connectAdmin(spoof, KEYED) & 0xFFFF;
+            assertEquals(AUTH_REQUIRED, spoof.identify(1, 0).code());
+            try (TestHost io = new TestHost(f.port, false, false)) {
+                io.connect(SECURE, KEYED, 1, cntlid, 128, 0, false);
+                assertEquals(AUTH_REQUIRED, io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).code(), "no read");
+                assertEquals(AUTH_REQUIRED, io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), new byte[512], 0, true).code(), "no write");
+                TestChapHost guess = new TestChapHost(KEYED, SECURE, TestChapHost.newSecret(0, 32), null);
+                io.authSend(guess.negotiate());
+                io.authSend(guess.failure2(DhChapExchange.REASON_FAILED));
+                assertTrue(io.closedByTarget(), "the host's own Failure2 fails the controller too");
+                assertTrue(spoof.closedByTarget());
+            }
+        }
+    }
+
+    @Test
+    void shouldReauthenticateTheAdminQueueWithTheKeyConfiguredNow() throws Exception {
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            connectAdmin(h, KEYED);
+            h.authenticate(chap(false), false);
+            String rotated = TestChapHost.newSecret(3, 64);
+            f.tree.write("hosts/" + KEYED + "/dhchap_key", rotated);
+            assertEquals(0, h.identify(1, 0).status(), "a new key does not end a session (nvmet: a soft state)");
+            h.authenticate(new TestChapHost(KEYED, SECURE, rotated, null), false);
+            assertEquals(0, h.identify(1, 0).status());
+        }
+    }
+
+    @Test
+    void shouldCheckTheAuthCommandsFieldsAsNvmet() throws Exception {
+        try (TestHost h = new TestHost(f.port, false, false)) {
+            connectAdmin(h, KEYED);
+            byte[] negotiate = chap(false).negotiate();
+            ByteBuffer badSecp = h.authCommand(0x05, negotiate.length).put(43, (byte) 0xEA);
+            assertEquals(0x4002, h.execute(badSecp, negotiate, 0, true).status(), "SECP");
+            ByteBuffer badSpsp = h.authCommand(0x05, negotiate.length).put(41, (byte) 0);
+            assertEquals(0x4002, h.execute(badSpsp, negotiate, 0, true).status(), "SPSP0");
+            assertEquals(0x400F, h.execute(h.authCommand(0x05, negotiate.length + 4), negotiate, 0, true).status(), "TL is not the data's length");
+            assertEquals(0x4002, h.execute(h.authCommand(0x05, 0), null, 0, true).status(), "TL 0");
+            assertEquals(0x4002, h.authReceive(16384).status(), "AL beyond the largest message");
+            TestChapHost chap = chap(false);
+            assertEquals(0, h.authSend(chap.negotiate()).status());
+            assertEquals(0x4002, h.authReceive(16).status(), "AL too small for the Challenge: refused, the exchange goes on");
+            TestHost.Completion challenge = h.authReceive(4096);
+            assertEquals(0, challenge.status());
+            assertEquals(0, h.authSend(chap.reply(challenge.data())).status());
+            assertEquals(3, h.authReceive(4096).data()[1], "Success1");
+            assertEquals(0, h.identify(1, 0).status());
+        }
+    }
+
+    private String describe() {
+        StringBuilder sb = new StringBuilder();
+        for (Port p : f.target.ports.values()) for (Connection c : p.connections) sb.append(c.describe()).append('\n');
+        return sb.toString();
+    }
+}

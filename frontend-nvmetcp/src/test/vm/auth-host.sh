@@ -1,0 +1,127 @@
+#!/bin/sh
+# auth-host.sh - DH-HMAC-CHAP with the Linux kernel host (nvme-tcp + nvme-cli) against
+# iotarget's target on the host (10.0.2.2).  Run by KernelHostTest; every step prints a CHECK line.
+#
+#   1 discovery reports only what the port honours (treq not specified, sectype none), and the
+#     target refuses addr_treq=required and addr_tsas=tls1.3
+#   2 a host claiming the keyed NQN without its key is refused, and gets no controller
+#   3 an allowed host without a key connects (nvmet asks it for nothing) and does IO
+# With a host driver that has in-band authentication (CONFIG_NVME_AUTH; Debian's 6.1 has not,
+# so these print NOTE lines there and the right key is refused like no key):
+#   4 the right key (nvme gen-dhchap-key) connects and does IO; every queue authenticated
+#   5 each key transform (00..03) with each hash
+#   6 bidirectional (--dhchap-ctrl-secret) in every DH group, null and ffdhe2048..8192
+#   7 a wrong host key and a wrong controller key are refused
+#   8 re-authentication through sysfs with a rotated key
+#
+# Environment: PORT, CTL_PORT (see ControlServer), SECURE_NQN (allowed: KEYED_NQN, KEYLESS_NQN).
+. /guest/lib.sh
+
+ADDR=10.0.2.2
+FAIL=0
+check() {  # check LABEL CONDITION-RC [detail]
+  if [ "$2" = 0 ]; then echo "CHECK $1 ok${3:+ ($3)}"; else echo "CHECK $1 FAILED${3:+ ($3)}"; FAIL=1; fi
+}
+ctl() { echo "$*" | nc "$ADDR" "$CTL_PORT"; }
+H="$KEYED_NQN"
+hostcfg() { ctl nvmet-write "hosts/$H/$1" "$2" | grep -q '^OK'; }
+# conn ARGS...: nvme connect to the secure subsystem, output in /tmp/conn.txt; returns nvme's rc
+conn() { nvme connect -t tcp -a "$ADDR" -s "$PORT" -n "$SECURE_NQN" "$@" > /tmp/conn.txt 2>&1; }
+disconnect_all() { nvme disconnect -n "$SECURE_NQN" >/dev/null 2>&1; i=0; while nvme_ctrl_for_nqn "$SECURE_NQN" >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done; }
+# refused LABEL: the last conn failed and left no controller
+refused() { rc=$?; [ $rc != 0 ] && [ -z "$(nvme_ctrl_for_nqn "$SECURE_NQN")" ]; check "$1" $? "rc=$rc: $(tail -n 1 /tmp/conn.txt); $(dmesg | grep 'nvme nvme' | tail -n 1 | cut -c 16-)"; disconnect_all; }
+# connected LABEL: the last conn worked, the namespace came up and takes a write + read-back
+connected() {
+  rc=$?; NS="$(wait_nvme_ns "$SECURE_NQN" 30)"; ns=$?
+  [ $rc = 0 ] && [ $ns = 0 ]; check "$1" $? "rc=$rc $(tail -n 1 /tmp/conn.txt)"
+  [ $ns = 0 ] && { write_readback "$NS" "$2" 1 || FAIL=1; }
+}
+auth_queues() { ctl nvmet-connections | grep -c "subsystem=$SECURE_NQN .*auth=ok"; }
+
+modprobe nvme-tcp || die "modprobe nvme-tcp"
+KERNEL_AUTH=no
+grep -q ' nvme_auth_negotiate' /proc/kallsyms && KERNEL_AUTH=yes
+echo "KERNEL-AUTH $KERNEL_AUTH"
+log "kernel $(uname -r), in-band authentication in the host driver: $KERNEL_AUTH; target $ADDR:$PORT"
+
+# 1 what the port says about itself, and what it refuses to claim
+nvme discover -t tcp -a "$ADDR" -s "$PORT" --hostnqn="$H" > /tmp/disc.txt 2>&1; rc=$?
+grep -E '^(subnqn|treq|sectype):' /tmp/disc.txt
+n_treq=$(grep -c '^treq: *not specified' /tmp/disc.txt); n_sec=$(grep -c '^sectype: *none' /tmp/disc.txt)
+[ $rc = 0 ] && grep -q "subnqn: *$SECURE_NQN" /tmp/disc.txt && [ "$n_treq" -ge 2 ] && [ "$n_sec" -ge 2 ]
+check discovery-treq-sectype $? "treq not specified x$n_treq, sectype none x$n_sec"
+ctl nvmet-mkdir ports/2 >/dev/null; ctl nvmet-write ports/2/addr_trtype tcp >/dev/null
+ans=$(ctl nvmet-write ports/2/addr_treq required); echo "$ans"
+echo "$ans" | grep -q '^ERR EINVAL .*TLS'; check treq-required-refused $?
+ans=$(ctl nvmet-write ports/2/addr_tsas tls1.3); echo "$ans"
+echo "$ans" | grep -q '^ERR EINVAL .*TLS'; check tsas-tls-refused $?
+ctl nvmet-rmdir ports/2 >/dev/null
+
+# 2 the keyed NQN without its key
+conn --hostnqn="$H"; refused no-key-refused
+HOSTID="$(cat /proc/sys/kernel/random/uuid)"
+
+# 3 an allowed host without a key is asked for nothing
+conn --hostnqn="$KEYLESS_NQN" --hostid="$HOSTID"; connected keyless-host-connects 4
+n=$(ctl nvmet-connections | grep -c "subsystem=$SECURE_NQN .*auth=none")
+[ "$n" -ge 2 ]; check keyless-not-asked $? "$n queues auth=none"
+disconnect_all
+
+KEY="$(nvme gen-dhchap-key --hmac=1 --nqn="$H")"
+if [ $KERNEL_AUTH = no ]; then
+  conn --hostnqn="$H" --dhchap-secret="$KEY"; refused right-key-refused-without-host-support
+  echo "NOTE this host driver has no in-band authentication (CONFIG_NVME_AUTH): steps 4-8 need one"
+  [ $FAIL = 0 ] && echo "AUTH-HOST PASSED" || echo "AUTH-HOST FAILED"
+  exit $FAIL
+fi
+
+# 4 the right key
+hostcfg dhchap_key "$KEY"; check key-configured $?
+conn --hostnqn="$H" --dhchap-secret="$KEY"; connected right-key 8
+n=$(auth_queues); q=$(cat /sys/class/nvme/$(basename "$(nvme_ctrl_for_nqn "$SECURE_NQN")")/queue_count 2>/dev/null)
+[ "$n" -ge 2 ] && [ "$n" = "$q" ]; check every-queue-authenticated $? "$n of $q queues auth=ok"
+dmesg | grep 'authenticated' | tail -n 2
+disconnect_all
+
+# 5 each key transform with each hash (host and target keep their transform; the hash is the target's choice)
+set -- 0:hmac\(sha256\) 1:hmac\(sha384\) 2:hmac\(sha512\) 3:hmac\(sha256\)
+for pair in "$@"; do
+  hm="${pair%%:*}"; hash="${pair#*:}"
+  K="$(nvme gen-dhchap-key --hmac="$hm" --nqn="$H")"
+  hostcfg dhchap_key "$K" && hostcfg dhchap_hash "$hash"
+  conn --hostnqn="$H" --dhchap-secret="$K"; connected "transform-0$hm-$hash" 10
+  dmesg | grep "authenticated with hash" | tail -n 1 | grep -q "$hash"; check "negotiated-$hash" $?
+  disconnect_all
+done
+hostcfg dhchap_key "$KEY"
+
+# 6 bidirectional in every group
+CKEY="$(nvme gen-dhchap-key --hmac=2 --nqn="$SECURE_NQN")"
+hostcfg dhchap_ctrl_key "$CKEY"; hostcfg dhchap_hash "hmac(sha384)"
+for g in null ffdhe2048 ffdhe3072 ffdhe4096 ffdhe6144 ffdhe8192; do
+  hostcfg dhchap_dhgroup "$g"
+  conn --hostnqn="$H" --dhchap-secret="$KEY" --dhchap-ctrl-secret="$CKEY"; connected "bidirectional-$g" 12
+  dmesg | grep -q "dhgroup $g" && dmesg | tail -n 8 | grep -q "controller authenticated"; check "controller-authenticated-$g" $?
+  disconnect_all
+done
+hostcfg dhchap_dhgroup ffdhe2048
+
+# 7 wrong keys
+conn --hostnqn="$H" --dhchap-secret="$(nvme gen-dhchap-key --hmac=1 --nqn="$H")"; refused wrong-key-refused
+conn --hostnqn="$H" --dhchap-secret="$KEY" --dhchap-ctrl-secret="$(nvme gen-dhchap-key --hmac=2 --nqn="$SECURE_NQN")"; refused wrong-ctrl-key-refused
+conn --hostnqn="$H" --dhchap-secret="$KEY" --dhchap-ctrl-secret="$CKEY"; connected keys-still-work 14
+
+# 8 re-authentication with a rotated key
+CTRL="$(basename "$(nvme_ctrl_for_nqn "$SECURE_NQN")")"
+NEW="$(nvme gen-dhchap-key --hmac=3 --nqn="$H")"
+hostcfg dhchap_key "$NEW"
+echo "$NEW" > "/sys/class/nvme/$CTRL/dhchap_secret"; sleep 3
+dmesg | tail -n 6
+dmesg | grep -q "re-authenticating" && [ "$(cat /sys/class/nvme/$CTRL/state)" = live ]; check reauthenticated $? "state $(cat /sys/class/nvme/$CTRL/state)"
+write_readback "$NS" 16 1 || FAIL=1
+disconnect_all
+i=0; while [ -n "$(ctl nvmet-connections)" ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
+[ -z "$(ctl nvmet-connections)" ]; check target-connections-closed $?
+
+[ $FAIL = 0 ] && echo "AUTH-HOST PASSED" || echo "AUTH-HOST FAILED"
+exit $FAIL
