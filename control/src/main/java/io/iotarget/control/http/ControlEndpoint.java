@@ -89,7 +89,7 @@ public final class ControlEndpoint implements AutoCloseable {
     private final boolean tls;
     private final ControlToken token;
     /** Host header values that name this endpoint (lower case); unused under TLS. */
-    private final Set<String> hostNames;
+    private final List<String> hostNames;
     private final ConfigTree tree;
     private final Supplier<String> devices;
 
@@ -115,7 +115,7 @@ public final class ControlEndpoint implements AutoCloseable {
             this.server = https;
         }
         InetSocketAddress bound = server.getAddress();
-        this.hostNames = Set.of(hostPort(bound), "localhost:" + bound.getPort());
+        this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
         try {
             this.token = ControlToken.create(ControlToken.file(tokenDirectory, bound));
         } catch (IOException | RuntimeException e) {
@@ -174,7 +174,8 @@ public final class ControlEndpoint implements AutoCloseable {
         Headers in = ex.getRequestHeaders();
         List<String> hosts = in.getOrDefault("Host", List.of());
         if (hosts.size() != 1 || !tls && !hostNames.contains(hosts.getFirst().toLowerCase(Locale.ROOT))) {
-            throw new ControlException(Errno.EACCES, "Host " + hosts + " does not name this endpoint (expected one of " + hostNames + ")");
+            throw new ControlException(Errno.EACCES, "Host " + String.join(", ", hosts) + " does not name this endpoint (expected "
+                                                     + String.join(" or ", hostNames) + ")");
         }
         String ownOrigin = (tls ? "https://" : "http://") + hosts.getFirst();
         for (String origin : origins(in)) {
