@@ -51,7 +51,7 @@ public final class ConfigLoader {
     /** Where a link in a links directory of this name points: {@code subsystems/NAME}, {@code hosts/NAME}. */
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
-    static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host");
+    private static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host");
     /** What attributes other than flags expect, where that is narrower than any string or integer. */
     private static final Map<String, String> EXPECTED = Map.of("size", Sizes.EXPECTED + " (an integer or a string)");
 
