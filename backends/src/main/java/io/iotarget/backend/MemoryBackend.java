@@ -2,15 +2,26 @@ package io.iotarget.backend;
 
 import io.iotarget.model.ViewSink;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+
+import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 /**
  * A sparse RAM disk. The device is cut into {@link #CHUNK_BYTES} chunks of off-heap memory,
  * each allocated on its first write; a chunk that was never written (or was discarded whole)
  * reads as zeroes and is reported as a hole. Any thread; chunk creation is a CAS, so two
  * writers racing on a fresh chunk agree on one.
+ *
+ * <p>Sparse does not mean unbounded: a memory backend may not be larger than it could ever
+ * hold, {@link #sizeLimit()} — the smaller of the machine's memory and the JVM's direct-memory
+ * limit. Several backends together may still promise more than there is (as sparse files
+ * promise more than their disk); a write that finds no memory fails with ENOSPC.
  */
 public final class MemoryBackend implements Backend {
     /*
@@ -31,7 +42,49 @@ public final class MemoryBackend implements Backend {
     private final boolean readOnly;
     private final ByteBuffer[] chunks;
 
+    /** How large a memory backend may be, and what sets that bound (for people). */
+    public record SizeLimit(long bytes, String reason) {
+    }
+
+    /**
+     * The largest size a memory backend may have in this process: the machine's memory
+     * ({@code MemTotal} in /proc/meminfo) or the JVM's direct-memory limit
+     * ({@code -XX:MaxDirectMemorySize}, by default the maximum heap), whichever is smaller.
+     * Read afresh on every call; any thread.
+     */
+    public static SizeLimit sizeLimit() {
+        long direct = maxDirectMemoryBytes();
+        long machine = memTotalBytes();
+        return machine <= direct
+                ? new SizeLimit(machine, "the machine's memory (MemTotal in /proc/meminfo)")
+                : new SizeLimit(direct, "the JVM's direct-memory limit (-XX:MaxDirectMemorySize, by default the maximum heap)");
+    }
+
+    private static long maxDirectMemoryBytes() {
+        String value = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class).getVMOption("MaxDirectMemorySize").getValue();
+        long bytes = Long.parseLong(value);
+        return bytes > 0 ? bytes : Runtime.getRuntime().maxMemory();
+    }
+
+    /** MemTotal in bytes; Long.MAX_VALUE where there is no /proc/meminfo to say. */
+    private static long memTotalBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+                if (line.startsWith("MemTotal:")) return Long.parseLong(line.replaceAll("\\D", "")) * 1024;
+            }
+        } catch (IOException | NumberFormatException e) {
+            // not Linux, or an unexpected format: the JVM's limit is the bound
+        }
+        return Long.MAX_VALUE;
+    }
+
+    /** @throws IllegalArgumentException if {@code sizeBytes} is above {@link #sizeLimit()} */
     public MemoryBackend(long sizeBytes, int logicalBlockSize, boolean readOnly) {
+        SizeLimit limit = sizeLimit();
+        if (sizeBytes > limit.bytes()) {
+            throw new IllegalArgumentException("a memory backend of " + sizeBytes + " bytes is larger than " + limit.reason() + ", "
+                                               + limit.bytes() + " bytes");
+        }
         long count = (sizeBytes + CHUNK_BYTES - 1) >>> CHUNK_SHIFT;
         if (count > Integer.MAX_VALUE - 8) throw new IllegalArgumentException("size " + sizeBytes + " too large for a memory backend");
         this.sizeBytes = sizeBytes;

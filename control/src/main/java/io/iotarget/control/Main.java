@@ -3,6 +3,8 @@ package io.iotarget.control;
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
+import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.http.ControlToken;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -10,6 +12,7 @@ import java.net.ConnectException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -24,13 +27,15 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget devices                        name, MAJ:MIN, size of every backend
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
- * {@code $IOTARGET_CONTROL}, default 127.0.0.1:9809). A refused operation prints the
- * kernel-style error on stderr and exits 1; usage errors exit 2; no server exits 3.
+ * {@code $IOTARGET_CONTROL}, default 127.0.0.1:9809) with the token its server wrote for this
+ * user ({@link ControlToken}; {@code --token-file} for another machine's). A refused operation
+ * prints the kernel-style error on stderr and exits 1 (a missing or wrong token too); usage
+ * errors exit 2; no server exits 3.
  */
 public final class Main {
     private static final String USAGE = """
             usage: iotarget serve [--config FILE]
-                   iotarget [--control HOST:PORT] COMMAND
+                   iotarget [--control [https://]HOST:PORT] [--token-file FILE] [--cacert PEM] COMMAND
             commands:
               read PATH              print a file, e.g. tenants/a/io.stat or /nvmet/ports/1/addr_traddr
               write PATH VALUE       write VALUE to a file, e.g. write tenants/a/io.max "259:0 riops=20000"
@@ -42,20 +47,29 @@ public final class Main {
               devices                list backends: name, MAJ:MIN, size, type, users
             Paths without a leading '/' are groups and their files (like /sys/fs/cgroup);
             /backends, /nbd and /nvmet hold the rest.
+            The CLI sends the token its server wrote for this user (~/.local/state/iotarget,
+            or $IOTARGET_RUNTIME_DIR); --token-file and --cacert reach a TLS endpoint elsewhere.
             """;
 
     private Main() {
     }
 
     public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
+        System.exit(run(args, System.getenv(), System.out, System.err));
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
+    /** Runs one command as {@code bin/iotarget} would with this environment; returns the exit status. */
+    static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
         List<String> a = Arrays.asList(args);
-        String control = System.getenv().getOrDefault("IOTARGET_CONTROL", Server.hostPort(Server.DEFAULT_CONTROL));
-        if (a.size() >= 2 && a.get(0).equals("--control")) {
-            control = a.get(1);
+        String control = env.getOrDefault("IOTARGET_CONTROL", ControlEndpoint.hostPort(ControlEndpoint.DEFAULT_ADDRESS));
+        Path tokenFile = null;
+        Path caFile = null;
+        while (a.size() >= 2 && List.of("--control", "--token-file", "--cacert").contains(a.get(0))) {
+            switch (a.get(0)) {
+                case "--control" -> control = a.get(1);
+                case "--token-file" -> tokenFile = Path.of(a.get(1));
+                default -> caFile = Path.of(a.get(1));
+            }
             a = a.subList(2, a.size());
         }
         if (a.isEmpty() || a.get(0).equals("-h") || a.get(0).equals("--help") || a.get(0).equals("help")) {
@@ -64,9 +78,9 @@ public final class Main {
         }
         String command = a.get(0);
         List<String> rest = a.subList(1, a.size());
-        if (command.equals("serve")) return serve(rest, out, err);
+        if (command.equals("serve")) return serve(rest, ControlToken.directory(env), out, err);
         try {
-            ControlClient client = new ControlClient(control);
+            ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile);
             ControlClient.Reply reply = switch (command) {
                 case "read" -> client.get("read", one(rest, "read PATH"));
                 case "ls" -> client.get("list", rest.isEmpty() ? "" : one(rest, "ls [PATH]"));
@@ -88,7 +102,11 @@ public final class Main {
             }
             String what = rest.isEmpty() ? command : command + " " + rest.get(0);
             err.print("iotarget: " + what + ": " + reply.body());
+            if (reply.status() == 401 && client.tokenProblem() != null) err.println("iotarget: " + client.tokenProblem());
             return 1;
+        } catch (ControlClient.TargetException e) {
+            err.println("iotarget: " + e.getMessage());
+            return 2;
         } catch (UsageException e) {
             err.print(e.getMessage() == null ? "iotarget: unknown command '" + command + "'\n" + USAGE : "usage: iotarget " + e.getMessage() + "\n");
             return 2;
@@ -114,7 +132,7 @@ public final class Main {
         }
     }
 
-    private static int serve(List<String> args, PrintStream out, PrintStream err) {
+    private static int serve(List<String> args, Path tokenDirectory, PrintStream out, PrintStream err) {
         Path config = null;
         if (args.size() == 2 && args.get(0).equals("--config")) {
             config = Path.of(args.get(1));
@@ -124,7 +142,7 @@ public final class Main {
         }
         Server server;
         try {
-            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config));
+            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), tokenDirectory);
         } catch (ConfigException e) {
             err.println("iotarget: config " + (config == null ? "(embedded default)" : config) + ": " + e.getMessage());
             return 1;

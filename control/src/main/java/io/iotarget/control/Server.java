@@ -3,7 +3,10 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.config.ConfigLoader.Listen;
+import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.http.Pem;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
@@ -14,9 +17,12 @@ import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 import io.iotarget.transport.Transport;
 
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -25,8 +31,6 @@ import java.util.List;
  * endpoint, configured from one JSON document (the embedded default when none is given).
  */
 public final class Server implements AutoCloseable {
-    /** The control endpoint's default address, loopback only. */
-    public static final InetSocketAddress DEFAULT_CONTROL = new InetSocketAddress("127.0.0.1", 9809);
     private static final String DEFAULT_CONFIG = "default-config.json";
 
     private final Engine engine;
@@ -58,9 +62,14 @@ public final class Server implements AutoCloseable {
         }
     }
 
-    /** Builds everything the config describes and starts listening; on any error nothing keeps running. */
-    public static Server start(JsonNode config) throws ConfigException, IOException {
-        ConfigLoader.ServerSettings settings = ConfigLoader.serverSettings(config);
+    /**
+     * Builds everything the config describes and starts listening; on any error nothing keeps
+     * running. The control endpoint's token file goes in {@code tokenDirectory}
+     * ({@link io.iotarget.control.http.ControlToken#directory}).
+     */
+    public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
+        ServerSettings settings = ConfigLoader.serverSettings(config);
+        SSLContext tls = tls(settings);
         Engine engine = new Engine();
         Transport transport = new Transport(Transport.Settings.defaults());
         NbdServer nbd = new NbdServer(engine, transport);
@@ -74,14 +83,24 @@ public final class Server implements AutoCloseable {
                     .mount("nvmet", nvme.tree());
             ConfigLoader.apply(config, section -> mounted(mounts, section));
             List<String> summary = new ArrayList<>();
-            for (InetSocketAddress address : settings.nbd()) nbd.listen(address);
+            for (Listen listen : settings.nbd()) {
+                try {
+                    nbd.listen(listen.address());
+                } catch (IOException e) {
+                    throw cannotListen(listen, e);
+                }
+            }
             for (InetSocketAddress address : nbd.localAddresses()) {
-                summary.add("NBD on " + hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd)) + ")");
+                summary.add("NBD on " + ControlEndpoint.hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd)) + ")");
             }
             summary.addAll(nvmePorts(nvme.tree()));
-            InetSocketAddress control = settings.control() != null ? settings.control() : DEFAULT_CONTROL;
-            endpoint = new ControlEndpoint(control, mounts, () -> deviceTable(engine));
-            summary.add("control endpoint http://" + hostPort(endpoint.address()));
+            try {
+                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, mounts, () -> deviceTable(engine));
+            } catch (BindException e) {
+                throw cannotListen(settings.control(), e);
+            }
+            summary.add("control endpoint " + endpoint.url() + (endpoint.tls() ? " (TLS" : " (loopback")
+                        + "; every request needs the token in " + endpoint.tokenFile() + ", readable only by this user)");
             return new Server(engine, transport, nbd, nvme, mounts, endpoint, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (endpoint != null) endpoint.close();
@@ -91,6 +110,23 @@ public final class Server implements AutoCloseable {
             engine.close();
             throw e;
         }
+    }
+
+    /** The control endpoint's TLS from the config's PEM files; null for plain HTTP. */
+    private static SSLContext tls(ServerSettings settings) throws ConfigException {
+        if (settings.tls() == null) return null;
+        try {
+            return Pem.serverContext(settings.tls().cert(), settings.tls().key());
+        } catch (Pem.PemException e) {
+            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert" : "server.control_key";
+            throw new ConfigException(key + " = \"" + e.file() + "\": " + e.problem());
+        }
+    }
+
+    /** {@code server.nbd = "127.0.0.1:10809": cannot listen on 127.0.0.1:10809: Address already in use}. */
+    private static ConfigException cannotListen(Listen listen, IOException e) {
+        String reason = e.getCause() != null ? e.getCause().getMessage() : e.getMessage();
+        return new ConfigException(listen.field() + ": cannot listen on " + ControlEndpoint.hostPort(listen.address()) + ": " + reason, e);
     }
 
     private static ConfigTree mounted(MountTable mounts, String section) {
@@ -158,10 +194,6 @@ public final class Server implements AutoCloseable {
         return sb.toString();
     }
 
-    static String hostPort(InetSocketAddress a) {
-        String host = a.getAddress().getHostAddress();
-        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
-    }
 
     /** Front ends first (they answer what they accepted), their transport, then the control endpoint, then the engine. */
     @Override

@@ -7,10 +7,12 @@ import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
@@ -28,6 +30,8 @@ class MainJobTest {
     private Server server;
     private int nvmePort;
     private int nbdPort;
+    @TempDir
+    Path tokens;
 
     @BeforeEach
     void start() throws Exception {
@@ -35,7 +39,7 @@ class MainJobTest {
         nvmePort = freePort();
         ((ObjectNode) config.get("server")).put("control", "127.0.0.1:0").put("nbd", "127.0.0.1:0");
         ((ObjectNode) config.at("/nvmet/ports/1")).put("addr_trsvcid", Integer.toString(nvmePort));
-        server = Server.start(config);
+        server = Server.start(config, tokens);
         nbdPort = server.nbdAddresses().getFirst().getPort();
     }
 

@@ -5,10 +5,13 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,6 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ServeAndCliTest {
     private Server server;
     private String control;
+    @TempDir
+    Path tokens;
 
     @BeforeEach
     void start() throws Exception {
@@ -28,8 +33,8 @@ class ServeAndCliTest {
                   "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
                                            "a": { "io.max": ["default riops=20000", "scratch wbps=1048576"] } } } }
                 """;
-        server = Server.start(new ObjectMapper().readTree(config));
-        control = Server.hostPort(server.controlAddress());
+        server = Server.start(new ObjectMapper().readTree(config), tokens);
+        control = io.iotarget.control.http.ControlEndpoint.hostPort(server.controlAddress());
     }
 
     @AfterEach
@@ -47,7 +52,7 @@ class ServeAndCliTest {
         full[0] = "--control";
         full[1] = control;
         System.arraycopy(args, 0, full, 2, args.length);
-        int code = Main.run(full, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        int code = Main.run(full, Map.of("IOTARGET_RUNTIME_DIR", tokens.toString()), new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
@@ -101,15 +106,15 @@ class ServeAndCliTest {
         ObjectMapper json = new ObjectMapper();
         ConfigException e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("""
                 { "server": { "control": "127.0.0.1:0" },
-                  "backends": { "m": { "type": "memory", "size": "lots", "enable": 1 } } }""")));
-        assertEquals("backends.m.size = \"lots\": Invalid argument (EINVAL): size=lots (expected: a positive size in bytes, optionally with K, M, G or T)",
+                  "backends": { "m": { "type": "memory", "size": "lots", "enable": 1 } } }"""), tokens));
+        assertEquals("backends.m.size = \"lots\": Invalid argument (EINVAL): size=lots (expected: a positive size in bytes, or with K, M, G or T)",
                 e.getMessage());
-        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"tenants\": {} }")));
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"tenants\": {} }"), tokens));
         assertEquals("tenants: unknown section (expected: server, backends, cgroup, nbd, nvmet)", e.getMessage());
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("""
-                { "server": { "control": "127.0.0.1:0" }, "cgroup": { "a": { "io.max": "259:0 rbps=1" } } }""")));
+                { "server": { "control": "127.0.0.1:0" }, "cgroup": { "a": { "io.max": "259:0 rbps=1" } } }"""), tokens));
         assertEquals("cgroup.a.io.max = \"259:0 rbps=1\": No such device (ENODEV): no device 259:0", e.getMessage());
-        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"server\": { \"control\": \"localhost\" } }")));
-        assertEquals("server.control = \"localhost\": expected HOST:PORT, e.g. 127.0.0.1:10809 or [::1]:10809", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"server\": { \"control\": \"localhost\" } }"), tokens));
+        assertEquals("server.control = \"localhost\": expected HOST:PORT as a string, e.g. 127.0.0.1:10809 or [::1]:10809", e.getMessage());
     }
 }

@@ -5,8 +5,10 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -37,8 +39,11 @@ import java.util.Set;
  *   "nvmet":    { "subsystems": { ... }, "ports": { "1": { ..., "subsystems": ["nqn..."] } } }
  * }
  * }</pre>
- * The first error stops the load with a message naming the JSON field, the value and what
- * was expected (the tree's own error).
+ * The first error stops the load with a message naming the JSON field, the value as written
+ * and what was expected (the tree's own error): {@code backends.m.size = 1000: Invalid
+ * argument (EINVAL): size=1000 (expected: a multiple of block_size 512)}. JSON booleans are
+ * taken only by 0/1 flags ({@link #FLAGS}); a busy port is blamed on the key that names it
+ * ({@code server.nbd}, {@code server.control}, {@code nvmet.ports.ID.addr_trsvcid}).
  */
 public final class ConfigLoader {
     /** Sections other than "server", in the order they are applied. */
@@ -47,6 +52,12 @@ public final class ConfigLoader {
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
     /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys): an error names the field but never shows the value. */
     private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
+    /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
+    private static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host");
+    /** What attributes other than flags expect, where that is narrower than any string or integer. */
+    private static final Map<String, String> EXPECTED = Map.of("size", Sizes.EXPECTED + " (an integer or a string)");
+
+    private static final JsonNode SECRET = com.fasterxml.jackson.databind.node.TextNode.valueOf("(secret)");
 
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
@@ -54,8 +65,20 @@ public final class ConfigLoader {
             // Jackson stops after the first value by default: a second object would be dropped unread.
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
-    /** The listening addresses a config asks for. */
-    public record ServerSettings(InetSocketAddress control, List<InetSocketAddress> nbd) {
+    /** One address to listen on and the key that asked for it, for messages: {@code server.nbd[1] = "127.0.0.1:10809"}. */
+    public record Listen(String key, String value, InetSocketAddress address) {
+        /** {@code key = value}, as every config message starts. */
+        public String field() {
+            return key + " = " + value;
+        }
+    }
+
+    /** The control endpoint's certificate chain and private key (PEM files), when it serves TLS. */
+    public record Tls(Path cert, Path key) {
+    }
+
+    /** The "server" section: where to listen, and the control endpoint's TLS (null: plain HTTP on loopback). */
+    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls) {
     }
 
     /** A config that could not be applied: where, what, and the tree's error. */
@@ -64,6 +87,10 @@ public final class ConfigLoader {
 
         public ConfigException(String message) {
             super(message);
+        }
+
+        public ConfigException(String message, Throwable cause) {
+            super(message, cause);
         }
     }
 
@@ -95,7 +122,10 @@ public final class ConfigLoader {
         }
     }
 
-    /** Reads the "server" section: defaults are the loopback addresses of the embedded config. */
+    /**
+     * Reads the "server" section. The control endpoint defaults to
+     * {@link ControlEndpoint#DEFAULT_ADDRESS}; one on a non-loopback address must have TLS.
+     */
     public static ServerSettings serverSettings(JsonNode root) throws ConfigException {
         checkObject(root, "(top level)");
         for (var it = root.fieldNames(); it.hasNext(); ) {
@@ -105,21 +135,42 @@ public final class ConfigLoader {
             }
         }
         JsonNode server = root.path("server");
-        if (server.isMissingNode()) return new ServerSettings(null, List.of());
-        checkObject(server, "server");
+        if (!server.isMissingNode()) checkObject(server, "server");
+        List<String> keys = List.of("control", "control_cert", "control_key", "nbd");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
-            if (!key.equals("control") && !key.equals("nbd")) throw new ConfigException("server." + key + ": unknown setting (expected: control, nbd)");
+            if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
         }
-        InetSocketAddress control = server.has("control") ? address("server.control", server.get("control")) : null;
-        List<InetSocketAddress> nbd = new ArrayList<>();
+        Listen control = server.has("control")
+                ? address("server.control", server.get("control"))
+                : new Listen("server.control", "(default " + ControlEndpoint.hostPort(ControlEndpoint.DEFAULT_ADDRESS) + ")",
+                             ControlEndpoint.DEFAULT_ADDRESS);
+        Path cert = pemFile("server.control_cert", server.get("control_cert"));
+        Path key = pemFile("server.control_key", server.get("control_key"));
+        if ((cert == null) != (key == null)) {
+            throw new ConfigException((cert == null ? "server.control_cert" : "server.control_key")
+                                      + ": missing (TLS needs both server.control_cert and server.control_key)");
+        }
+        if (cert == null && !control.address().getAddress().isLoopbackAddress()) {
+            throw new ConfigException(control.field() + ": not a loopback address, so the control endpoint needs TLS: set "
+                                      + "server.control_cert and server.control_key (PEM files); every request then needs the token");
+        }
+        List<Listen> nbd = new ArrayList<>();
         JsonNode n = server.path("nbd");
         if (n.isArray()) {
             for (int i = 0; i < n.size(); i++) nbd.add(address("server.nbd[" + i + "]", n.get(i)));
         } else if (!n.isMissingNode() && !n.isNull()) {
             nbd.add(address("server.nbd", n));
         }
-        return new ServerSettings(control, nbd);
+        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key));
+    }
+
+    private static Path pemFile(String where, JsonNode v) throws ConfigException {
+        if (v == null) return null;
+        if (!v.isTextual() || !v.textValue().startsWith("/")) {
+            throw new ConfigException(where + " = " + v + ": expected the absolute path of a PEM file, as a string");
+        }
+        return Path.of(v.textValue());
     }
 
     /** Replays every section onto its tree. */
@@ -132,12 +183,33 @@ public final class ConfigLoader {
             if (tree == null) throw new ConfigException(section + ": this build has no " + section + " front end");
             List<Link> links = new ArrayList<>();
             applyDirectory(tree, "", node, section, links);
-            for (Link link : links) run(link.where, link.target, () -> tree.link(link.targetPath, link.linkPath));
+            for (Link link : links) {
+                try {
+                    run(link.where, link.value, () -> tree.link(link.targetPath, link.linkPath));
+                } catch (ConfigException e) {
+                    throw blamePort(section, node, link, e);
+                }
+            }
         }
     }
 
     /** A link to make once the section's directories exist. */
-    private record Link(String where, String target, String targetPath, String linkPath) {
+    private record Link(String where, JsonNode value, String targetPath, String linkPath) {
+    }
+
+    /**
+     * An nvmet port starts listening when its first subsystem is linked, so a busy address
+     * surfaces there; it is the port's addr_trsvcid (with its addr_traddr) that is wrong.
+     */
+    private static ConfigException blamePort(String section, JsonNode node, Link link, ConfigException e) {
+        String[] p = link.linkPath.split("/");
+        if (!(e.getCause() instanceof ControlException c) || c.errno() != Errno.EADDRINUSE
+            || p.length != 4 || !p[0].equals("ports") || !p[2].equals("subsystems")) {
+            return e;
+        }
+        JsonNode port = node.path("ports").path(p[1]).path("addr_trsvcid");
+        return new ConfigException(section + ".ports." + p[1] + ".addr_trsvcid = " + (port.isMissingNode() ? "(not set)" : port)
+                                   + ": " + c.getMessage() + " (the port starts listening when " + link.where + " is linked)");
     }
 
     private static void applyDirectory(ConfigTree tree, String dir, JsonNode object, String where, List<Link> links) throws ConfigException {
@@ -150,7 +222,7 @@ public final class ConfigLoader {
             String at = where + "." + name;
             if (name.isEmpty() || name.contains("/")) throw new ConfigException(at + ": names may not be empty or contain '/'");
             if (value.isObject()) {
-                if (kindOrNull(tree, path) == null) run(at, "{...}", () -> tree.mkdir(path));
+                if (kindOrNull(tree, path) == null) run(at, value, () -> tree.mkdir(path));
                 else if (kindOrNull(tree, path) != ConfigTree.Kind.DIRECTORY) throw new ConfigException(at + ": is an attribute, not a directory");
                 applyDirectory(tree, path, value, at, links);
             } else if (value.isArray()) {
@@ -159,26 +231,26 @@ public final class ConfigLoader {
                     String targetDir = LINK_TARGETS.get(name);
                     if (targetDir == null) throw new ConfigException(at + ": links directory without a known target");
                     for (int i = 0; i < value.size(); i++) {
-                        String target = scalar(at + "[" + i + "]", value.get(i));
-                        links.add(new Link(at + "[" + i + "]", target, targetDir + "/" + target, path + "/" + target));
+                        String target = scalar(at + "[" + i + "]", name, value.get(i));
+                        links.add(new Link(at + "[" + i + "]", value.get(i), targetDir + "/" + target, path + "/" + target));
                     }
                 } else {
                     for (int i = 0; i < value.size(); i++) {
-                        String text = scalar(at + "[" + i + "]", value.get(i));
-                        run(at + "[" + i + "]", text, () -> tree.write(path, text));
+                        String text = scalar(at + "[" + i + "]", name, value.get(i));
+                        run(at + "[" + i + "]", value.get(i), () -> tree.write(path, text));
                     }
                 }
             } else if (name.equals("enable")) {
                 enable = value;
             } else {
-                String text = scalar(at, value);
-                run(at, SECRET_ATTRIBUTES.contains(name) ? "(secret)" : text, () -> tree.write(path, text));
+                String text = scalar(at, name, value);
+                run(at, SECRET_ATTRIBUTES.contains(name) ? SECRET : value, () -> tree.write(path, text));
             }
         }
         if (enable != null) {
-            String text = scalar(where + ".enable", enable);
+            String text = scalar(where + ".enable", "enable", enable);
             String path = dir.isEmpty() ? "enable" : dir + "/enable";
-            run(where + ".enable", text, () -> tree.write(path, text));
+            run(where + ".enable", enable, () -> tree.write(path, text));
         }
     }
 
@@ -194,38 +266,50 @@ public final class ConfigLoader {
         void run() throws ControlException;
     }
 
-    private static void run(String where, String value, TreeOp op) throws ConfigException {
+    /** Runs one tree operation; its error, or any failure of the tree, becomes "where = value: error". */
+    private static void run(String where, JsonNode value, TreeOp op) throws ConfigException {
+        String field = where + " = " + (value.isContainerNode() ? "{...}" : value.toString());
         try {
             op.run();
         } catch (ControlException e) {
-            throw new ConfigException(where + " = " + quote(value) + ": " + e.getMessage());
+            throw new ConfigException(field + ": " + e.getMessage(), e);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            throw new ConfigException(field + ": internal error: " + e, e);
         }
     }
 
-    private static String scalar(String where, JsonNode v) throws ConfigException {
+    /** The text written for a JSON scalar: strings as they are, integers in decimal, booleans as 1/0 where {@code name} is a flag. */
+    private static String scalar(String where, String name, JsonNode v) throws ConfigException {
+        boolean flag = FLAGS.contains(name);
         if (v.isTextual()) return v.textValue();
         if (v.isIntegralNumber()) return v.bigIntegerValue().toString();
-        if (v.isBoolean()) return v.booleanValue() ? "1" : "0";
-        throw new ConfigException(where + ": expected a string, an integer or a boolean, got " + v.getNodeType().name().toLowerCase());
+        if (v.isBoolean() && flag) return v.booleanValue() ? "1" : "0";
+        String expected = flag ? "0 or 1 (an integer, a string or a boolean)" : EXPECTED.getOrDefault(name, "a string or an integer");
+        throw new ConfigException(where + " = " + v + ": expected " + expected + ", got " + jsonKind(v));
+    }
+
+    private static String jsonKind(JsonNode v) {
+        if (v.isBoolean()) return "a boolean (true/false are for the 0/1 flags: " + String.join(", ", FLAGS.stream().sorted().toList()) + ")";
+        if (v.isNumber()) return "a number with a fraction or an exponent";
+        if (v.isNull()) return "null";
+        return v.isArray() ? "an array" : "an object";
     }
 
     private static void checkObject(JsonNode n, String where) throws ConfigException {
         if (!n.isObject()) throw new ConfigException(where + ": expected an object");
     }
 
-    private static InetSocketAddress address(String where, JsonNode v) throws ConfigException {
-        String text = scalar(where, v);
+    private static Listen address(String where, JsonNode v) throws ConfigException {
+        String text = v.isTextual() ? v.textValue() : "";
         int colon = text.lastIndexOf(':');
         String host = colon < 0 ? "" : text.substring(0, colon);
         String port = colon < 0 ? "" : text.substring(colon + 1);
         if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
         if (host.isEmpty() || !port.matches("\\d{1,5}") || Integer.parseInt(port) > 65535) {
-            throw new ConfigException(where + " = " + quote(text) + ": expected HOST:PORT, e.g. 127.0.0.1:10809 or [::1]:10809");
+            throw new ConfigException(where + " = " + v + ": expected HOST:PORT as a string, e.g. 127.0.0.1:10809 or [::1]:10809");
         }
-        return new InetSocketAddress(host, Integer.parseInt(port));
-    }
-
-    private static String quote(String s) {
-        return "\"" + s + "\"";
+        InetSocketAddress address = new InetSocketAddress(host, Integer.parseInt(port));
+        if (address.isUnresolved()) throw new ConfigException(where + " = " + v + ": cannot resolve " + host);
+        return new Listen(where, v.toString(), address);
     }
 }

@@ -2,7 +2,22 @@ package io.iotarget.control.config;
 
 /** Byte sizes as operators write them: {@code 1073741824}, {@code 512K}, {@code 64M}, {@code 1G}, {@code 2T} (powers of 1024). */
 public final class Sizes {
+    /** What {@link #parse} accepts, for error messages. */
+    public static final String EXPECTED = "a positive size in bytes, or with K, M, G or T";
+
     private Sizes() {
+    }
+
+    /** {@code "25111998464 bytes (23.4 GiB)"}: exact, and readable at a glance. */
+    public static String describe(long bytes) {
+        String[] units = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+        int unit = -1;
+        double v = bytes;
+        while (v >= 1024 && unit < units.length - 1) {
+            v /= 1024;
+            unit++;
+        }
+        return unit < 0 ? bytes + " bytes" : String.format("%d bytes (%.1f %s)", bytes, v, units[unit]);
     }
 
     /** The size in bytes, or -1 when the text is not a size. */

@@ -1,14 +1,27 @@
 package io.iotarget.control.http;
 
+import io.iotarget.control.http.ControlToken.TokenUnavailableException;
+
+import javax.net.ssl.HttpsURLConnection;
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Proxy;
 import java.net.URI;
 import java.net.URLEncoder;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 
-/** The CLI's side of the {@link ControlEndpoint}. One request per call; not for the IO path. */
+/**
+ * The CLI's side of the {@link ControlEndpoint}. It sends the token only to the endpoint it
+ * belongs to: by default the file named after the address it connects to, never through a
+ * proxy, and over plain HTTP only to loopback. One request per call; not for the IO path.
+ */
 public final class ControlClient {
     /** What the endpoint answered: the body, and the errno when it refused. */
     public record Reply(int status, String body, String errno) {
@@ -17,11 +30,73 @@ public final class ControlClient {
         }
     }
 
-    private final String base;
+    /** A {@code --control} address, token file or CA file that cannot be used. */
+    public static final class TargetException extends Exception {
+        private static final long serialVersionUID = 1L;
 
-    /** @param hostPort e.g. {@code 127.0.0.1:9809} */
-    public ControlClient(String hostPort) {
-        this.base = "http://" + hostPort + "/v1/";
+        TargetException(String message) {
+            super(message);
+        }
+    }
+
+    private final String base;
+    private final String token;
+    private final String tokenProblem;
+    private final SSLContext tls;
+
+    private ControlClient(String base, String token, String tokenProblem, SSLContext tls) {
+        this.base = base;
+        this.token = token;
+        this.tokenProblem = tokenProblem;
+        this.tls = tls;
+    }
+
+    /**
+     * @param control        {@code HOST:PORT} or {@code http://HOST:PORT} (loopback only), or {@code https://HOST:PORT}
+     * @param tokenFile      the token to send; null: the one the server on that address wrote in {@code tokenDirectory}
+     * @param tokenDirectory where servers of this user write their token files ({@link ControlToken#directory})
+     * @param caFile         PEM certificates to trust for https; null: the JDK's trusted CAs
+     */
+    public static ControlClient connect(String control, Path tokenFile, Path tokenDirectory, Path caFile) throws TargetException {
+        boolean https = control.startsWith("https://");
+        String hostPort = control.replaceFirst("^https?://", "").replaceFirst("/$", "");
+        int colon = hostPort.lastIndexOf(':');
+        String host = colon < 0 ? "" : hostPort.substring(0, colon);
+        String port = colon < 0 ? "" : hostPort.substring(colon + 1);
+        if (host.isEmpty() || !port.matches("\\d{1,5}")) {
+            throw new TargetException("--control " + control + ": expected HOST:PORT, http://HOST:PORT or https://HOST:PORT");
+        }
+        InetAddress address;
+        try {
+            address = InetAddress.getByName(host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host);
+        } catch (UnknownHostException e) {
+            throw new TargetException("--control " + control + ": cannot resolve " + host);
+        }
+        if (!https && !address.isLoopbackAddress()) {
+            throw new TargetException("--control " + control + ": not loopback, so only https://" + hostPort + " (the token never travels in clear)");
+        }
+        Path file = tokenFile != null ? tokenFile : ControlToken.file(tokenDirectory, new InetSocketAddress(address, Integer.parseInt(port)));
+        String token = null;
+        String problem = null;
+        try {
+            token = ControlToken.read(file);
+        } catch (TokenUnavailableException e) {
+            problem = e.getMessage();                       // ask anyway: the answer tells whether a server is there at all
+        }
+        SSLContext tls = null;
+        if (caFile != null) {
+            try {
+                tls = Pem.clientContext(caFile);
+            } catch (Pem.PemException e) {
+                throw new TargetException("--cacert " + e.getMessage());
+            }
+        }
+        return new ControlClient((https ? "https://" : "http://") + hostPort + "/v1/", token, problem, tls);
+    }
+
+    /** Why no token was sent (no file, or not readable), or null when one was. */
+    public String tokenProblem() {
+        return tokenProblem;
     }
 
     public Reply get(String op, String path) throws IOException {
@@ -40,18 +115,19 @@ public final class ControlClient {
             sep = '&';
         }
         if (target != null) url.append(sep).append("target=").append(URLEncoder.encode(target, StandardCharsets.UTF_8));
-        HttpURLConnection c = (HttpURLConnection) URI.create(url.toString()).toURL().openConnection();
+        HttpURLConnection c = (HttpURLConnection) URI.create(url.toString()).toURL().openConnection(Proxy.NO_PROXY);
+        if (tls != null && c instanceof HttpsURLConnection secure) secure.setSSLSocketFactory(tls.getSocketFactory());
         c.setRequestMethod(method);
+        c.setInstanceFollowRedirects(false);
         c.setConnectTimeout(5_000);
         c.setReadTimeout(60_000);
-        if (body != null) {
+        if (token != null) c.setRequestProperty("Authorization", "Bearer " + token);
+        if (method.equals("POST")) {
+            c.setRequestProperty("Content-Type", ControlEndpoint.CONTENT_TYPE);
             c.setDoOutput(true);
             try (OutputStream out = c.getOutputStream()) {
-                out.write(body.getBytes(StandardCharsets.UTF_8));
+                if (body != null) out.write(body.getBytes(StandardCharsets.UTF_8));
             }
-        } else if (method.equals("POST")) {
-            c.setDoOutput(true);
-            c.getOutputStream().close();
         }
         int status = c.getResponseCode();
         InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream();

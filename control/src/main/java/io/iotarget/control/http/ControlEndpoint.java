@@ -1,47 +1,127 @@
 package io.iotarget.control.http;
 
+import com.sun.net.httpserver.Headers;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 
 /**
- * The control endpoint: the configuration tree over HTTP on loopback, the same operations as
- * the CLI (which is its client).
+ * The control endpoint: the configuration tree over HTTP, the same operations as the CLI
+ * (which is its client).
  *
  * <pre>
  *  GET  /v1/read?path=P            200 file contents
  *  GET  /v1/list?path=P            200 one entry per line (directories end with '/')
+ *  GET  /v1/devices                200 the device table
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
- *  GET  /v1/devices                200 the device table
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
- * body; nothing changed.
+ * body; nothing changed. Any other failure answers 500 with its message and is logged: no
+ * Throwable drops a client's connection.
+ *
+ * <h2>1. Who may ask: the token</h2>
+ * At start the endpoint writes a fresh random token to a file only its user can read
+ * ({@link ControlToken}); every request under {@code /v1/} must carry
+ * {@code Authorization: Bearer TOKEN}, compared in constant time, or is refused with 401.
+ * Reads need it too: io.max lines, exports, host NQNs and file paths are tenant
+ * configuration, not for other users of the machine. A read-only {@code /metrics} or web view,
+ * when one is added, may be served without the token on plain loopback, as exporters are —
+ * never under TLS, and never anything that changes state.
+ *
+ * <h2>2. No browser may ask: origin, host, content type</h2>
+ * A web page can make a local browser send requests here. Four checks keep it out, each
+ * enough against a page that lacks the token:
+ * <ol>
+ *   <li>{@code Host} must name the endpoint ({@code 127.0.0.1:PORT} or {@code localhost:PORT}
+ *       for 127.0.0.1): after DNS rebinding a page's requests carry its own name.
+ *   <li>{@code Origin} (or, without it, {@code Referer}) when present must be the endpoint's
+ *       own origin; browsers send it on every cross-origin POST.
+ *   <li>Every POST must be {@code Content-Type: application/octet-stream}, which no HTML form
+ *       and no {@code fetch()} can send to another origin without a CORS preflight — and the
+ *       token header needs one too. No preflight is ever granted: OPTIONS is 405 and no
+ *       {@code Access-Control-*} header is ever sent.
+ *   <li>Reads are GET and changes are POST, never the other way.
+ * </ol>
+ *
+ * <h2>3. Off loopback: TLS</h2>
+ * A non-loopback address is served only with TLS (the config's PEM certificate and key), and
+ * then the token is what admits a request. The Host check is left to TLS there: a rebound name
+ * is not in the certificate, so no browser completes the handshake.
+ *
+ * <p>Requests run on virtual threads, any number at once; the tree serializes its own operations.
  */
 public final class ControlEndpoint implements AutoCloseable {
     public static final String ERRNO_HEADER = "X-Iotarget-Errno";
+    /** The only request body type: not one a browser may send cross-origin without asking. */
+    public static final String CONTENT_TYPE = "application/octet-stream";
+    /** The default address, loopback only. */
+    public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
+    /** Longer than any attribute's value; a client cannot make the server buffer more. */
+    static final int MAX_VALUE_BYTES = 64 * 1024;
+    private static final Set<String> READS = Set.of("read", "list", "devices");
+    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink");
+    private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
     private final HttpServer server;
+    private final boolean tls;
+    private final ControlToken token;
+    /** Host header values that name this endpoint (lower case); unused under TLS. */
+    private final List<String> hostNames;
     private final ConfigTree tree;
     private final Supplier<String> devices;
 
-    public ControlEndpoint(InetSocketAddress address, ConfigTree tree, Supplier<String> devices) throws IOException {
+    /**
+     * Binds {@code address}, writes the token file in {@code tokenDirectory}, then serves.
+     *
+     * @param tls null for plain HTTP, which only a loopback address may use
+     * @throws java.net.BindException when the address is taken
+     */
+    public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices)
+            throws IOException {
+        if (tls == null && !address.getAddress().isLoopbackAddress()) {
+            throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
+        }
+        this.tls = tls != null;
         this.tree = tree;
         this.devices = devices;
-        this.server = HttpServer.create(address, 64);
+        if (tls == null) {
+            this.server = HttpServer.create(address, 64);
+        } else {
+            HttpsServer https = HttpsServer.create(address, 64);
+            https.setHttpsConfigurator(new HttpsConfigurator(tls));
+            this.server = https;
+        }
+        InetSocketAddress bound = server.getAddress();
+        this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
+        try {
+            this.token = ControlToken.create(ControlToken.file(tokenDirectory, bound));
+        } catch (IOException | RuntimeException e) {
+            server.stop(0);
+            throw e;
+        }
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         server.createContext("/v1/", this::handle);
         server.start();
@@ -51,40 +131,128 @@ public final class ControlEndpoint implements AutoCloseable {
         return server.getAddress();
     }
 
+    /** {@code http://127.0.0.1:9809} or {@code https://...}. */
+    public String url() {
+        return (tls ? "https://" : "http://") + hostPort(address());
+    }
+
+    public boolean tls() {
+        return tls;
+    }
+
+    /** The file holding the token every request needs. */
+    public Path tokenFile() {
+        return token.file();
+    }
+
+    /** {@code 127.0.0.1:9809}, {@code [::1]:9809}. */
+    public static String hostPort(InetSocketAddress a) {
+        String host = a.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    private record Reply(int status, String body, Errno errno) {
+    }
+
     private void handle(HttpExchange ex) throws IOException {
         try (ex) {
-            String op = ex.getRequestURI().getPath().substring("/v1/".length());
-            Map<String, String> q = query(ex.getRequestURI().getRawQuery());
-            boolean post = ex.getRequestMethod().equals("POST");
-            String path = q.get("path");
+            Reply reply;
             try {
-                switch (op) {
-                    case "read" -> ok(ex, tree.read(required(path)));
-                    case "list" -> ok(ex, String.join("\n", tree.list(path == null ? "" : path)) + "\n");
-                    case "devices" -> ok(ex, devices.get());
-                    case "write", "mkdir", "rmdir", "link", "unlink" -> {
-                        if (!post) {
-                            send(ex, 405, "use POST for " + op + "\n", null);
-                            return;
-                        }
-                        String p = required(path);
-                        switch (op) {
-                            case "write" -> tree.write(p, new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
-                            case "mkdir" -> tree.mkdir(p);
-                            case "rmdir" -> tree.rmdir(p);
-                            case "link" -> tree.link(required(q.get("target")), p);
-                            default -> tree.unlink(p);
-                        }
-                        send(ex, 204, null, null);
-                    }
-                    default -> send(ex, 404, "unknown operation " + op + "\n", null);
-                }
+                reply = serve(ex);
             } catch (ControlException e) {
-                send(ex, status(e.errno()), e.getMessage() + "\n", e.errno());
-            } catch (RuntimeException e) {
-                send(ex, 500, "internal error: " + e + "\n", Errno.EIO);
+                reply = new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
+            } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
+                LOG.log(System.Logger.Level.ERROR, "control request " + ex.getRequestMethod() + " " + ex.getRequestURI() + " failed", t);
+                reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
+            }
+            send(ex, reply);
+        }
+    }
+
+    /** Admission (sections 1 and 2 of the class doc), then the operation. */
+    private Reply serve(HttpExchange ex) throws IOException, ControlException {
+        Headers in = ex.getRequestHeaders();
+        List<String> hosts = in.getOrDefault("Host", List.of());
+        if (hosts.size() != 1 || !tls && !hostNames.contains(hosts.getFirst().toLowerCase(Locale.ROOT))) {
+            throw new ControlException(Errno.EACCES, "Host " + String.join(", ", hosts) + " does not name this endpoint (expected "
+                                                     + String.join(" or ", hostNames) + ")");
+        }
+        String ownOrigin = (tls ? "https://" : "http://") + hosts.getFirst();
+        for (String origin : origins(in)) {
+            if (!origin.equalsIgnoreCase(ownOrigin)) {
+                throw new ControlException(Errno.EACCES, "cross-origin request from " + origin + " (this endpoint serves only " + ownOrigin + ")");
             }
         }
+        String method = ex.getRequestMethod();
+        if (!method.equals("GET") && !method.equals("POST")) {
+            ex.getResponseHeaders().set("Allow", "GET, POST");
+            return new Reply(405, method + " is not served: GET reads, POST changes (and no CORS preflight is granted)\n", Errno.EOPNOTSUPP);
+        }
+        if (!token.matches(in.getFirst("Authorization"))) {
+            ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"iotarget\"");
+            String why = in.containsKey("Authorization") ? "wrong token" : "this endpoint needs its token (Authorization: Bearer TOKEN)";
+            return new Reply(401, Errno.EACCES.message() + " (EACCES): " + why + "\n", Errno.EACCES);
+        }
+        String op = ex.getRequestURI().getPath().substring("/v1/".length());
+        boolean post = method.equals("POST");
+        if (post) {
+            String type = in.getFirst("Content-Type");
+            String media = type == null ? "" : type.split(";", 2)[0].strip().toLowerCase(Locale.ROOT);
+            if (!media.equals(CONTENT_TYPE)) {
+                return new Reply(415, Errno.EINVAL.message() + " (EINVAL): a POST must be Content-Type: " + CONTENT_TYPE
+                                      + (type == null ? "" : " (got " + type + ")") + "\n", Errno.EINVAL);
+            }
+        }
+        if (READS.contains(op) && post || CHANGES.contains(op) && !post) {
+            ex.getResponseHeaders().set("Allow", post ? "GET" : "POST");
+            return new Reply(405, "use " + (post ? "GET" : "POST") + " for " + op + "\n", Errno.EOPNOTSUPP);
+        }
+        return operate(ex, op);
+    }
+
+    private Reply operate(HttpExchange ex, String op) throws IOException, ControlException {
+        Map<String, String> q = query(ex.getRequestURI().getRawQuery());
+        String path = q.get("path");
+        switch (op) {
+            case "read" -> {
+                return ok(tree.read(required(path)));
+            }
+            case "list" -> {
+                return ok(String.join("\n", tree.list(path == null ? "" : path)) + "\n");
+            }
+            case "devices" -> {
+                return ok(devices.get());
+            }
+            case "write" -> tree.write(required(path), value(ex));
+            case "mkdir" -> tree.mkdir(required(path));
+            case "rmdir" -> tree.rmdir(required(path));
+            case "link" -> tree.link(required(q.get("target")), required(path));
+            case "unlink" -> tree.unlink(required(path));
+            default -> {
+                return new Reply(404, "unknown operation " + op + "\n", null);
+            }
+        }
+        return new Reply(204, null, null);
+    }
+
+    /** Every Origin header, or the origin of every Referer when there is no Origin; empty for non-browser clients. */
+    private static List<String> origins(Headers in) {
+        List<String> origins = in.get("Origin");
+        if (origins != null) return origins;
+        return in.getOrDefault("Referer", List.of()).stream().map(referer -> {
+            try {
+                URI uri = new URI(referer);
+                return uri.getScheme() + "://" + uri.getRawAuthority();
+            } catch (URISyntaxException e) {
+                return referer;                             // never equal to the endpoint's origin
+            }
+        }).toList();
+    }
+
+    private static String value(HttpExchange ex) throws IOException, ControlException {
+        byte[] body = ex.getRequestBody().readNBytes(MAX_VALUE_BYTES + 1);
+        if (body.length > MAX_VALUE_BYTES) throw new ControlException(Errno.EINVAL, "a value may be at most " + MAX_VALUE_BYTES + " bytes");
+        return new String(body, StandardCharsets.UTF_8);
     }
 
     private static String required(String v) throws ControlException {
@@ -101,19 +269,15 @@ public final class ControlEndpoint implements AutoCloseable {
         };
     }
 
-    private static void ok(HttpExchange ex, String body) throws IOException {
-        send(ex, 200, body, null);
+    private static Reply ok(String body) {
+        return new Reply(200, body, null);
     }
 
-    private static void send(HttpExchange ex, int status, String body, Errno errno) throws IOException {
-        if (errno != null) ex.getResponseHeaders().add(ERRNO_HEADER, errno.name());
-        ex.getResponseHeaders().add("Content-Type", "text/plain; charset=utf-8");
-        if (body == null) {
-            ex.sendResponseHeaders(status, -1);
-            return;
-        }
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-        ex.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
+    private static void send(HttpExchange ex, Reply reply) throws IOException {
+        if (reply.errno != null) ex.getResponseHeaders().set(ERRNO_HEADER, reply.errno.name());
+        ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+        byte[] bytes = reply.body == null ? new byte[0] : reply.body.getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(reply.status, bytes.length == 0 ? -1 : bytes.length);
         if (bytes.length > 0) {
             try (OutputStream out = ex.getResponseBody()) {
                 out.write(bytes);
@@ -133,8 +297,14 @@ public final class ControlEndpoint implements AutoCloseable {
         return q;
     }
 
+    /** Voids the token (its file goes first, so a server started next on this address cannot lose its own), then stops. */
     @Override
     public void close() {
+        try {
+            token.delete();
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot remove the token file " + token.file() + ": " + e.getMessage());
+        }
         server.stop(0);
     }
 }

@@ -30,7 +30,8 @@ import java.util.TreeMap;
  *
  * <pre>
  *  backends/NAME/type         null | memory | file
- *  backends/NAME/size         bytes, or with K/M/G/T (null and memory; file with create=1)
+ *  backends/NAME/size         bytes, or with K/M/G/T (null and memory; file with create=1); a multiple of
+ *                             block_size; a memory backend at most MemoryBackend.sizeLimit()
  *  backends/NAME/path         file or block device (file)
  *  backends/NAME/create       1: create the file with `size` bytes if it does not exist (file)
  *  backends/NAME/direct       1: O_DIRECT (file)
@@ -127,11 +128,13 @@ public final class BackendTree implements ConfigTree {
         switch (p[1]) {
             case "type" -> {
                 if (!List.of("null", "memory", "file").contains(v)) throw invalid("type", v, "null, memory or file");
+                checkGeometry("type", v, v, s.size, s.blockSize);
                 s.type = v;
             }
             case "size" -> {
                 long size = Sizes.parse(v);
-                if (size <= 0) throw invalid("size", v, "a positive size in bytes, optionally with K, M, G or T");
+                if (size <= 0) throw invalid("size", v, Sizes.EXPECTED);
+                checkGeometry("size", v, s.type, size, s.blockSize);
                 s.size = size;
             }
             case "path" -> {
@@ -143,6 +146,7 @@ public final class BackendTree implements ConfigTree {
             case "readonly" -> s.readOnly = bool("readonly", v);
             case "block_size" -> {
                 if (!v.equals("512") && !v.equals("4096")) throw invalid("block_size", v, "512 or 4096");
+                checkGeometry("block_size", v, s.type, s.size, Integer.parseInt(v));
                 s.blockSize = Integer.parseInt(v);
             }
             case "queue_depth" -> {
@@ -152,6 +156,26 @@ public final class BackendTree implements ConfigTree {
             }
             case "device" -> s.number = v.isEmpty() ? null : DeviceNumber.parse(v);
             default -> throw new ControlException(Errno.EACCES, p[1] + " is read-only");
+        }
+    }
+
+    /**
+     * Refuses a type, size or block_size that cannot make a backend, naming the attribute being
+     * written: a size must be a multiple of the block size, and a memory backend may not be
+     * larger than it could ever hold ({@link MemoryBackend#sizeLimit()}).
+     */
+    private static void checkGeometry(String attribute, String value, String type, long size, int blockSize) throws ControlException {
+        if (size < 0) return;
+        if (size % blockSize != 0) {
+            throw invalid(attribute, value, attribute.equals("block_size") ? "a block size that divides size " + size
+                                                                          : "a multiple of block_size " + blockSize);
+        }
+        if (!type.equals("memory")) return;
+        MemoryBackend.SizeLimit limit = MemoryBackend.sizeLimit();
+        if (size > limit.bytes()) {
+            throw invalid(attribute, value, (attribute.equals("size") ? "" : "a type that can hold size " + size + ": ")
+                                            + "at most " + Sizes.describe(limit.bytes()) + " for a memory backend, " + limit.reason()
+                                            + "; a file backend may be larger");
         }
     }
 
@@ -176,8 +200,12 @@ public final class BackendTree implements ConfigTree {
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
-                if (s.size % s.blockSize != 0) throw invalid("size", Long.toString(s.size), "a multiple of block_size " + s.blockSize);
-                yield s.type.equals("null") ? new NullBackend(s.size, s.blockSize, s.readOnly) : new MemoryBackend(s.size, s.blockSize, s.readOnly);
+                if (s.type.equals("null")) yield new NullBackend(s.size, s.blockSize, s.readOnly);
+                try {
+                    yield new MemoryBackend(s.size, s.blockSize, s.readOnly);
+                } catch (IllegalArgumentException e) {       // the machine shrank since size was written
+                    throw new ControlException(Errno.EINVAL, "backend " + name + ": " + e.getMessage());
+                }
             }
             case "file" -> openFile(name, s);
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");

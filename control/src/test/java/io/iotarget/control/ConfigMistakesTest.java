@@ -1,0 +1,104 @@
+package io.iotarget.control;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.backend.MemoryBackend;
+import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.config.Sizes;
+import io.iotarget.control.http.ControlEndpoint;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** Each config mistake operators made names its own field, the value as written and what was expected. */
+class ConfigMistakesTest {
+    private final ObjectMapper json = new ObjectMapper();
+    @TempDir
+    Path tokens;
+
+    private String refusal(String config) {
+        return assertThrows(ConfigException.class, () -> Server.start(json.readTree(config), tokens)).getMessage();
+    }
+
+    private static String memory(String size) {
+        return "{ \"server\": { \"control\": \"127.0.0.1:0\" }, \"backends\": { \"m\": { \"type\": \"memory\", \"size\": " + size + ", \"enable\": 1 } } }";
+    }
+
+    private static String limit() {
+        MemoryBackend.SizeLimit limit = MemoryBackend.sizeLimit();
+        return "at most " + Sizes.describe(limit.bytes()) + " for a memory backend, " + limit.reason() + "; a file backend may be larger";
+    }
+
+    @Test
+    void shouldRefuseAMemoryBackendLargerThanTheMachineInAConfigAndOverTheCli() throws Exception {
+        assertEquals("backends.m.size = \"100T\": Invalid argument (EINVAL): size=100T (expected: " + limit() + ")", refusal(memory("\"100T\"")));
+        try (Server server = Server.start(json.readTree("{ \"server\": { \"control\": \"127.0.0.1:0\" } }"), tokens)) {
+            String control = ControlEndpoint.hostPort(server.controlAddress());
+            Map<String, String> env = Map.of("IOTARGET_RUNTIME_DIR", tokens.toString(), "IOTARGET_CONTROL", control);
+            assertEquals(0, cli(env, "mkdir", "/backends/m"));
+            assertEquals(0, cli(env, "write", "/backends/m/size", "100T"), "no type yet: any size");
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(1, Main.run(new String[]{"write", "/backends/m/type", "memory"}, env, new PrintStream(new ByteArrayOutputStream()),
+                    new PrintStream(err, true, StandardCharsets.UTF_8)));
+            assertEquals("iotarget: write /backends/m/type: Invalid argument (EINVAL): type=memory (expected: a type that can hold size "
+                         + (100L << 40) + ": " + limit() + ")\n", err.toString(StandardCharsets.UTF_8));
+            assertEquals("\n", server.mounts().read("/backends/m/type"), "nothing changed");
+        }
+    }
+
+    private static int cli(Map<String, String> env, String... args) {
+        return Main.run(args, env, new PrintStream(new ByteArrayOutputStream()), new PrintStream(new ByteArrayOutputStream()));
+    }
+
+    @Test
+    void shouldRefuseABooleanSizeNamingSize() {
+        assertEquals("backends.m.size = true: expected a positive size in bytes, or with K, M, G or T (an integer or a string), got a boolean "
+                     + "(true/false are for the 0/1 flags: attr_allow_any_host, buffered_io, create, direct, enable, readonly)",
+                refusal(memory("true")));
+    }
+
+    @Test
+    void shouldBlameAnUnalignedSizeOnSizeAndTheBlockSize() {
+        assertEquals("backends.m.size = 1000: Invalid argument (EINVAL): size=1000 (expected: a multiple of block_size 512)", refusal(memory("1000")));
+        assertEquals("backends.m.block_size = 4096: Invalid argument (EINVAL): block_size=4096 (expected: a block size that divides size 6144)",
+                refusal("{ \"backends\": { \"m\": { \"type\": \"null\", \"size\": \"6K\", \"block_size\": 4096, \"enable\": 1 } } }"));
+    }
+
+    @Test
+    void shouldRefuseAFractionalSizeWithTheExpectation() {
+        assertEquals("backends.m.size = 1.5: expected a positive size in bytes, or with K, M, G or T (an integer or a string), "
+                     + "got a number with a fraction or an exponent", refusal(memory("1.5")));
+        assertEquals("backends.m.queue_depth = 1.0E9: expected a string or an integer, got a number with a fraction or an exponent",
+                refusal("{ \"backends\": { \"m\": { \"queue_depth\": 1e9 } } }"));
+    }
+
+    /** Each key that makes the server listen is named when its address is taken. */
+    @Test
+    void shouldNameTheKeyOfABusyPort() throws Exception {
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress("127.0.0.1", 0));
+            int port = taken.getLocalPort();
+            String busy = "cannot listen on 127.0.0.1:" + port + ": Address already in use";
+            assertEquals("server.nbd[1] = \"127.0.0.1:" + port + "\": " + busy,
+                    refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"nbd\": [\"127.0.0.1:0\", \"127.0.0.1:" + port + "\"] } }"));
+            assertEquals("server.control = \"127.0.0.1:" + port + "\": " + busy,
+                    refusal("{ \"server\": { \"control\": \"127.0.0.1:" + port + "\" } }"));
+            assertEquals("nvmet.ports.1.addr_trsvcid = \"" + port + "\": Address already in use (EADDRINUSE): ports/1: " + busy
+                         + " (the port starts listening when nvmet.ports.1.subsystems[0] is linked)", refusal("""
+                    { "server": { "control": "127.0.0.1:0" },
+                      "nvmet": { "subsystems": { "nqn.2026-11.io.iotarget:t": { "attr_allow_any_host": true } },
+                                 "ports": { "1": { "addr_trtype": "tcp", "addr_adrfam": "ipv4", "addr_traddr": "127.0.0.1",
+                                                   "addr_trsvcid": "%d", "subsystems": ["nqn.2026-11.io.iotarget:t"] } } } }"""
+                    .formatted(port)));
+        }
+    }
+}

@@ -1,0 +1,117 @@
+package io.iotarget.control;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.testkit.Tools;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The control endpoint off plain loopback: TLS from PEM files, and the token for every request. */
+class ControlTlsTest {
+    private final ObjectMapper json = new ObjectMapper();
+    @TempDir
+    Path dir;
+    private Path tokens;
+    private Path cert;
+    private Path key;
+
+    @BeforeEach
+    void certificate() throws Exception {
+        Tools.require("openssl", "/usr/bin/openssl");
+        tokens = dir.resolve("tokens");
+        cert = dir.resolve("cert.pem");
+        key = dir.resolve("key.pem");
+        selfSigned(cert, key);
+    }
+
+    private void selfSigned(Path certFile, Path keyFile) throws Exception {
+        Tools.ok(60, "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", keyFile.toString(), "-out", certFile.toString(), "-days", "2", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+    }
+
+    private String config(String control, Path certFile, Path keyFile) {
+        return "{ \"server\": { \"control\": \"" + control + "\", \"control_cert\": \"" + certFile + "\", \"control_key\": \"" + keyFile + "\" } }";
+    }
+
+    private record Result(int code, String out, String err) {
+    }
+
+    private Result cli(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = Main.run(args, Map.of("IOTARGET_RUNTIME_DIR", tokens.toString()),
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldServeTlsAndNeedTheTokenForEveryRequest() throws Exception {
+        try (Server server = Server.start(json.readTree(config("127.0.0.1:0", cert, key)), tokens)) {
+            int port = server.controlAddress().getPort();
+            Path tokenFile = tokens.resolve("control-127.0.0.1-" + port + ".token");
+            assertTrue(server.summary().contains("control endpoint https://127.0.0.1:" + port + " (TLS; every request needs the token in "
+                                                 + tokenFile + ", readable only by this user)"), server.summary().toString());
+            String https = "https://127.0.0.1:" + port;
+            assertEquals(new Result(0, "cgroup/\nbackends/\nnbd/\nnvmet/\n", ""), cli("--control", https, "--cacert", cert.toString(), "ls", "/"));
+            assertEquals(new Result(0, "", ""), cli("--cacert", cert.toString(), "--control", https, "mkdir", "a"));
+            Result wrong = cli("--control", https, "--cacert", cert.toString(), "--token-file", "/dev/null", "read", "cgroup.controllers");
+            assertEquals(new Result(1, "", "iotarget: read cgroup.controllers: Permission denied (EACCES): wrong token\n"), wrong);
+            Result untrusted = cli("--control", https, "ls", "/");
+            assertEquals(3, untrusted.code);
+            assertTrue(untrusted.err.contains("PKIX"), "the JDK's CAs do not vouch for a self-signed certificate: " + untrusted.err);
+            assertEquals(3, cli("--control", "127.0.0.1:" + port, "ls", "/").code, "plain HTTP gets no answer from a TLS endpoint");
+            assertEquals(List.of("a/"), server.mounts().list("").stream().filter(n -> n.endsWith("/")).toList(), "only the admitted mkdir");
+        }
+    }
+
+    @Test
+    void shouldRefuseANonLoopbackAddressWithoutTls() {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> Server.start(json.readTree("{ \"server\": { \"control\": \"0.0.0.0:0\" } }"), tokens));
+        assertEquals("server.control = \"0.0.0.0:0\": not a loopback address, so the control endpoint needs TLS: set server.control_cert "
+                     + "and server.control_key (PEM files); every request then needs the token", e.getMessage());
+        assertEquals(new Result(2, "", "iotarget: --control http://192.0.2.1:9809: not loopback, so only https://192.0.2.1:9809 "
+                                       + "(the token never travels in clear)\n"), cli("--control", "http://192.0.2.1:9809", "ls"));
+    }
+
+    @Test
+    void shouldNameTheTlsKeyThatIsWrong() throws Exception {
+        ConfigException e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(
+                "{ \"server\": { \"control\": \"127.0.0.1:0\", \"control_cert\": \"" + cert + "\" } }"), tokens));
+        assertEquals("server.control_key: missing (TLS needs both server.control_cert and server.control_key)", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(
+                "{ \"server\": { \"control\": \"127.0.0.1:0\", \"control_cert\": \"cert.pem\", \"control_key\": \"" + key + "\" } }"), tokens));
+        assertEquals("server.control_cert = \"cert.pem\": expected the absolute path of a PEM file, as a string", e.getMessage());
+
+        Path otherCert = dir.resolve("other-cert.pem");
+        Path otherKey = dir.resolve("other-key.pem");
+        selfSigned(otherCert, otherKey);
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, otherKey)), tokens));
+        assertEquals("server.control_key = \"" + otherKey + "\": is not the key of the first certificate in " + cert, e.getMessage());
+
+        Path sec1 = dir.resolve("sec1.pem");
+        Tools.ok(30, "openssl", "ec", "-in", key.toString(), "-out", sec1.toString());
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, sec1)), tokens));
+        assertEquals("server.control_key = \"" + sec1 + "\": no unencrypted PKCS#8 key (expected -----BEGIN PRIVATE KEY-----; "
+                     + "convert with openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW)", e.getMessage());
+
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", key, key)), tokens));
+        assertTrue(e.getMessage().startsWith("server.control_cert = \"" + key + "\": "), e.getMessage());
+        assertFalse(Files.exists(tokens), "no endpoint was started, so no token was written");
+    }
+}
