@@ -18,7 +18,7 @@ final class TargetFixture implements AutoCloseable {
     final ConfigTree tree = target.tree();
     final int port;
 
-    TargetFixture() throws ControlException {
+    TargetFixture() throws ControlException, java.io.IOException {
         engine.addDevice("default", new MemoryBackend(DEVICE_BYTES, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
         String s = "subsystems/" + NQN;
         tree.mkdir(s);
