@@ -71,7 +71,7 @@ public final class Server implements AutoCloseable {
         ServerSettings settings = ConfigLoader.serverSettings(config);
         SSLContext tls = tls(settings);
         Engine engine = new Engine();
-        Transport transport = new Transport(Transport.Settings.defaults());
+        Transport transport = new Transport(settings.transport());
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;

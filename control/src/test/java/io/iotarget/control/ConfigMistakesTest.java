@@ -81,6 +81,14 @@ class ConfigMistakesTest {
                 refusal("{ \"backends\": { \"m\": { \"queue_depth\": 1e9 } } }"));
     }
 
+    @Test
+    void shouldRefuseConnectionLimitsOutOfRangeWithTheirMeaning() {
+        assertEquals("server.max_connections_per_host = 0: expected an integer from 1 to 1000000 (connections from one client address)",
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"max_connections_per_host\": 0 } }"));
+        assertEquals("server.send_timeout_ms = \"30s\": expected an integer from 1 to 86400000 (milliseconds a client may take none of its replies)",
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_timeout_ms\": \"30s\" } }"));
+    }
+
     /** Each key that makes the server listen is named when its address is taken. */
     @Test
     void shouldNameTheKeyOfABusyPort() throws Exception {

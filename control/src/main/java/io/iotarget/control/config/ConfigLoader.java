@@ -9,6 +9,7 @@ import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.transport.Transport;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -77,8 +78,11 @@ public final class ConfigLoader {
     public record Tls(Path cert, Path key) {
     }
 
-    /** The "server" section: where to listen, and the control endpoint's TLS (null: plain HTTP on loopback). */
-    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls) {
+    /**
+     * The "server" section: where to listen, the control endpoint's TLS (null: plain HTTP on
+     * loopback), and the connection machinery's limits.
+     */
+    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport) {
     }
 
     /** A config that could not be applied: where, what, and the tree's error. */
@@ -136,7 +140,8 @@ public final class ConfigLoader {
         }
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
-        List<String> keys = List.of("control", "control_cert", "control_key", "nbd");
+        List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
+                                    "max_connections", "max_connections_per_host");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -162,7 +167,25 @@ public final class ConfigLoader {
         } else if (!n.isMissingNode() && !n.isNull()) {
             nbd.add(address("server.nbd", n));
         }
-        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key));
+        Transport.Settings defaults = Transport.Settings.defaults();
+        Transport.Settings transport = new Transport.Settings(
+                (int) count(server, "event_loops", defaults.loops(), 0, 1024, "event loop threads, 0 for one per core"),
+                java.time.Duration.ofMillis(count(server, "send_timeout_ms", defaults.sendTimeout().toMillis(), 1, 86_400_000,
+                                                  "milliseconds a client may take none of its replies")),
+                (int) count(server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
+                (int) count(server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
+                            "connections from one client address"));
+        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport);
+    }
+
+    /** An integer setting of the server section in [min, max], or its default when absent. */
+    private static long count(JsonNode server, String key, long defaultValue, long min, long max, String meaning) throws ConfigException {
+        JsonNode v = server.get(key);
+        if (v == null) return defaultValue;
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
+            throw new ConfigException("server." + key + " = " + v + ": expected an integer from " + min + " to " + max + " (" + meaning + ")");
+        }
+        return v.longValue();
     }
 
     private static Path pemFile(String where, JsonNode v) throws ConfigException {

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
@@ -27,6 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *      cgroup_id        the same binding by group id (nvmet's name)    changeable only while disabled
  *      readonly         0 | 1                                          changeable only while disabled
  *      description      free text for NBD_OPT_LIST / NBD_INFO_DESCRIPTION
+ *      max_connections  clients transmitting on it at once; 0 = no limit (default)
  *      enable           0 | 1: offered to clients only when 1
  * </pre>
  *
@@ -47,7 +49,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     /** What the empty export name means (nbd-server's default export). */
     static final String DEFAULT_EXPORT = "default";
     static final String EXPORTS = "exports";
-    private static final List<String> ATTRIBUTES = List.of("backend", "cgroup", "cgroup_id", "description", "enable", "readonly");
+    private static final List<String> ATTRIBUTES = List.of("backend", "cgroup", "cgroup_id", "description", "enable", "max_connections", "readonly");
     private static final int MAX_NAME_BYTES = 255;
 
     private final Engine engine;
@@ -65,6 +67,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         Group group;
         boolean readOnly;
         String description = "";
+        /** 0 = no limit; read lock-free by negotiating connections. */
+        volatile int maxConnections;
         /** The enabled export, or null while disabled. */
         volatile Export live;
         /** What the enabled export holds; null while disabled. */
@@ -136,6 +140,14 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     @Override
+    public String refusal(Export export) {
+        Entry e = entries.get(export.name());
+        int max = e == null ? 0 : e.maxConnections;
+        if (max == 0 || e.connections.size() < max) return null;
+        return "export " + export.name() + " has its maximum of " + max + " connections";
+    }
+
+    @Override
     public boolean shuttingDown() {
         return shuttingDown;
     }
@@ -154,6 +166,10 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         // A new description republishes the export; a disable (or a re-enable on another binding) does not match.
         if (h == null || live == null || live.device() != export.device() || live.group() != export.group()
             || live.readOnly() != export.readOnly() || !h.retain()) {
+            return null;
+        }
+        if (refusal(export) != null) {                  // another client took the last place meanwhile
+            h.release();
             return null;
         }
         e.connections.add(connection);
@@ -208,6 +224,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             case "cgroup_id" -> e.group.id() + "\n";
             case "readonly" -> (e.readOnly ? "1" : "0") + "\n";
             case "description" -> e.description + "\n";
+            case "max_connections" -> e.maxConnections + "\n";
             case "enable" -> (e.live != null ? "1" : "0") + "\n";
             default -> throw new AssertionError(path);
         };
@@ -231,6 +248,13 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             e.description = v;
             Export live = e.live;
             if (live != null) e.live = new Export(live.name(), v, live.device(), live.group(), live.readOnly());
+            return;
+        }
+        if (attribute.equals("max_connections")) {
+            // Applies to clients that connect from now on; those transmitting stay.
+            long max = KernelParse.parseU64("max_connections", v.trim());
+            if (max > Integer.MAX_VALUE) throw KernelParse.invalid("max_connections", v, "a count of connections up to 2^31 - 1, 0 for no limit");
+            e.maxConnections = (int) max;
             return;
         }
         if (e.live != null) {

@@ -34,6 +34,9 @@ final class Negotiation {
         /** Enabled exports, for NBD_OPT_LIST. */
         List<Export> enabled();
 
+        /** Why a new client may not transmit on the export now (its connection limit), or null. */
+        String refusal(Export export);
+
         /** True while the server is closing: options get ERR_SHUTDOWN. */
         boolean shuttingDown();
     }
@@ -134,7 +137,7 @@ final class Negotiation {
         // EXPORT_NAME cannot carry an error: an unknown export or a closing server means hanging up.
         if (exports.shuttingDown() || data.length > NbdWire.MAX_STRING) return Next.CLOSE;
         Export export = exports.find(new String(data, StandardCharsets.UTF_8));
-        if (export == null) return Next.CLOSE;
+        if (export == null || exports.refusal(export) != null) return Next.CLOSE;
         ByteBuffer b = ByteBuffer.allocate(EXPORT_NAME_REPLY_BYTES + (noZeroes ? 0 : EXPORT_NAME_ZEROES));
         b.putLong(export.device().sizeBytes()).putShort((short) export.transmissionFlags(structuredReplies));
         out.accept(b.clear());
@@ -180,6 +183,11 @@ final class Negotiation {
         Export export = exports.find(name);
         if (export == null) {
             out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
+            return Next.CONTINUE;
+        }
+        String refusal = code == NbdWire.OPT_GO ? exports.refusal(export) : null;
+        if (refusal != null) {
+            out.accept(error(code, NbdWire.REP_ERR_POLICY, refusal));
             return Next.CONTINUE;
         }
         out.accept(reply(code, NbdWire.REP_INFO, 12).putShort((short) NbdWire.INFO_EXPORT)

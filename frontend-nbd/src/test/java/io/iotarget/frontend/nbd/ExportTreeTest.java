@@ -52,7 +52,7 @@ class ExportTreeTest {
     void shouldListAndReadDefaults() throws Exception {
         assertEquals(List.of("exports/"), tree.list(""));
         assertEquals(List.of("default/"), tree.list("exports"));
-        assertEquals(List.of("backend", "cgroup", "cgroup_id", "description", "enable", "readonly"), tree.list("exports/default"));
+        assertEquals(List.of("backend", "cgroup", "cgroup_id", "description", "enable", "max_connections", "readonly"), tree.list("exports/default"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind("exports/default/enable"));
         assertEquals("/\n", tree.read("exports/default/cgroup"));
         assertEquals("1\n", tree.read("exports/default/cgroup_id"));
