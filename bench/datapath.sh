@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# datapath.sh - iotarget's NBD data path against its peers on the backends users deploy, one run,
+# side by side. Sections (default: all):
+#   direct  a 1 GiB file on this machine's disk with O_DIRECT: iotarget (file backend, direct=1)
+#           vs qemu-storage-daemon (aio=io_uring, cache.direct=on) vs fio libaio on the file itself;
+#           4k randread/randwrite at QD1 and QD32, 1 and 4 connections
+#   cache   a 1 GiB file in /dev/shm through the page cache: iotarget (file backend) vs nbdkit's
+#           file plugin; 4k random and 1 MiB sequential, read and write
+#   memory  iotarget's memory backend vs nbdkit's memory plugin, same workloads as cache
+#
+# Every server is pinned to SERVER_CPU and fio to FIO_CPU, every server is started once, its disk
+# filled and every workload warmed on it before anything is measured (nbdkit reads at half speed
+# on its first run); then runs alternate between the systems, REPEATS times, and each cell is the
+# median. CPU µs/req = the server's utime+stime over the run (/proc/PID/stat) / requests.
+#
+# Usage: bench/datapath.sh [--runtime S] [--repeats N] [--out FILE] [direct] [cache] [memory]
+# Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk).
+# Needs: fio (nbd and libaio engines), nbdkit, qemu-storage-daemon, taskset, python3.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+RUNTIME=10 REPEATS=3 OUT="" SECTIONS=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --runtime) RUNTIME="$2"; shift 2 ;;
+    --repeats) REPEATS="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    direct|cache|memory) SECTIONS+=("$1"); shift ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  esac
+done
+[[ ${#SECTIONS[@]} -gt 0 ]] || SECTIONS=(direct cache memory)
+SERVER_CPU="${SERVER_CPU:-0}" FIO_CPU="${FIO_CPU:-1}" BENCH_DIR="${BENCH_DIR:-/var/tmp/iotarget-bench}"
+for t in fio nbdkit qemu-storage-daemon taskset python3; do
+  command -v "$t" >/dev/null || { echo "missing $t (scripts/install-test-deps installs them)" >&2; exit 1; }
+done
+. "$ROOT/scripts/env.sh"
+mkdir -p "$BENCH_DIR"
+WORK="$(mktemp -d /tmp/datapath-bench.XXXXXX)"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK" /dev/shm/iotarget-bench-*.img; }
+trap cleanup EXIT
+(cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
+
+DISK="$BENCH_DIR/disk.img" SHM_IOT=/dev/shm/iotarget-bench-iotarget.img SHM_NBDKIT=/dev/shm/iotarget-bench-nbdkit.img
+# Written out, not sparse: every system reads real blocks.
+[[ -s "$DISK" ]] || dd if=/dev/urandom of="$DISK" bs=1M count=1024 oflag=direct status=none
+for f in "$SHM_IOT" "$SHM_NBDKIT"; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
+
+cat > "$WORK/iotarget.json" <<JSON
+{ "server": { "control": "127.0.0.1:9829", "nbd": "127.0.0.1:10911" },
+  "backends": { "disk": { "type": "file", "path": "$DISK", "direct": 1, "enable": 1 },
+                "shm":  { "type": "file", "path": "$SHM_IOT", "enable": 1 },
+                "mem":  { "type": "memory", "size": "1G", "enable": 1 } },
+  "nbd": { "exports": { "disk": { "backend": "disk", "enable": 1 },
+                        "shm":  { "backend": "shm", "enable": 1 },
+                        "mem":  { "backend": "mem", "enable": 1 } } } }
+JSON
+wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+declare -A PID URI
+start() { # name port command...
+  local name="$1" port="$2"; shift 2
+  taskset -c "$SERVER_CPU" "$@" > "$WORK/$name.log" 2>&1 &
+  PIDS+=($!); PID[$name]=$!; wait_port "$port"
+}
+start iotarget 10911 "$ROOT/bin/iotarget" serve --config "$WORK/iotarget.json"
+URI[iotarget-direct]="nbd://127.0.0.1:10911/disk" URI[iotarget-cache]="nbd://127.0.0.1:10911/shm" URI[iotarget-memory]="nbd://127.0.0.1:10911/mem"
+for s in "${SECTIONS[@]}"; do
+  case "$s" in
+    direct) start qsd 10913 qemu-storage-daemon \
+              --blockdev "driver=file,filename=$DISK,node-name=disk,cache.direct=on,aio=io_uring" \
+              --nbd-server addr.type=inet,addr.host=127.0.0.1,addr.port=10913 \
+              --export type=nbd,id=e0,node-name=disk,name=default,writable=on
+            URI[qsd-direct]="nbd://127.0.0.1:10913/default" ;;
+    cache)  start nbdkit-file 10912 nbdkit -f -i 127.0.0.1 -p 10912 file "$SHM_NBDKIT"
+            URI[nbdkit-cache]="nbd://127.0.0.1:10912/" ;;
+    memory) start nbdkit-memory 10914 nbdkit -f -i 127.0.0.1 -p 10914 memory 1G
+            URI[nbdkit-memory]="nbd://127.0.0.1:10914/" ;;
+  esac
+done
+PID[iotarget-direct]=${PID[iotarget]} PID[iotarget-cache]=${PID[iotarget]} PID[iotarget-memory]=${PID[iotarget]}
+[[ -n "${PID[qsd]:-}" ]] && PID[qsd-direct]=${PID[qsd]}
+[[ -n "${PID[nbdkit-file]:-}" ]] && PID[nbdkit-cache]=${PID[nbdkit-file]}
+[[ -n "${PID[nbdkit-memory]:-}" ]] && PID[nbdkit-memory]=${PID[nbdkit-memory]}
+
+CLK_TCK="$(getconf CLK_TCK)"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# run_one SYSTEM RW BS QD JOBS SECONDS -> "iops mib p99us cpu_us_per_req"
+run_one() {
+  local system="$1" rw="$2" bs="$3" qd="$4" jobs="$5" secs="$6" target t0=0 t1=0 pid=""
+  if [[ "$system" == fio-direct ]]; then
+    target=(--ioengine=libaio --direct=1 --filename="$DISK")
+  else
+    target=(--ioengine=nbd --uri="${URI[$system]}"); pid="${PID[$system]}"
+  fi
+  [[ -n "$pid" ]] && t0="$(cpu_ticks "$pid")"
+  taskset -c "$FIO_CPU" fio --output-format=json --name=b "${target[@]}" --rw="$rw" --bs="$bs" --iodepth="$qd" \
+    --numjobs="$jobs" --group_reporting --size=1G --time_based --runtime="$secs" > "$WORK/fio.json" 2>&1 ||
+    { cat "$WORK/fio.json" >&2; return 1; }
+  [[ -n "$pid" ]] && t1="$(cpu_ticks "$pid")"
+  python3 - "$WORK/fio.json" "$rw" "$((t1 - t0))" "$CLK_TCK" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+j = json.loads(text[text.index("{"):])["jobs"][0]
+d = j["write" if "write" in sys.argv[2] else "read"]
+ios = d["total_ios"]
+p99 = d["clat_ns"]["percentile"].get("99.000000", 0) / 1000
+cpu = int(sys.argv[3]) / int(sys.argv[4]) * 1e6 / max(ios, 1)
+print(f'{d["iops"]:.0f} {d["bw_bytes"] / 1048576:.1f} {p99:.0f} {cpu:.2f}')
+PY
+}
+
+# section -> systems; workload = rw:bs:qd:jobs
+declare -A SYSTEMS=([direct]="iotarget-direct qsd-direct fio-direct" [cache]="iotarget-cache nbdkit-cache" [memory]="iotarget-memory nbdkit-memory")
+declare -A WORKLOADS=(
+  [direct]="randread:4k:1:1 randread:4k:32:1 randread:4k:32:4 randwrite:4k:1:1 randwrite:4k:32:1 randwrite:4k:32:4"
+  [cache]="randread:4k:32:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1"
+  [memory]="randread:4k:32:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1")
+
+echo "filling and warming every system (writes first, then every workload once)" >&2
+for s in "${SECTIONS[@]}"; do
+  for sys in ${SYSTEMS[$s]}; do
+    [[ "$sys" == fio-direct ]] && continue
+    taskset -c "$FIO_CPU" fio --name=fill --ioengine=nbd --uri="${URI[$sys]}" --rw=write --bs=1M --iodepth=8 --size=1G > /dev/null
+    for w in ${WORKLOADS[$s]}; do IFS=: read -r rw bs qd jobs <<<"$w"; run_one "$sys" "$rw" "$bs" "$qd" "$jobs" 3 > /dev/null; done
+  done
+done
+
+RESULTS="$WORK/results.txt"; : > "$RESULTS"
+for rep in $(seq "$REPEATS"); do
+  for s in "${SECTIONS[@]}"; do
+    for w in ${WORKLOADS[$s]}; do
+      IFS=: read -r rw bs qd jobs <<<"$w"
+      for sys in ${SYSTEMS[$s]}; do
+        # fio on the file is the ceiling of one QD32 queue: measured once per workload, single job.
+        [[ "$sys" == fio-direct && "$jobs" != 1 ]] && continue
+        r="$(run_one "$sys" "$rw" "$bs" "$qd" "$jobs" "$RUNTIME")"
+        echo "$rep $s $w $sys $r" | tee -a "$RESULTS" >&2
+      done
+    done
+  done
+done
+
+python3 - "$RESULTS" "$RUNTIME" "$REPEATS" "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo -dirty)" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "${OUT:-/dev/null}"
+import statistics, sys, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    rep, section, w, system, iops, mib, p99, cpu = line.split()
+    rows[(section, w, system)].append((float(iops), float(mib), float(p99), float(cpu)))
+med = {k: [statistics.median(x[i] for x in v) for i in range(4)] for k, v in rows.items()}
+print(f"commit {sys.argv[4]}, fio, {sys.argv[2]} s per run, median of {sys.argv[3]} alternating runs, servers pinned to one core and fio "
+      f"to another, every system warmed first; load average at the end {sys.argv[5]}")
+def name(w):
+    rw, bs, qd, jobs = w.split(":")
+    return f"{bs} {rw} QD{qd}" + (f" x{jobs} conn" if jobs != "1" else "")
+sections = sorted({k[0] for k in med}, key=["direct", "cache", "memory"].index)
+for s in sections:
+    systems = []
+    for k in med:
+        if k[0] == s and k[2] not in systems: systems.append(k[2])
+    base = systems[0]
+    print(f"\n### {s}\n")
+    head = "| workload | " + " | ".join(f"{x} IOPS" for x in systems) + " | " + " | ".join(f"{base}/{x}" for x in systems[1:]) \
+           + " | p99 µs " + base + " | CPU µs/req " + " | ".join(x for x in systems if x != "fio-direct") + " |"
+    print(head); print("|" + "---|" * (head.count("|") - 1))
+    for w in dict.fromkeys(k[1] for k in med if k[0] == s):
+        vals = {x: med.get((s, w, x)) for x in systems}
+        ref = vals[base]
+        cells = [f"{vals[x][0]:.0f}" if vals[x] else "-" for x in systems]
+        ratios = []
+        for x in systems[1:]:
+            other = vals[x] or (med.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x == "fio-direct" else None)
+            ratios.append(f"{ref[0] / other[0]:.2f}" if other else "-")
+        cpus = [f"{vals[x][3]:.2f}" if vals[x] else "-" for x in systems if x != "fio-direct"]
+        print(f"| {name(w)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {ref[2]:.0f} | " + " | ".join(cpus) + " |")
+PY
