@@ -28,6 +28,7 @@ public final class PooledBuffer {
     private static final VarHandle STATE;
     private static final int FREE = 0;
     private static final int OUT = 1;
+    private static final int PAGE_BYTES = 4096;
 
     static {
         try {
@@ -95,8 +96,8 @@ public final class PooledBuffer {
         STATE.setRelease(this, OUT);
     }
 
-    /** Its pages in the chunk's mapping, for MADV_DONTNEED. */
-    MemorySegment pages() {
-        return chunk.segment.asSlice(offset, chunk.sizeClass.bytes);
+    /** The pages of its first {@code bytes} in the chunk's mapping, for madvise. */
+    MemorySegment pages(int bytes) {
+        return chunk.segment.asSlice(offset, (bytes + PAGE_BYTES - 1) & -PAGE_BYTES);
     }
 }

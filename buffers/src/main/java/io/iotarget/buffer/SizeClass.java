@@ -7,8 +7,10 @@ import java.util.List;
 /**
  * The free buffers of one size (a power of two from 4 KiB): the cached ones, resident and
  * ready, most recently released first; and the chunks that still have cleared slots. Any
- * thread; the lists are guarded by {@code this}, held only for list operations — every
- * system call (mmap, madvise, the arena's munmap) runs outside it.
+ * thread. Cached buffers sit in stripes, each guarded by its own lock, and a thread uses its
+ * home stripe first (see {@link Stripes}), so that threads do not contend for one lock; the
+ * chunk lists are guarded by {@code this}. A lock is held only for list operations — every
+ * system call (mmap, madvise, the arena's munmap) runs outside them, and no two are nested.
  */
 final class SizeClass {
     /** {@link #oldestCachedEpoch()} when nothing is cached. */
@@ -18,35 +20,74 @@ final class SizeClass {
     final int bytes;
     final int slotsPerChunk;
 
-    /** Free and resident; first = most recently released, last = idle the longest. */
-    private final ArrayDeque<PooledBuffer> cached = new ArrayDeque<>();
+    /** Free and resident, per stripe; first = most recently released, last = idle the longest. */
+    private final Stripe[] stripes;
     /** Mapped chunks with cleared slots (unmapped ones are dropped when met). */
     private final ArrayDeque<Chunk> partial = new ArrayDeque<>();
     /** Chunks whose last live slot was cleared on the fast path: unmapped by the next trim. */
     private final List<Chunk> emptied = new ArrayList<>();
 
+    /** A list of cached buffers, guarded by itself. */
+    private static final class Stripe {
+        final ArrayDeque<PooledBuffer> cached = new ArrayDeque<>();
+    }
+
     SizeClass(BufferPool pool, int bytes, int chunkBytes) {
         this.pool = pool;
         this.bytes = bytes;
         this.slotsPerChunk = Math.max(1, chunkBytes / bytes);
+        stripes = new Stripe[Stripes.COUNT];
+        for (int i = 0; i < stripes.length; i++) stripes[i] = new Stripe();
     }
 
-    synchronized PooledBuffer takeCached() {
-        return cached.pollFirst();
+    /** A cached buffer, from the home stripe if it has one, else from any; null when none is cached. */
+    PooledBuffer takeCached() {
+        int home = Stripes.home();
+        for (int i = 0; i < stripes.length; i++) {
+            Stripe stripe = stripes[(home + i) & Stripes.MASK];
+            PooledBuffer slot;
+            synchronized (stripe) {
+                slot = stripe.cached.pollFirst();
+            }
+            if (slot != null) return slot;
+        }
+        return null;
     }
 
-    synchronized void putCached(PooledBuffer slot) {
-        cached.addFirst(slot);
+    void putCached(PooledBuffer slot) {
+        Stripe stripe = stripes[Stripes.home()];
+        synchronized (stripe) {
+            stripe.cached.addFirst(slot);
+        }
     }
 
-    synchronized boolean hasCached() {
-        return !cached.isEmpty();
+    boolean hasCached() {
+        for (Stripe stripe : stripes) {
+            synchronized (stripe) {
+                if (!stripe.cached.isEmpty()) return true;
+            }
+        }
+        return false;
     }
 
     /** The trim epoch at which the longest-idle cached buffer was released, or {@link #NONE_CACHED}. */
-    synchronized int oldestCachedEpoch() {
-        PooledBuffer oldest = cached.peekLast();
-        return oldest == null ? NONE_CACHED : oldest.releasedEpoch;
+    int oldestCachedEpoch() {
+        int oldest = NONE_CACHED;
+        for (Stripe stripe : stripes) {
+            synchronized (stripe) {
+                PooledBuffer slot = stripe.cached.peekLast();
+                if (slot != null) oldest = Math.min(oldest, slot.releasedEpoch);
+            }
+        }
+        return oldest;
+    }
+
+    /** Takes the longest-idle cached buffer of {@code stripe} if it was released at or before {@code idleEpoch}. */
+    private static PooledBuffer pollIdle(Stripe stripe, int idleEpoch) {
+        synchronized (stripe) {
+            PooledBuffer slot = stripe.cached.peekLast();
+            return slot == null || slot.releasedEpoch > idleEpoch ? null : stripe.cached.pollLast();
+        }
     }
 
     /**
@@ -88,13 +129,25 @@ final class SizeClass {
      * mapping for a later miss. Returns false when nothing was cached.
      */
     boolean clearOldest() {
-        PooledBuffer slot;
-        synchronized (this) {
-            slot = cached.pollLast();
+        while (true) {
+            int oldest = NONE_CACHED;
+            Stripe victim = null;
+            for (Stripe stripe : stripes) {
+                synchronized (stripe) {
+                    PooledBuffer last = stripe.cached.peekLast();
+                    if (last != null && last.releasedEpoch < oldest) {
+                        oldest = last.releasedEpoch;
+                        victim = stripe;
+                    }
+                }
+            }
+            if (victim == null) return false;
+            PooledBuffer slot = pollIdle(victim, NONE_CACHED);     // null if another thread took it meanwhile
+            if (slot != null) {
+                clear(slot);
+                return true;
+            }
         }
-        if (slot == null) return false;
-        clear(slot);
-        return true;
     }
 
     /**
@@ -103,21 +156,19 @@ final class SizeClass {
      * with no live slot, and unmaps the chunks emptied since the last pass.
      */
     void trim(int idleEpoch) {
-        while (true) {
-            PooledBuffer slot;
-            boolean last;
-            synchronized (this) {
-                slot = cached.peekLast();
-                if (slot == null || slot.releasedEpoch > idleEpoch) break;
-                cached.pollLast();
-                last = slot.chunk.live == 1;
-                if (last) retire(slot.chunk);
-            }
-            if (last) {
-                pool.unmap(slot.chunk);
-                pool.unchargeResident(bytes);
-            } else {
-                clear(slot);
+        for (Stripe stripe : stripes) {
+            for (PooledBuffer slot; (slot = pollIdle(stripe, idleEpoch)) != null; ) {
+                boolean last;
+                synchronized (this) {
+                    last = slot.chunk.live == 1;
+                    if (last) retire(slot.chunk);
+                }
+                if (last) {
+                    pool.unmap(slot.chunk);
+                    pool.unchargeResident(bytes);
+                } else {
+                    clear(slot);
+                }
             }
         }
         List<Chunk> empty = new ArrayList<>();
@@ -145,7 +196,7 @@ final class SizeClass {
      * count less than the pages really held.
      */
     private void clear(PooledBuffer slot) {
-        AnonymousMemory.dropPages(slot.pages());
+        AnonymousMemory.dropPages(slot.pages(bytes));
         pool.count(BufferCounter.CLEARS);
         boolean chunkEmpty;
         synchronized (this) {

@@ -102,7 +102,7 @@ class BufferPoolStressTest {
                         }
                         int choice = random.nextInt(100);
                         BufferAccount account = accounts[random.nextInt(ACCOUNTS)];
-                        int bytes = random.nextInt(8) == 0 ? 1 + random.nextInt(MiB) : 1 + random.nextInt(64 * KiB);
+                        int bytes = random.nextInt(8) == 0 ? 1 + random.nextInt(MiB / 4) : 1 + random.nextInt(64 * KiB);
                         if (choice < 40 && held.size() < 16) {
                             CountingWaiter waiter = new CountingWaiter(account, inbox);
                             PooledBuffer buffer = account.take(bytes, waiter);
