@@ -24,7 +24,7 @@ import java.nio.ByteOrder;
  * {@code IllegalStateException} and changes nothing; one after another holder has taken the
  * same slot cannot be told from that holder's own release.
  */
-public final class PooledBuffer {
+public final class PooledBuffer extends PooledBufferPadding {
     private static final VarHandle STATE;
     private static final int FREE = 0;
     private static final int OUT = 1;
@@ -47,8 +47,10 @@ public final class PooledBuffer {
     // after its CAS of `state` (acquire): plain fields.
     private int size;
     private BufferAccount account;
-    /** The pool's trim epoch at release; guarded by the size class's lock while cached. */
+    /** The pool's trim epoch at release, and the links of its stripe's list: guarded by that {@link CachedList} while cached. */
     int releasedEpoch;
+    PooledBuffer newer;
+    PooledBuffer older;
 
     @SuppressWarnings("unused")     // STATE
     private volatile int state;
@@ -100,4 +102,9 @@ public final class PooledBuffer {
     MemorySegment pages(int bytes) {
         return chunk.segment.asSlice(offset, (bytes + PAGE_BYTES - 1) & -PAGE_BYTES);
     }
+}
+
+/** Keeps a buffer's fields off the cache line of the object allocated before it (the previous slot's ByteBuffer). */
+abstract class PooledBufferPadding {
+    @SuppressWarnings("unused") private long pad0, pad1, pad2, pad3, pad4, pad5, pad6, pad7;
 }

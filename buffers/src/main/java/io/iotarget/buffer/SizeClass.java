@@ -7,9 +7,9 @@ import java.util.List;
 /**
  * The free buffers of one size (a power of two from 4 KiB): the cached ones, resident and
  * ready, most recently released first; and the chunks that still have cleared slots. Any
- * thread. Cached buffers sit in stripes, each guarded by its own lock, and a thread uses its
- * home stripe first (see {@link Stripes}), so that threads do not contend for one lock; the
- * chunk lists are guarded by {@code this}. A lock is held only for list operations — every
+ * thread. Cached buffers sit in stripes ({@link CachedList}s, each with its own lock), and a
+ * thread uses its home stripe first (see {@link Stripes}), so that threads do not contend for
+ * one lock; the chunk lists are guarded by {@code this}. A lock is held only for list operations — every
  * system call (mmap, madvise, the arena's munmap) runs outside them, and no two are nested.
  */
 final class SizeClass {
@@ -20,52 +20,38 @@ final class SizeClass {
     final int bytes;
     final int slotsPerChunk;
 
-    /** Free and resident, per stripe; first = most recently released, last = idle the longest. */
-    private final Stripe[] stripes;
+    /** Free and resident, in stripes. */
+    private final CachedList[] stripes;
     /** Mapped chunks with cleared slots (unmapped ones are dropped when met). */
     private final ArrayDeque<Chunk> partial = new ArrayDeque<>();
     /** Chunks whose last live slot was cleared on the fast path: unmapped by the next trim. */
     private final List<Chunk> emptied = new ArrayList<>();
 
-    /** A list of cached buffers, guarded by itself. */
-    private static final class Stripe {
-        final ArrayDeque<PooledBuffer> cached = new ArrayDeque<>();
-    }
-
     SizeClass(BufferPool pool, int bytes, int chunkBytes) {
         this.pool = pool;
         this.bytes = bytes;
         this.slotsPerChunk = Math.max(1, chunkBytes / bytes);
-        stripes = new Stripe[Stripes.COUNT];
-        for (int i = 0; i < stripes.length; i++) stripes[i] = new Stripe();
+        stripes = new CachedList[Stripes.COUNT];
+        for (int i = 0; i < stripes.length; i++) stripes[i] = new CachedList();
     }
 
     /** A cached buffer, from the home stripe if it has one, else from any; null when none is cached. */
     PooledBuffer takeCached() {
         int home = Stripes.home();
         for (int i = 0; i < stripes.length; i++) {
-            Stripe stripe = stripes[(home + i) & Stripes.MASK];
-            PooledBuffer slot;
-            synchronized (stripe) {
-                slot = stripe.cached.pollFirst();
-            }
+            PooledBuffer slot = stripes[(home + i) & Stripes.MASK].popNewest();
             if (slot != null) return slot;
         }
         return null;
     }
 
     void putCached(PooledBuffer slot) {
-        Stripe stripe = stripes[Stripes.home()];
-        synchronized (stripe) {
-            stripe.cached.addFirst(slot);
-        }
+        stripes[Stripes.home()].push(slot);
     }
 
     boolean hasCached() {
-        for (Stripe stripe : stripes) {
-            synchronized (stripe) {
-                if (!stripe.cached.isEmpty()) return true;
-            }
+        for (CachedList stripe : stripes) {
+            if (!stripe.isEmpty()) return true;
         }
         return false;
     }
@@ -73,21 +59,8 @@ final class SizeClass {
     /** The trim epoch at which the longest-idle cached buffer was released, or {@link #NONE_CACHED}. */
     int oldestCachedEpoch() {
         int oldest = NONE_CACHED;
-        for (Stripe stripe : stripes) {
-            synchronized (stripe) {
-                PooledBuffer slot = stripe.cached.peekLast();
-                if (slot != null) oldest = Math.min(oldest, slot.releasedEpoch);
-            }
-        }
+        for (CachedList stripe : stripes) oldest = Math.min(oldest, stripe.oldestEpoch());
         return oldest;
-    }
-
-    /** Takes the longest-idle cached buffer of {@code stripe} if it was released at or before {@code idleEpoch}. */
-    private static PooledBuffer pollIdle(Stripe stripe, int idleEpoch) {
-        synchronized (stripe) {
-            PooledBuffer slot = stripe.cached.peekLast();
-            return slot == null || slot.releasedEpoch > idleEpoch ? null : stripe.cached.pollLast();
-        }
     }
 
     /**
@@ -131,18 +104,16 @@ final class SizeClass {
     boolean clearOldest() {
         while (true) {
             int oldest = NONE_CACHED;
-            Stripe victim = null;
-            for (Stripe stripe : stripes) {
-                synchronized (stripe) {
-                    PooledBuffer last = stripe.cached.peekLast();
-                    if (last != null && last.releasedEpoch < oldest) {
-                        oldest = last.releasedEpoch;
-                        victim = stripe;
-                    }
+            CachedList victim = null;
+            for (CachedList stripe : stripes) {
+                int epoch = stripe.oldestEpoch();
+                if (epoch < oldest) {
+                    oldest = epoch;
+                    victim = stripe;
                 }
             }
             if (victim == null) return false;
-            PooledBuffer slot = pollIdle(victim, NONE_CACHED);     // null if another thread took it meanwhile
+            PooledBuffer slot = victim.pollOldest(NONE_CACHED);     // null if another thread took it meanwhile
             if (slot != null) {
                 clear(slot);
                 return true;
@@ -156,8 +127,8 @@ final class SizeClass {
      * with no live slot, and unmaps the chunks emptied since the last pass.
      */
     void trim(int idleEpoch) {
-        for (Stripe stripe : stripes) {
-            for (PooledBuffer slot; (slot = pollIdle(stripe, idleEpoch)) != null; ) {
+        for (CachedList stripe : stripes) {
+            for (PooledBuffer slot; (slot = stripe.pollOldest(idleEpoch)) != null; ) {
                 boolean last;
                 synchronized (this) {
                     last = slot.chunk.live == 1;

@@ -31,12 +31,16 @@
  *
  * <h2>3. Take and release</h2>
  * The fast path — nobody of the account waiting, the pool not full: charge the account (CAS),
- * pop a cached buffer of the class (a lock held for one list operation), reset position,
- * limit and byte order. Release is the reverse, plus two volatile reads (anyone waiting? a
- * trim pass armed?). Neither allocates nor calls the kernel. A miss takes a cleared slot, or
- * maps a chunk, once resident bytes have room; when they have none, it first clears the
- * longest-idle cached buffers of any class (MADV_DONTNEED) — nobody waits for memory that
- * the pool merely caches.
+ * pop a cached buffer of the class, reset position, limit and byte order. Release is the
+ * reverse, plus volatile reads (anyone waiting? a trim pass armed?). Neither allocates nor
+ * calls the kernel. Cached buffers are kept in stripes (twice the cores, lists linked through
+ * the buffers), each thread with a home stripe it pushes to and pops from first, so the
+ * stripe locks are uncontended; buffer objects are padded so that two threads' buffers never
+ * share a cache line. What threads of one account still share is its in-use counter.
+ * A miss takes a cleared slot, or maps a chunk, once resident bytes have room, and makes a
+ * large request's pages resident in one call (MADV_POPULATE_WRITE); when resident bytes have
+ * no room, it first clears the longest-idle cached buffers of any class (MADV_DONTNEED) —
+ * nobody waits for memory that the pool merely caches.
  *
  * <h2>4. Waiting</h2>
  * {@code take} with no room queues its {@link io.iotarget.buffer.BufferWaiter} on its account
@@ -55,6 +59,8 @@
  * cancels during a round only ask for another round, so a waiter may release or take from
  * inside {@code available} without recursion, and no wake-up is lost — a releaser that sees
  * no waiter published its memory before looking, and a taker queues before its last look.
+ * Queues are guarded by one wait lock per pool, held while a waiter's memory is found (a
+ * miss's system calls included); the fast path never takes it.
  *
  * <h2>5. Giving memory back</h2>
  * Trim passes run on one daemon timer thread shared by all pools, every
@@ -86,7 +92,7 @@
  *
  * <h2>8. Tunables</h2>
  * {@code MIN_CLASS_BYTES} 4 KiB (page, O_DIRECT); {@code MAX_BUFFER_BYTES} 1 GiB (ByteBuffer
- * limit); {@code CHUNK_BYTES} 2 MiB (mappings at most capacity / 2 MiB + one per class,
+ * limit); {@code POPULATE_MIN_BYTES} 64 KiB; {@code CHUNK_BYTES} 2 MiB (mappings at most capacity / 2 MiB + one per class,
  * against vm.max_map_count = 65530); {@code TRIM_PERIOD_MS} 1 s; default capacity a quarter
  * of RAM within 128 MiB..16 GiB, default share a quarter of the capacity and at least
  * 32 MiB ({@link io.iotarget.buffer.BufferPool#defaultCapacity()},
