@@ -256,8 +256,9 @@ public final class BufferPool implements AutoCloseable {
 
     /**
      * A buffer of {@code sizeClass} for {@code bytes} within the capacity: a cached one, else a
-     * fresh slot (its first {@code bytes} populated when large) once resident bytes have room — clearing the longest-idle cached buffers of any class to make
-     * it. Null when even that leaves no room, or when the kernel refused a mapping (counted as
+     * fresh slot (its first {@code bytes} populated when large) once resident bytes have room,
+     * clearing the longest-idle cached buffers of any class to make it. Null when even that
+     * leaves no room, or when the kernel refused a mapping (counted as
      * {@link BufferCounter#MAP_FAILURES}; the take waits as for a full pool).
      */
     private PooledBuffer obtain(SizeClass sizeClass, int bytes) {

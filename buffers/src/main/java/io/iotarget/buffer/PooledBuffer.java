@@ -22,7 +22,8 @@ import java.nio.ByteOrder;
  * reads or overwrites the next holder's data, or throws {@link IllegalStateException} once
  * the memory is unmapped. A second release while the buffer is free throws
  * {@code IllegalStateException} and changes nothing; one after another holder has taken the
- * same slot cannot be told from that holder's own release.
+ * same slot cannot be told from that holder's own release. There is no foreign buffer to
+ * release: a buffer always goes back to the pool and the account it was taken from.
  */
 public final class PooledBuffer extends PooledBufferPadding {
     private static final VarHandle STATE;

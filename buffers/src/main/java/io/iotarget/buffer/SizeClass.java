@@ -9,8 +9,9 @@ import java.util.List;
  * ready, most recently released first; and the chunks that still have cleared slots. Any
  * thread. Cached buffers sit in stripes ({@link CachedList}s, each with its own lock), and a
  * thread uses its home stripe first (see {@link Stripes}), so that threads do not contend for
- * one lock; the chunk lists are guarded by {@code this}. A lock is held only for list operations — every
- * system call (mmap, madvise, the arena's munmap) runs outside them, and no two are nested.
+ * one lock; the chunk lists are guarded by {@code this}. A lock is held only for list
+ * operations — every system call (mmap, madvise, the arena's munmap) runs outside them, and
+ * no two are nested.
  */
 final class SizeClass {
     /** {@link #oldestCachedEpoch()} when nothing is cached. */
