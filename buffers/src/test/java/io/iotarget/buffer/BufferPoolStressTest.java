@@ -1,0 +1,183 @@
+package io.iotarget.buffer;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static io.iotarget.buffer.TestSupport.KiB;
+import static io.iotarget.buffer.TestSupport.MiB;
+import static io.iotarget.buffer.TestSupport.group;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Many threads take, queue, release and cancel at once on a pool too small for them, with the
+ * real trim timer running; afterwards the totals must be exact: nothing in use, every waiter
+ * served or cancelled exactly once, no buffer ever held by two at a time.
+ */
+class BufferPoolStressTest {
+    private static final int THREADS = 6;
+    private static final int OPERATIONS_PER_THREAD = 60_000;
+    private static final int ACCOUNTS = 4;
+    private static final long CAPACITY = 4 * MiB;
+    private static final long SHARE = 3 * MiB / 2;
+
+    /** A queued take: delivered at most once, or cancelled. */
+    private static final class CountingWaiter implements BufferWaiter {
+        final AtomicInteger deliveries = new AtomicInteger();
+        volatile boolean cancelled;
+        final BufferAccount account;
+        final Queue<PooledBuffer> inbox;
+
+        CountingWaiter(BufferAccount account, Queue<PooledBuffer> inbox) {
+            this.account = account;
+            this.inbox = inbox;
+        }
+
+        @Override
+        public void available(PooledBuffer buffer) {
+            inbox.add(buffer);                  // first: a counted delivery is always in the inbox
+            deliveries.incrementAndGet();
+        }
+    }
+
+    /** Marks a buffer as held by `owner` in its first bytes, so that a second holder shows. */
+    private static void claim(PooledBuffer buffer, long owner) {
+        buffer.buffer().putLong(0, owner);
+    }
+
+    private static void releaseChecked(PooledBuffer buffer, long owner, AtomicLong clashes) {
+        if (buffer.buffer().getLong(0) != owner) clashes.incrementAndGet();
+        buffer.release();
+    }
+
+    @Test
+    void shouldKeepExactTotalsUnderConcurrentTakeReleaseAndCancel() throws Exception {
+        BufferPool pool = new BufferPool(CAPACITY, SHARE);
+        BufferAccount[] accounts = new BufferAccount[ACCOUNTS];
+        for (int i = 0; i < ACCOUNTS; i++) accounts[i] = pool.account(group(10 + i));
+        Queue<CountingWaiter> allWaiters = new ConcurrentLinkedQueue<>();
+        AtomicLong clashes = new AtomicLong();
+        AtomicLong ownerIds = new AtomicLong();
+        AtomicLong overShare = new AtomicLong();
+        AtomicLong overCapacity = new AtomicLong();
+        AtomicBoolean running = new AtomicBoolean(true);
+        CountDownLatch start = new CountDownLatch(1);
+
+        Thread watcher = Thread.ofPlatform().start(() -> {
+            while (running.get()) {
+                for (BufferAccount account : accounts) if (account.inUseBytes() > SHARE) overShare.incrementAndGet();
+                if (pool.residentBytes() > CAPACITY) overCapacity.incrementAndGet();
+                Thread.onSpinWait();
+            }
+        });
+        List<Thread> workers = new ArrayList<>();
+        Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
+        for (int t = 0; t < THREADS; t++) {
+            long seed = 1000 + t;
+            workers.add(Thread.ofPlatform().start(() -> {
+                try {
+                    start.await();
+                    SplittableRandom random = new SplittableRandom(seed);
+                    Queue<PooledBuffer> inbox = new ConcurrentLinkedQueue<>();
+                    List<PooledBuffer> held = new ArrayList<>();
+                    List<Long> owners = new ArrayList<>();
+                    List<CountingWaiter> queued = new ArrayList<>();
+                    List<CountingWaiter> mine = new ArrayList<>();
+                    for (int op = 0; op < OPERATIONS_PER_THREAD; op++) {
+                        for (PooledBuffer delivered; (delivered = inbox.poll()) != null; ) {
+                            long owner = ownerIds.incrementAndGet();
+                            claim(delivered, owner);
+                            held.add(delivered);
+                            owners.add(owner);
+                        }
+                        int choice = random.nextInt(100);
+                        BufferAccount account = accounts[random.nextInt(ACCOUNTS)];
+                        int bytes = random.nextInt(8) == 0 ? 1 + random.nextInt(MiB / 4) : 1 + random.nextInt(64 * KiB);
+                        if (choice < 40 && held.size() < 16) {
+                            CountingWaiter waiter = new CountingWaiter(account, inbox);
+                            PooledBuffer buffer = account.take(bytes, waiter);
+                            if (buffer != null) {
+                                long owner = ownerIds.incrementAndGet();
+                                claim(buffer, owner);
+                                held.add(buffer);
+                                owners.add(owner);
+                            } else {
+                                allWaiters.add(waiter);
+                                queued.add(waiter);
+                                mine.add(waiter);
+                            }
+                        } else if (choice < 55 && held.size() < 16) {
+                            PooledBuffer buffer = account.tryTake(bytes);
+                            if (buffer != null) {
+                                long owner = ownerIds.incrementAndGet();
+                                claim(buffer, owner);
+                                held.add(buffer);
+                                owners.add(owner);
+                            }
+                        } else if (choice < 65 && !queued.isEmpty()) {
+                            CountingWaiter waiter = queued.remove(random.nextInt(queued.size()));
+                            if (waiter.account.cancel(waiter)) waiter.cancelled = true;
+                        } else if (!held.isEmpty()) {
+                            int i = random.nextInt(held.size());
+                            releaseChecked(held.remove(i), owners.remove(i), clashes);
+                        }
+                    }
+                    for (int i = 0; i < held.size(); i++) releaseChecked(held.get(i), owners.get(i), clashes);
+                    // What is still queued is served as the others release; give it back as it comes.
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                    while (mine.stream().anyMatch(w -> !w.cancelled && w.deliveries.get() == 0) || !inbox.isEmpty()) {
+                        PooledBuffer delivered = inbox.poll();
+                        if (delivered != null) {
+                            delivered.release();
+                        } else if (System.nanoTime() > deadline) {
+                            throw new AssertionError("queued takes never served");
+                        } else {
+                            Thread.onSpinWait();
+                        }
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            }));
+        }
+        start.countDown();
+        for (Thread worker : workers) worker.join();
+        running.set(false);
+        watcher.join();
+
+        assertEquals(List.of(), List.copyOf(errors));
+        assertEquals(0, clashes.get(), "a buffer was held by two at once");
+        assertEquals(0, overShare.get(), "an account went over its share");
+        assertEquals(0, overCapacity.get(), "the pool went over its capacity");
+        long served = 0;
+        long cancelled = 0;
+        for (CountingWaiter waiter : allWaiters) {
+            if (waiter.cancelled) {
+                assertEquals(0, waiter.deliveries.get(), "a cancelled waiter was served");
+                cancelled++;
+            } else {
+                assertEquals(1, waiter.deliveries.get(), "a waiter was not served exactly once");
+                served++;
+            }
+        }
+        assertTrue(pool.counter(BufferCounter.WAITS) >= allWaiters.size());
+        for (BufferAccount account : accounts) {
+            assertEquals(0, account.inUseBytes(), account.toString());
+            assertEquals(0, account.waiting(), account.toString());
+        }
+        assertEquals(0, pool.inUseBytes());
+        assertTrue(served > 1000 && cancelled > 100, "the test exercised waiting: served " + served + ", cancelled " + cancelled);
+        pool.close();
+        assertEquals(0, pool.residentBytes());
+    }
+}
