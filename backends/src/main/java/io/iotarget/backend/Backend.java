@@ -46,6 +46,14 @@ public interface Backend extends AutoCloseable {
         return false;
     }
 
+    /**
+     * True when {@link #readViews} always succeeds, so a read that offers views needs no buffer
+     * of its own (memory and null backends).
+     */
+    default boolean sharesReads() {
+        return false;
+    }
+
     /** Stores the bytes of {@code src} between position and limit at {@code offset}; position unchanged. */
     void write(long offset, ByteBuffer src, boolean fua) throws IOException;
 

@@ -58,6 +58,11 @@ public abstract class ForwardingBackend implements Backend {
     }
 
     @Override
+    public boolean sharesReads() {
+        return inner.sharesReads();
+    }
+
+    @Override
     public void write(long offset, ByteBuffer src, boolean fua) throws IOException {
         inner.write(offset, src, fua);
     }

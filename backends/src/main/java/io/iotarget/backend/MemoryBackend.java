@@ -144,6 +144,11 @@ public final class MemoryBackend implements Backend {
 
     /** Shares the chunks themselves; unwritten chunks are shared zeroes. */
     @Override
+    public boolean sharesReads() {
+        return true;
+    }
+
+    @Override
     public boolean readViews(long offset, int length, ViewSink sink) {
         while (length > 0) {
             int index = (int) (offset >>> CHUNK_SHIFT);

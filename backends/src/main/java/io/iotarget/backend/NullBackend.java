@@ -46,6 +46,11 @@ public final class NullBackend implements Backend {
 
     /** Shares one buffer of zeroes. */
     @Override
+    public boolean sharesReads() {
+        return true;
+    }
+
+    @Override
     public boolean readViews(long offset, int length, ViewSink sink) {
         for (int n; length > 0; length -= n) {
             n = Math.min(length, Zeroes.maxSlice());

@@ -25,7 +25,9 @@ public final class RequestCheck {
         int align = device.ioAlignment();
         if (align > 1 && ((io.offset() | io.length()) & (align - 1)) != 0) return IoStatus.INVALID;
         if (op.carriesData()) {
-            if (io.data() == null || io.data().remaining() != io.length()) return IoStatus.INVALID;
+            // A read may come without a buffer when it offers views to a backend that always shares.
+            if (io.data() == null) return op == IoOp.READ && io.views() != null ? IoStatus.OK : IoStatus.INVALID;
+            if (io.data().remaining() != io.length()) return IoStatus.INVALID;
             if (op != IoOp.COMPARE && !op.modifiesMedia() && io.data().isReadOnly()) return IoStatus.INVALID;
         }
         return IoStatus.OK;

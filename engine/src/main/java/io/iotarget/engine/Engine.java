@@ -1,6 +1,7 @@
 package io.iotarget.engine;
 
 import io.iotarget.backend.Backend;
+import io.iotarget.buffer.BufferPool;
 import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
@@ -42,6 +43,7 @@ public final class Engine implements AutoCloseable {
     private final IoController controller;
     private final Releaser releaser;
     private final HeldCompletions held = new HeldCompletions();
+    private final BufferPool buffers;
     private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
     private volatile DispatchQueue[] queues = new DispatchQueue[0];
     /** Front-end users (exports, namespaces) per device index; guarded by this. */
@@ -58,6 +60,8 @@ public final class Engine implements AutoCloseable {
      */
     public Engine(Clock clock, boolean releaserThread) {
         this.clock = clock;
+        long capacity = BufferPool.defaultCapacity();
+        this.buffers = new BufferPool(capacity, BufferPool.defaultShare(capacity));
         this.controller = new IoController(clock);
         this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased) : null;
         if (releaser != null) {
@@ -72,6 +76,11 @@ public final class Engine implements AutoCloseable {
 
     public Clock clock() {
         return clock;
+    }
+
+    /** The data buffers of every request: bounded for the server, and per group ({@code pool.account(group)}). */
+    public BufferPool buffers() {
+        return buffers;
     }
 
     // ---------------------------------------------------------------- devices
@@ -298,5 +307,6 @@ public final class Engine implements AutoCloseable {
                 // closing: nothing left to tell
             }
         }
+        buffers.close();
     }
 }

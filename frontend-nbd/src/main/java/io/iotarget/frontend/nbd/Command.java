@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
+import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
@@ -11,8 +12,8 @@ import java.nio.charset.StandardCharsets;
 /**
  * One request of a connection from header to reply: the NBD fields, the engine request it
  * became, its data buffer and its encoded reply header. Pooled per connection and reused, so
- * the IO path allocates nothing once the pool is warm (data buffers larger than
- * {@link #RETAINED_DATA_BYTES} are the exception: they are allocated for the one request).
+ * the IO path allocates nothing once the pool is warm; the data buffer is the buffer pool's,
+ * held by the one request.
  *
  * <p>Ownership: the connection's loop fills it and submits {@link #io}; the engine owns it
  * until the callback; then the loop encodes the reply, queues it on the connection, and takes
@@ -38,12 +39,9 @@ final class Command implements Backend.ExtentSink, ViewSink {
     static final int CHUNK_LENGTH_OFFSET = 16;
     /** Room for a chunk header plus the longest fixed part and error message. */
     static final int REPLY_CAPACITY = 128;
-    /** Data buffers up to 1 MiB stay with the command (fio's and nbdcopy's big blocks); larger ones are per request. */
-    static final int RETAINED_DATA_BYTES = 1 << 20;
-    /** Smallest data buffer: one page, which also holds 512 block-status extents. */
-    static final int MIN_DATA_BYTES = 4096;
-    /** Extents per BLOCK_STATUS reply: what fits in the smallest data buffer. */
-    static final int MAX_EXTENTS = MIN_DATA_BYTES / 8;
+    /** A BLOCK_STATUS reply's buffer: one page, 512 extents. */
+    static final int EXTENTS_BYTES = 4096;
+    static final int MAX_EXTENTS = EXTENTS_BYTES / 8;
     /**
      * Reads up to this size are offered to the backend as zero-copy views: the reply is sent
      * straight from the backend's memory (measured: 1 MiB reads cost a memcpy of the MiB less).
@@ -56,7 +54,6 @@ final class Command implements Backend.ExtentSink, ViewSink {
     /** Runs on the loop when the reply's last byte is written, or dropped with the connection. */
     final Runnable sent;
     final ByteBuffer reply = ByteBuffer.allocateDirect(REPLY_CAPACITY);
-    private ByteBuffer retained = ByteBuffer.allocateDirect(MIN_DATA_BYTES);
 
     int type;
     int flags;
@@ -65,8 +62,10 @@ final class Command implements Backend.ExtentSink, ViewSink {
     long length;
     /** An NBD errno decided before submission (validation), or 0. */
     int error;
-    /** The buffer of this request: READ/WRITE data or BLOCK_STATUS extents; null otherwise. */
+    /** The buffer of this request: READ/WRITE data or BLOCK_STATUS extents; null otherwise (and for shared reads). */
     ByteBuffer data;
+    /** Where {@link #data} comes from: the export group's share of the buffer pool; released when the command is recycled. */
+    PooledBuffer pooled;
     /** Link in the connection's free and completion stacks. */
     Command next;
 
@@ -91,13 +90,18 @@ final class Command implements Backend.ExtentSink, ViewSink {
         io.reset();
     }
 
-    /** A buffer of exactly {@code bytes} (position 0, limit bytes) for this request. */
-    ByteBuffer buffer(int bytes) {
-        if (bytes > retained.capacity()) {
-            if (bytes > RETAINED_DATA_BYTES) return data = ByteBuffer.allocateDirect(bytes);
-            retained = ByteBuffer.allocateDirect(Math.max(Integer.highestOneBit(bytes - 1) << 1, MIN_DATA_BYTES));
-        }
-        return data = retained.clear().limit(bytes);
+    /** Gives the command its pool buffer: {@link #data} is its first {@code buffer.size()} bytes. */
+    void buffer(PooledBuffer buffer) {
+        pooled = buffer;
+        data = buffer.buffer();
+    }
+
+    /** Back to the pool, on every path (reply sent, dropped, never run). */
+    void releaseBuffer() {
+        data = null;
+        if (pooled == null) return;
+        pooled.release();
+        pooled = null;
     }
 
     /** Whether a READ of this length is offered to the backend as views. */
@@ -123,9 +127,9 @@ final class Command implements Backend.ExtentSink, ViewSink {
 
     // ------------------------------------------------------------ block status
 
-    /** Prepares the data buffer to receive extents; at most one with REQ_ONE. */
+    /** Prepares the data buffer (of {@link #EXTENTS_BYTES}) to receive extents; at most one with REQ_ONE. */
     void startExtents(boolean one) {
-        buffer(MIN_DATA_BYTES).limit(0);
+        data.limit(0);
         extents = 0;
         maxExtents = one ? 1 : MAX_EXTENTS;
     }

@@ -92,7 +92,8 @@ final class NbdCommands {
     boolean execute(Command c) {
         boolean fua = (c.flags & NbdWire.CMD_FLAG_FUA) != 0;
         switch (c.type) {
-            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.data, Command.viewable(c.length));
+            // Without a buffer (a backend that shares its memory) the read must take views.
+            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.data, c.data == null || Command.viewable(c.length));
             case NbdWire.CMD_WRITE -> submit(c, IoOp.WRITE, fua ? IoFlags.FUA : 0, c.data.position(0), false);
             case NbdWire.CMD_FLUSH -> submit(c, IoOp.FLUSH, 0, null, false);
             case NbdWire.CMD_TRIM -> submit(c, IoOp.DISCARD, fua ? IoFlags.FUA : 0, null, false);

@@ -1,5 +1,8 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.buffer.BufferAccount;
+import io.iotarget.buffer.BufferWaiter;
+import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
@@ -27,8 +30,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * task on the loop; that thread never touches the socket, so a slow client cannot stall it.
  *
  * <h2>What a client can hold</h2>
- * At most {@link #MAX_IN_FLIGHT} commands (input pauses until a reply frees one), their data
- * buffers, and its queued replies for no longer than the transport's send timeout.
+ * At most {@link #MAX_IN_FLIGHT} commands (input pauses until a reply frees one); their data
+ * buffers, taken from its export group's share of the engine's buffer pool — when the share
+ * is used up the connection stops reading (TCP backpressure) until one of the group's buffers
+ * comes back; and its queued replies, for no longer than the transport's send timeout.
  *
  * <h2>Ending</h2>
  * A client that has not finished negotiating within the server's handshake limit is
@@ -73,6 +78,16 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     /** No more requests are taken: DISC, end of stream, shutdown. */
     private boolean ending;
     private boolean pausedForCommands;
+    /** The export group's share of the buffer pool. */
+    private BufferAccount buffers;
+    /** Input is paused until {@link #bufferWaiter} is served. */
+    private boolean waitingForBuffer;
+    /** A buffer the pool handed over for the request header input was paused on. */
+    private PooledBuffer reserved;
+    /** Called by the pool on whichever thread released the memory. */
+    private final BufferWaiter bufferWaiter = this::bufferAvailable;
+    /** The device shares its memory with reads: a READ needs no buffer. */
+    private boolean sharedReads;
 
     NbdConnection(NbdServer server, Engine engine, Connection connection, String refusal) {
         this.server = server;
@@ -104,6 +119,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             ending = true;
             connection.endInput();
             dropPendingWrite();
+            dropBufferWait();
             finishIfDone();
         });
     }
@@ -130,7 +146,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                     break;
                 }
                 RequestDecoder.Result result = decoder.decode(in, requests);
-                if (result == RequestDecoder.Result.NEED_MORE) break;
+                if (result == RequestDecoder.Result.NEED_MORE || result == RequestDecoder.Result.BLOCKED) break;
                 if (result == RequestDecoder.Result.BAD_MAGIC) {
                     connection.close(null);
                     return;
@@ -163,6 +179,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         }
         ending = true;
         dropPendingWrite();
+        dropBufferWait();
         finishIfDone();
     }
 
@@ -201,7 +218,67 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             connection.closeWhenFlushed();
             return;
         }
+        buffers = engine.buffers().account(export.group());
+        var backend = engine.backend(export.device());
+        sharedReads = backend != null && backend.sharesReads();
         commands = new NbdCommands(engine, export, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
+    }
+
+    /** Bytes of pool buffer a valid command needs before it can run. */
+    private int bufferBytes(int type, long length) {
+        return switch (type) {
+            case NbdWire.CMD_WRITE -> (int) length;
+            case NbdWire.CMD_READ -> sharedReads && Command.viewable(length) ? 0 : (int) length;
+            case NbdWire.CMD_BLOCK_STATUS -> Command.EXTENTS_BYTES;
+            default -> 0;
+        };
+    }
+
+    /**
+     * A buffer of {@code bytes} from the group's share: the one reserved for this header, or a
+     * new one; null when the share is used up — input then pauses until the pool serves the
+     * waiter, and the same header is decoded again.
+     */
+    private PooledBuffer buffer(int bytes) {
+        PooledBuffer b = reserved;
+        reserved = null;
+        if (b != null && b.size() == bytes) return b;
+        if (b != null) b.release();
+        b = buffers.take(bytes, bufferWaiter);
+        if (b == null) {
+            waitingForBuffer = true;
+            connection.pauseInput();
+        }
+        return b;
+    }
+
+    /** The pool served the waiter, on the thread that released the memory: over to the loop. */
+    private void bufferAvailable(PooledBuffer b) {
+        connection.loop().execute(() -> bufferArrived(b));
+    }
+
+    /** The pool served the waiter (loop thread): read on, or give the buffer back if no request will use it. */
+    private void bufferArrived(PooledBuffer b) {
+        waitingForBuffer = false;
+        if (ending || phase != Phase.TRANSMITTING) {
+            b.release();
+            return;
+        }
+        reserved = b;
+        resumeIfReady();
+    }
+
+    private void resumeIfReady() {
+        if (!waitingForBuffer && !pausedForCommands) connection.resumeInput();
+    }
+
+    /** No request will take the buffer being waited for or reserved. */
+    private void dropBufferWait() {
+        if (waitingForBuffer && buffers.cancel(bufferWaiter)) waitingForBuffer = false;   // else it arrives and is released
+        if (reserved != null) {
+            reserved.release();
+            reserved = null;
+        }
     }
 
     /** Decoded requests become commands here. */
@@ -212,16 +289,21 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 // No reply; what is in flight finishes first. Anything after DISC is ignored.
                 ending = true;
                 connection.endInput();
+                dropBufferWait();
                 return null;
             }
+            int error = commands.validate(type, flags, offset, length);
+            int bytes = error == 0 ? bufferBytes(type, length) : 0;
+            PooledBuffer b = null;
+            if (bytes > 0 && (b = buffer(bytes)) == null) return RequestDecoder.BLOCKED;
             Command c = take();
             c.start(type, flags, cookie, offset, length);
-            c.error = commands.validate(type, flags, offset, length);
+            c.error = error;
+            if (b != null) c.buffer(b);
             if (type == NbdWire.CMD_WRITE) {
                 pendingWrite = c;
-                return c.error == 0 ? c.buffer((int) length) : null;
+                return c.error == 0 ? c.data : null;
             }
-            if (c.error == 0 && type == NbdWire.CMD_READ) c.buffer((int) length);
             if (c.error != 0 || !commands.execute(c)) completed(c);
             return null;
         }
@@ -259,14 +341,14 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     /** The command's reply was written (or dropped): it is free again. Loop thread. */
     private void recycle(Command c) {
-        c.data = null;
+        c.releaseBuffer();
         c.clearViews();
         c.next = free;
         free = c;
         inFlight--;
         if (pausedForCommands && inFlight < MAX_IN_FLIGHT) {
             pausedForCommands = false;
-            connection.resumeInput();
+            resumeIfReady();
         }
         if (inFlight == 0 && phase == Phase.CLOSED) releaseHold();
         else finishIfDone();
@@ -343,6 +425,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         Phase was = phase;
         phase = Phase.CLOSED;
         dropPendingWrite();
+        if (buffers != null) dropBufferWait();
         server.closed(this);
         if (was == Phase.TRANSMITTING && inFlight == 0) releaseHold();
     }

@@ -24,12 +24,16 @@ final class RequestDecoder {
     static final int OFFSET_OFFSET = 16;
     static final int LENGTH_OFFSET = 24;
 
+    /** What {@link Handler#request} returns when it cannot take the request yet: the header stays unread. */
+    static final ByteBuffer BLOCKED = ByteBuffer.allocate(0);
+
     /** Receives decoded requests. */
     interface Handler {
         /**
          * A request header arrived. For a WRITE, returns the buffer its {@code length} payload
          * bytes go to (exactly that many remaining), or null to have them skipped; for other
-         * commands the return value is ignored.
+         * commands null. {@link #BLOCKED} (any command) leaves the header unconsumed: the
+         * decoder returns {@link Result#BLOCKED} and offers the same header again next time.
          */
         ByteBuffer request(int flags, int type, long cookie, long offset, long length);
 
@@ -43,7 +47,9 @@ final class RequestDecoder {
         /** Everything buffered was consumed; feed more bytes. */
         NEED_MORE,
         /** A header did not start with the request magic: the stream cannot be resynchronised. */
-        BAD_MAGIC
+        BAD_MAGIC,
+        /** The handler could not take the request now; the header is still in the buffer. */
+        BLOCKED
     }
 
     private enum State { HEADER, PAYLOAD, SKIP }
@@ -64,8 +70,9 @@ final class RequestDecoder {
                 long cookie = in.getLong(at + COOKIE_OFFSET);
                 long offset = in.getLong(at + OFFSET_OFFSET);
                 long length = Integer.toUnsignedLong(in.getInt(at + LENGTH_OFFSET));
-                in.position(at + HEADER_BYTES);
                 ByteBuffer target = handler.request(flags, type, cookie, offset, length);
+                if (target == BLOCKED) return Result.BLOCKED;
+                in.position(at + HEADER_BYTES);
                 if (type == NbdWire.CMD_WRITE) {
                     if (target != null) {
                         payload = target;
