@@ -198,7 +198,7 @@ class ThrottlePolicyTest {
     void shouldNotLimitTheRootGroup() throws Exception {
         ControllerHarness h = new ControllerHarness();
         h.group("a");
-        h.controller.write("a/io.max", "259:0 riops=1");
+        h.controller.write("a/io.max", "259:0 riops=2");
         for (int i = 0; i < 100; i++) assertTrue(h.submit(h.request(IoOp.READ, 4096, h.dev0, h.controller.root())));
     }
 }
