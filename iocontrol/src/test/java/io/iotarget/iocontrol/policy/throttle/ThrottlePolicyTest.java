@@ -194,6 +194,25 @@ class ThrottlePolicyTest {
         assertFalse(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now - 1000), "read the clock 1 µs before the first");
     }
 
+    /**
+     * While requests wait, a bucket makes up for releases that came late, up to 10 ms worth
+     * (Bucket.CATCH_UP_NS): a 50 ms stall at riops=1000 lets 1 + 10 out at once, not 50.
+     */
+    @Test
+    void shouldMakeUpForALateReleaseButNotForAStall() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group a = h.group("a");
+        h.controller.write("a/io.max", "259:0 riops=1000");
+        for (int i = 0; i < 100; i++) h.submit(h.request(IoOp.READ, 4096, h.dev0, a));
+        assertEquals(1, h.dispatched.size(), "a 1 ms burst at 1000 IOPS is one IO");
+        h.clock.advance(2 * MS + MS / 2);
+        h.release();
+        assertEquals(3, h.dispatched.size(), "2.5 ms late: both IOs that fell due went");
+        h.clock.advance(50 * MS);
+        h.release();
+        assertEquals(3 + 1 + 10, h.dispatched.size(), "after a 50 ms stall: the one due now and 10 ms worth");
+    }
+
     @Test
     void shouldNotLimitTheRootGroup() throws Exception {
         ControllerHarness h = new ControllerHarness();
