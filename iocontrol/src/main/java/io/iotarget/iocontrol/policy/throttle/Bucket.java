@@ -5,13 +5,12 @@ import io.iotarget.iocontrol.policy.MulDiv;
 /**
  * One limit's token bucket (section 1 of the package documentation), in the limit's units:
  * bytes for bps, IOs for iops. It holds {@code burst + allowed(now − start) − dispatched}
- * units, {@code burst} being {@link #BURST_NS} worth of the limit; a request costing
- * {@code cost} fits once that is at least {@code min(cost, burst)}, so a request larger than
- * the burst waits for a full bucket and leaves it in debt, and the average stays exact
- * whatever the sizes. A bucket whose direction has nothing queued is capped at its burst
- * (refilled to exactly that); while requests wait it may hold up to {@link #CATCH_UP_NS} more,
- * so that a release the releaser made late lets the next ones out that much sooner instead of
- * losing the time. Device lock.
+ * units, {@code burst} being {@link #burst} ({@link #BURST_NS} worth), and a request fits once it
+ * holds the request's cost (bytes, or 1 IO). A bucket whose direction has nothing queued is
+ * capped at its burst (refilled to exactly that); while requests wait it may hold up to
+ * {@link #CATCH_UP_NS} worth more than the burst or the head request's cost, so that a release
+ * the releaser made late lets the next ones out that much sooner instead of losing the time,
+ * and the average stays exact. Device lock.
  */
 final class Bucket {
     /**
@@ -44,23 +43,30 @@ final class Bucket {
     /**
      * How long until a request costing {@code cost} fits under {@code limit}; 0 when it fits
      * now. {@code idle}: nothing is queued in this direction, so a bucket holding more than its
-     * burst is refilled to exactly that first (else to at most {@link #CATCH_UP_NS} more).
+     * burst is refilled to exactly that first (else it keeps at most {@link #CATCH_UP_NS} worth
+     * more than the burst or the cost, whichever is larger).
      */
     long waitNs(long limit, long cost, long nowNs, boolean idle) {
         long elapsed = startNs == NEVER ? 0 : Math.max(0, nowNs - startNs);
         long allowedNow = allowed(limit, elapsed);
+        long burst = burst(limit);
         if (startNs == NEVER || (idle && allowedNow > dispatched)) {
             startNs = nowNs;
             dispatched = 0;
             elapsed = 0;
             allowedNow = 0;
-        } else if (!idle && allowedNow != Long.MAX_VALUE && allowedNow - dispatched > allowed(limit, CATCH_UP_NS)) {
-            dispatched = allowedNow - allowed(limit, CATCH_UP_NS);
+        } else if (!idle && allowedNow != Long.MAX_VALUE) {
+            long most = Math.max(burst, cost) + allowed(limit, CATCH_UP_NS);
+            if (burst + allowedNow - dispatched > most) dispatched = burst + allowedNow - most;
         }
-        long burst = allowed(limit, BURST_NS);
-        long target = dispatched + Math.min(cost, burst) - burst;
+        long target = dispatched + cost - burst;
         if (target <= allowedNow) return 0;
         return Math.max(1, MulDiv.ceil(target, ThrottleGroup.NS_PER_SEC, limit) - elapsed);
+    }
+
+    /** {@link #BURST_NS} worth of {@code limit}, rounded up, and at least one unit (one IO). */
+    static long burst(long limit) {
+        return Math.max(1, MulDiv.ceil(limit, BURST_NS, ThrottleGroup.NS_PER_SEC));
     }
 
     void charge(long cost) {

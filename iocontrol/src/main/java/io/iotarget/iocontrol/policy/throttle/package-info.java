@@ -1,6 +1,6 @@
 /**
- * io.max: per-group limits on bytes and IOs per second, for reads and writes, after the
- * kernel's blk-throttle (block/blk-throttle.c, the current single-slice form).
+ * io.max: per-group limits on bytes and IOs per second, for reads and writes, with the meaning
+ * of the kernel's blk-throttle (block/blk-throttle.c) and a smoother timing (section 1).
  *
  * <h2>1. Token buckets that release one request at a time</h2>
  * The kernel's meaning is kept — an average rate per (group, device, direction) for bytes and
@@ -11,10 +11,9 @@
  * Here each limit is a {@link io.iotarget.iocontrol.policy.throttle.Bucket token bucket} that
  * fills continuously at the limit and holds at most
  * {@link io.iotarget.iocontrol.policy.throttle.Bucket#BURST_NS 1 ms} worth: a request fits
- * once the bucket holds its cost (a full bucket for a request larger than that, which then
- * leaves debt), so waiting requests leave one by one, spaced at their cost over the limit.
- * A bucket with nothing queued behind it is capped at the burst; while requests wait it may
- * hold up to 10 ms more, so that a release made late by the releaser's wake-up lets the next
+ * once the bucket holds its cost, so waiting requests leave one by one, spaced at their cost
+ * over the limit. A bucket with nothing queued behind it is capped at the burst; while
+ * requests wait it may hold up to 10 ms worth more than the burst or the head's cost, so that a release made late by the releaser's wake-up lets the next
  * ones out sooner: no time is lost and the average stays exact (a stall longer than 10 ms is
  * not made up, so that no 100 ms window runs far above the limit). The arithmetic is integral: a bucket counts what it
  * dispatched since it started, and moves its start on by whole seconds (exactly the limit's
@@ -51,12 +50,12 @@
  * at once; from then on one request leaves every 50 µs. By t the group has sent at most
  * 20 + 20000 × t IOs: over 10 s (the last release at 9.999 s on a 1 ms clock) exactly
  * 20 + 199980 = 200000. A request waits about QD / limit = 1.6 ms (Little's law), and no 100 ms
- * window holds more than 2000 + 20 (+ 200 after a late release). rbps=100 MiB/s with 128 KiB reads: a request costs 1.25 ms
- * of budget, more than the 1 ms burst, so each waits for a full bucket; the n-th leaves at
- * (n − 1) × 1.25 ms, 8000 in 10 s.
+ * window holds more than 2000 + 20 (+ 200 after a late release). rbps=100 MiB/s with 128 KiB
+ * reads: the bucket holds 104858 bytes (1 ms worth, rounded up), so the first read waits 0.25 ms and the n-th leaves at
+ * n × 1.25 ms − 1 ms: 8000 in 10 s.
  *
  * <h2>7. Tunables and quirks kept from the kernel</h2>
- * BURST_NS = 1 ms; a discard is charged 512 bytes against wbps; META requests are never
+ * BURST_NS = 1 ms (rounded up, at least one IO); a discard is charged 512 bytes against wbps; META requests are never
  * delayed but are charged (they put the group in debt); the root group is never limited;
  * limits of 0 are refused (ERANGE), limits of 1 too (EINVAL, as 6.1); iops above 2^32 - 1
  * are clamped to max.
