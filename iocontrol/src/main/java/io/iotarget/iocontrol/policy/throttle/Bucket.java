@@ -6,11 +6,11 @@ import io.iotarget.iocontrol.policy.MulDiv;
  * One limit's token bucket (section 1 of the package documentation), in the limit's units:
  * bytes for bps, IOs for iops. It holds {@code burst + allowed(now − start) − dispatched}
  * units, {@code burst} being {@link #burst} ({@link #BURST_NS} worth), and a request fits once it
- * holds the request's cost (bytes, or 1 IO). A bucket whose direction has nothing queued is
- * capped at its burst (refilled to exactly that); while requests wait it may hold up to
- * {@link #CATCH_UP_NS} worth more than the burst or the head request's cost, so that a release
- * the releaser made late lets the next ones out that much sooner instead of losing the time,
- * and the average stays exact. Device lock.
+ * holds the request's cost (bytes, or 1 IO). A bucket starts with its burst and may fill up to
+ * {@link #CATCH_UP_NS} worth more than the burst or the request's cost: a release the releaser
+ * made late, or a client, backend or server thread that fell behind for a moment, is made up
+ * by letting the next requests out that much sooner, so the average stays exact; longer gaps
+ * are idleness and are not made up. Device lock.
  */
 final class Bucket {
     /**
@@ -19,9 +19,8 @@ final class Bucket {
      */
     static final long BURST_NS = 1_000_000L;
     /**
-     * While requests wait, a bucket may hold this much more than its burst: the lateness of
-     * releases it makes up for. Longer stalls (a paused process) are not made up, so that
-     * no 100 ms window holds more than about 111% of the limit.
+     * A bucket may hold this much more than its burst: the lateness it makes up for. Longer
+     * gaps are not made up, so that no 100 ms window holds more than about 111% of the limit.
      */
     static final long CATCH_UP_NS = 10_000_000L;
     /** Once a bucket has run this long its start moves on by whole seconds (its numbers stay small, exactly). */
@@ -40,22 +39,16 @@ final class Bucket {
         return MulDiv.floor(limit, ns, ThrottleGroup.NS_PER_SEC);
     }
 
-    /**
-     * How long until a request costing {@code cost} fits under {@code limit}; 0 when it fits
-     * now. {@code idle}: nothing is queued in this direction, so a bucket holding more than its
-     * burst is refilled to exactly that first (else it keeps at most {@link #CATCH_UP_NS} worth
-     * more than the burst or the cost, whichever is larger).
-     */
-    long waitNs(long limit, long cost, long nowNs, boolean idle) {
-        long elapsed = startNs == NEVER ? 0 : Math.max(0, nowNs - startNs);
-        long allowedNow = allowed(limit, elapsed);
+    /** How long until a request costing {@code cost} fits under {@code limit}; 0 when it fits now. */
+    long waitNs(long limit, long cost, long nowNs) {
         long burst = burst(limit);
-        if (startNs == NEVER || (idle && allowedNow > dispatched)) {
+        if (startNs == NEVER) {
             startNs = nowNs;
             dispatched = 0;
-            elapsed = 0;
-            allowedNow = 0;
-        } else if (!idle && allowedNow != Long.MAX_VALUE) {
+        }
+        long elapsed = Math.max(0, nowNs - startNs);
+        long allowedNow = allowed(limit, elapsed);
+        if (allowedNow != Long.MAX_VALUE) {
             long most = Math.max(burst, cost) + allowed(limit, CATCH_UP_NS);
             if (burst + allowedNow - dispatched > most) dispatched = burst + allowedNow - most;
         }

@@ -100,9 +100,8 @@ final class ThrottleGroup {
      */
     long dispatchWaitNs(IoRequest io, int dir, long nowNs) {
         if (canceling) return 0;
-        boolean idle = queuedCount[dir] == 0;
-        long bytesWait = bps[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bps[dir], throttleBytes(io), nowNs, idle);
-        long iosWait = iops[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iops[dir], 1, nowNs, idle);
+        long bytesWait = bps[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bps[dir], throttleBytes(io), nowNs);
+        long iosWait = iops[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iops[dir], 1, nowNs);
         return Math.max(bytesWait, iosWait);
     }
 

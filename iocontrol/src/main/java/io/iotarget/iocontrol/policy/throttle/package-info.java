@@ -9,15 +9,16 @@
  * worth at once and then waits for the next slice: measured at riops=20000 with QD32, p50 0.2
  * ms but p99 88 ms on the model of {@code ThrottlePacingTest}, 53 ms through NBD with fio.
  * Here each limit is a {@link io.iotarget.iocontrol.policy.throttle.Bucket token bucket} that
- * fills continuously at the limit and holds at most
+ * fills continuously at the limit and starts with
  * {@link io.iotarget.iocontrol.policy.throttle.Bucket#BURST_NS 1 ms} worth: a request fits
  * once the bucket holds its cost, so waiting requests leave one by one, spaced at their cost
- * over the limit. A bucket with nothing queued behind it is capped at the burst; while
- * requests wait it may hold up to 10 ms worth more than the burst or the head's cost, so that a release made late by the releaser's wake-up lets the next
- * ones out sooner: no time is lost and the average stays exact (a stall longer than 10 ms is
- * not made up, so that no 100 ms window runs far above the limit). The arithmetic is integral: a bucket counts what it
- * dispatched since it started, and moves its start on by whole seconds (exactly the limit's
- * worth) so the numbers stay small.
+ * over the limit. The bucket may fill up to 10 ms worth beyond the burst or the head's cost,
+ * so that a late release (the releaser's wake-up, a client, backend or server thread that
+ * fell behind for a moment) lets the next requests out sooner: no time is lost and the average
+ * stays exact. A gap longer than that is idleness and is not made up, so that no 100 ms window
+ * runs far above the limit (about 111% at most). The arithmetic is integral: a bucket counts
+ * what it dispatched since it started, and moves its start on by whole seconds (exactly the
+ * limit's worth) so the numbers stay small.
  *
  * <h2>2. Hierarchy</h2>
  * A request must fit its own group's budget and every ancestor's:
