@@ -213,6 +213,24 @@ class ThrottlePolicyTest {
         assertEquals(3 + 1 + 10, h.dispatched.size(), "after a 50 ms stall: the one due now and 10 ms worth");
     }
 
+    /** A client that falls behind for a moment gets the time back too; a long pause is idleness. */
+    @Test
+    void shouldMakeUpAShortGapOfTheClientButNotALongOne() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group a = h.group("a");
+        h.controller.write("a/io.max", "259:0 riops=1000");
+        assertTrue(h.submit(h.request(IoOp.READ, 4096, h.dev0, a)));
+        h.clock.advance(5 * MS);
+        int now = 0;
+        for (int i = 0; i < 20; i++) if (h.submit(h.request(IoOp.READ, 4096, h.dev0, a))) now++;
+        assertEquals(5, now, "5 ms without requests: the 5 IOs they allowed go at once");
+        h.runUntil(h.clock.nanoTime() + SEC, MS);
+        h.clock.advance(50 * MS);
+        now = 0;
+        for (int i = 0; i < 20; i++) if (h.submit(h.request(IoOp.READ, 4096, h.dev0, a))) now++;
+        assertEquals(11, now, "after 50 ms: the 1 ms burst and 10 ms made up, no more");
+    }
+
     @Test
     void shouldNotLimitTheRootGroup() throws Exception {
         ControllerHarness h = new ControllerHarness();
