@@ -34,7 +34,7 @@ final class CoreFiles {
 
         @Override
         public String read(Group g) {
-            return g.ioEnabled() ? "io\n" : "\n";
+            return g.ioEnabled() ? "io\n" : "";
         }
     }
 
@@ -49,7 +49,7 @@ final class CoreFiles {
 
         @Override
         public String read(Group g) {
-            return g.ioInSubtree ? "io\n" : "\n";
+            return g.ioInSubtree ? "io\n" : "";
         }
 
         @Override
@@ -57,10 +57,11 @@ final class CoreFiles {
             return true;
         }
 
+        /** cgroup_subtree_control_write: the text stripped, then tokens split on single spaces. */
         @Override
         public void write(Group g, String text) throws ControlException {
             Boolean want = null;
-            for (String token : KernelParse.tokens(text)) {
+            for (String token : KernelParse.tokens(KernelParse.strip(text), " ")) {
                 char sign = token.charAt(0);
                 String name = token.substring(1);
                 if ((sign != '+' && sign != '-') || !name.equals("io")) {
@@ -114,7 +115,11 @@ final class CoreFiles {
         }
     }
 
-    /** cgroup.max.descendants / cgroup.max.depth: "max" or an integer ≥ 0. */
+    /**
+     * cgroup.max.descendants / cgroup.max.depth: "max" or an int ≥ 0, read as the kernel does
+     * (strstrip, then kstrtoint with base 0: {@code 010} is 8, {@code 0x10} is 16). A negative
+     * value or one outside an int is ERANGE; INT_MAX is max.
+     */
     private static final class MaxLimit extends InterfaceFile {
         MaxLimit(String name) {
             super(name, Placement.EVERYWHERE, false);
@@ -137,18 +142,10 @@ final class CoreFiles {
 
         @Override
         public void write(Group g, String text) throws ControlException {
-            String v = text.strip();
-            long value;
-            if (v.equals("max")) {
-                value = Long.MAX_VALUE;
-            } else {
-                try {
-                    value = Integer.parseInt(v);
-                } catch (NumberFormatException e) {
-                    throw KernelParse.invalid(name(), v, "max or an integer >= 0");
-                }
-                if (value < 0) throw new ControlException(Errno.ERANGE, name() + "=" + v + " (expected: max or an integer >= 0)");
-            }
+            String v = KernelParse.strip(text);
+            int n = v.equals("max") ? Integer.MAX_VALUE : KernelParse.parseInt(name(), v);
+            if (n < 0) throw new ControlException(Errno.ERANGE, name() + "=" + v + " (expected: max or an integer >= 0)");
+            long value = n == Integer.MAX_VALUE ? Long.MAX_VALUE : n;
             if (depth()) g.maxDepth = value;
             else g.maxDescendants = value;
         }

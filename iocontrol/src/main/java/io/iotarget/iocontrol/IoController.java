@@ -13,6 +13,7 @@ import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
 import io.iotarget.model.IoRequest;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -644,12 +645,24 @@ public final class IoController {
         }
     }
 
-    /** Writes an interface file; on error nothing changed. */
+    /** cgroup files take one write of at most a page (kernfs' atomic_write_len = PAGE_SIZE). */
+    public static final int MAX_WRITE_BYTES = 4096;
+
+    /**
+     * Writes an interface file, {@code text} being what one write(2) carries; on error nothing
+     * changed (io.cost.* aside, see their files). As cgroupfs: more than {@link #MAX_WRITE_BYTES}
+     * bytes (UTF-8) is E2BIG, and an empty write succeeds without reaching the file. A NUL
+     * character is EINVAL: the kernel would silently read the text only up to it.
+     */
     public void write(String path, String text) throws ControlException {
         treeLock.lock();
         try {
             FileRef ref = file(path);
             if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
+            int bytes = text.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > MAX_WRITE_BYTES) throw new ControlException(Errno.E2BIG, path + ": " + bytes + " bytes in one write (expected: at most " + MAX_WRITE_BYTES + ")");
+            if (text.isEmpty()) return;
+            if (text.indexOf('\0') >= 0) throw new ControlException(Errno.EINVAL, path + ": the write holds a NUL character");
             ref.file.write(ref.group, text);
         } finally {
             treeLock.unlock();

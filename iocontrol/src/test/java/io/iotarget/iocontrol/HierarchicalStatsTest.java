@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -28,14 +29,15 @@ class HierarchicalStatsTest {
         long[][] expected = new long[leaves.size()][6];   // per leaf: rbytes wbytes rios wios dbytes dios
 
         AtomicBoolean running = new AtomicBoolean(true);
-        Thread reader = Thread.ofPlatform().start(() -> {
+        // Threads' failures would be lost to JUnit in their own threads: they are kept and rethrown here.
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread reader = watched(failure, () -> {
+            long seen = 0;
             while (running.get()) {
-                try {
-                    h.controller.read("io.stat");
-                    h.controller.read("t/io.stat");
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
+                long now = ios(h.controller.read("io.stat"));
+                h.controller.read("t/io.stat");
+                if (now < seen) throw new AssertionError("root io.stat went back from " + seen + " to " + now + " IOs");
+                seen = now;
             }
         });
         CountDownLatch go = new CountDownLatch(1);
@@ -43,12 +45,8 @@ class HierarchicalStatsTest {
         long[][][] perThread = new long[THREADS][leaves.size()][6];
         for (int t = 0; t < THREADS; t++) {
             int id = t;
-            workers.add(Thread.ofPlatform().start(() -> {
-                try {
-                    go.await();
-                } catch (InterruptedException e) {
-                    return;
-                }
+            workers.add(watched(failure, () -> {
+                go.await();
                 ThreadLocalRandom rnd = ThreadLocalRandom.current();
                 IoRequest io = new IoRequest();
                 IoOp[] ops = {IoOp.READ, IoOp.WRITE, IoOp.DISCARD, IoOp.FLUSH};
@@ -72,6 +70,7 @@ class HierarchicalStatsTest {
         for (Thread w : workers) w.join();
         running.set(false);
         reader.join();
+        if (failure.get() != null) throw new AssertionError("a concurrent thread failed", failure.get());
         for (long[][] t : perThread) for (int l = 0; l < leaves.size(); l++) for (int f = 0; f < 6; f++) expected[l][f] += t[l][f];
 
         // Remove one leaf: its IO must stay in its ancestors.
@@ -84,6 +83,32 @@ class HierarchicalStatsTest {
         assertEquals(line(t), bothDevices(h, "t"));
         assertEquals(line(expected[3]), bothDevices(h, "u/c"));
         assertEquals(line(all), bothDevices(h, ""));
+    }
+
+    private interface Body {
+        void run() throws Exception;
+    }
+
+    /** Starts {@code body} on a platform thread; its first failure (of all threads) lands in {@code failure}. */
+    private static Thread watched(AtomicReference<Throwable> failure, Body body) {
+        return Thread.ofPlatform().start(() -> {
+            try {
+                body.run();
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+            }
+        });
+    }
+
+    /** rios + wios + dios over every line of an io.stat. */
+    private static long ios(String stat) {
+        long n = 0;
+        for (String field : stat.split("[ \n]")) {
+            if (field.startsWith("rios=") || field.startsWith("wios=") || field.startsWith("dios=")) {
+                n += Long.parseLong(field.substring(field.indexOf('=') + 1));
+            }
+        }
+        return n;
     }
 
     /** Sums the two device lines of a group's io.stat into one line's worth of counters. */

@@ -8,6 +8,7 @@ public enum Errno {
     EPERM(1, "Operation not permitted"),
     ENOENT(2, "No such file or directory"),
     EIO(5, "Input/output error"),
+    E2BIG(7, "Argument list too long"),
     EAGAIN(11, "Resource temporarily unavailable"),
     ENOMEM(12, "Cannot allocate memory"),
     EACCES(13, "Permission denied"),

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
  * io.max accuracy on the real clock, through the whole engine (releaser thread included):
  * closed-loop clients at queue depth 32 against a null device, each limit alone for 10 s.
  * Prints the achieved rate over the whole run and over the steady part (after a 1 s ramp,
- * which excludes the one-slice burst the kernel's algorithm allows at the start).
+ * which leaves out the burst an idle group may send at the start).
  *
  * <pre>java -cp bench/jmh/target/iotarget-benchmarks.jar io.iotarget.bench.IoMaxAccuracy [seconds]</pre>
  */

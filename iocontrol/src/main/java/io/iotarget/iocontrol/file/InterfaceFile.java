@@ -8,7 +8,8 @@ import io.iotarget.model.Errno;
  * One file of a group's directory, with the kernel's name, read format, write syntax and
  * errors (a cftype). The controller calls {@link #read} and {@link #write} under its tree
  * lock, so files see a tree that does not change under them; a write either applies
- * completely or throws and changes nothing.
+ * completely or throws and changes nothing (except that io.cost.qos and io.cost.model set
+ * iocost up on the device they name before reading the rest, as the kernel does).
  */
 public abstract class InterfaceFile {
     /** Where in the tree the file exists. */

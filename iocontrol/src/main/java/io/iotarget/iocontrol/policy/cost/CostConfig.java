@@ -26,6 +26,23 @@ record CostConfig(boolean enabled, boolean userQos, QosParams qos, boolean userM
         return eq <= 0 || eq == token.length() - 1 ? null : new String[]{token.substring(0, eq), token.substring(eq + 1)};
     }
 
+    /** What strsep splits the io.cost files' tokens on: not \r, \v or \f, which stay in the token. */
+    static final String SEPARATORS = " \t\n";
+
+    /**
+     * match_token's {@code %u} then match_u64: the whole value is one base-0 number
+     * ({@code 010} is 8, {@code 0x10} is 16). A number past 2^64 is EINVAL too, as the kernel's
+     * match_u64 failure is (for {@code enable} the kernel ignores that failure and reads whatever
+     * its variable held; iotarget refuses it).
+     */
+    static long number(String key, String value) throws ControlException {
+        try {
+            return KernelParse.parseU64(key, value);
+        } catch (ControlException e) {
+            throw KernelParse.invalid(key, value, "an unsigned number below 2^64 (0x.. hex, 0.. octal)");
+        }
+    }
+
     /** {@code ctrl=auto|user}: whether the parameters are the user's. */
     static boolean userCtrl(String key, String value) throws ControlException {
         return switch (value) {

@@ -182,6 +182,12 @@ final class CostDevice implements DevicePolicy {
         refreshParams(true);
     }
 
+    /** blk_iocost_init on a write to io.cost.qos or io.cost.model that names the device, before its tokens are read. */
+    void setUp(long nowNs) {
+        stampNow(nowNs);
+        initialize();
+    }
+
     /** An io.cost.qos write that parsed: enable, ctrl and, when {@code user}, the QoS parameters. */
     void writeQos(boolean enable, boolean user, QosParams qos, long nowNs) {
         stampNow(nowNs);

@@ -16,10 +16,12 @@ import java.util.List;
  * read:  MAJ:MIN ctrl=auto|user model=linear rbps=N rseqiops=N rrandiops=N wbps=N wseqiops=N wrandiops=N
  * write: MAJ:MIN [ctrl=auto|user] [model=linear] [rbps=N] [rseqiops=N] [rrandiops=N] [wbps=N] [wseqiops=N] [wrandiops=N]
  * </pre>
- * N is an unsigned 64-bit decimal. Any coefficient switches to ctrl=user; ctrl=auto goes back
- * to the built-in model. EINVAL for an unknown token, a model other than linear, or a bad
- * number. The first successful write for a device sets iocost up there (disabled until
- * io.cost.qos says enable=1).
+ N is an unsigned 64-bit base-0 number ({@code 0x100} is 256, {@code 0100} is 64). Tokens are
+ * split on space, tab and newline only, as ioc_cost_model_write's strsep. Any coefficient
+ * switches to ctrl=user; ctrl=auto goes back to the built-in model. EINVAL for an unknown
+ * token, a model other than linear, or a bad number. As in the kernel, a write naming a
+ * device sets iocost up there (disabled until io.cost.qos says enable=1) before its tokens
+ * are read.
  */
 final class IoCostModelFile extends InterfaceFile {
     private static final List<String> KEYS = List.of("rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops");
@@ -57,12 +59,13 @@ final class IoCostModelFile extends InterfaceFile {
     public void write(Group group, String text) throws ControlException {
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         CostDevice device = policy.device(line.device());
+        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
         // The controller holds the tree lock, which serializes configuration writes: the merge
         // below starts from what is current.
-        CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
+        CostConfig current = device.config();
         boolean user = current.userModel();
         Long[] given = new Long[KEYS.size()];
-        for (String token : KernelParse.tokens(line.body())) {
+        for (String token : KernelParse.tokens(line.body(), CostConfig.SEPARATORS)) {
             String[] kv = CostConfig.keyValue(token);
             if (kv == null) throw unknown(token);
             String key = kv[0];
@@ -75,7 +78,7 @@ final class IoCostModelFile extends InterfaceFile {
                 default -> {
                     int k = KEYS.indexOf(key);
                     if (k < 0) throw unknown(token);
-                    given[k] = KernelParse.parseU64(key, value);
+                    given[k] = CostConfig.number(key, value);
                     user = true;
                 }
             }

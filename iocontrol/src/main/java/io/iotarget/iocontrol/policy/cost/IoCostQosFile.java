@@ -18,18 +18,21 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MIN_PPM;
  *        one line per device on which iocost was set up; P printed with two decimals
  * write: MAJ:MIN [enable=N] [ctrl=auto|user] [rpct=P] [rlat=µs] [wpct=P] [wlat=µs] [min=P] [max=P]
  * </pre>
- * Tokens in any order, later ones win. enable: non-zero turns iocost on. Any of rpct, rlat,
- * wpct, wlat, min, max switches to ctrl=user (a later ctrl=auto in the same write switches
- * back to the built-in values). rpct/wpct must be within [0, 100]; min/max must be ≥ 0 and
- * are clamped to [1, 10000]; decimals keep two places (rounded). EINVAL for an unknown token,
- * a bad number, a value of 32 characters or more, or min &gt; max. The first successful write
- * for a device sets iocost up there; the line is parsed whole before anything changes (the
- * kernel sets iocost up even when the rest of the line then fails).
+ * Tokens are split on space, tab and newline only (ioc_qos_write's strsep; a \r stays in its
+ * token), in any order, later ones win. enable: a base-0 number, non-zero turns iocost on. Any
+ * of rpct, rlat, wpct, wlat, min, max switches to ctrl=user (a later ctrl=auto in the same
+ * write switches back to the built-in values). rlat/wlat are base-0 numbers ({@code 010} is 8
+ * µs); rpct/wpct must be within [0, 100]; min/max must be ≥ 0 and are clamped to [1, 10000];
+ * percentages keep two places (rounded). EINVAL for an unknown token, a bad number, a value
+ * of 32 characters or more, or min &gt; max. As in the kernel, a write naming a device sets
+ * iocost up there (disabled) before its tokens are read, so even a write that fails then
+ * leaves the device's line in place. Refused on purpose where the kernel accepts
+ * (docs/decisions.md): characters after a percentage ({@code rpct=95\r}), latencies of 2^32 µs
+ * and more (the kernel truncates them to 32 bits), and an {@code enable} past 2^64.
  */
 final class IoCostQosFile extends InterfaceFile {
     /** match_strlcpy into char buf[32]. */
     private static final int MAX_VALUE_CHARS = 31;
-    private static final long U32_MAX = 0xffff_ffffL;
 
     private final IoController controller;
     private final CostPolicy policy;
@@ -75,22 +78,23 @@ final class IoCostQosFile extends InterfaceFile {
     public void write(Group group, String text) throws ControlException {
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         CostDevice device = policy.device(line.device());
+        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
         // The controller holds the tree lock, which serializes configuration writes: the merge
         // below starts from what is current.
-        CostConfig current = device.config() != null ? device.config() : CostDevice.DEFAULT_CONFIG;
+        CostConfig current = device.config();
         QosParams q = current.qos();
         boolean enable = current.enabled();
         boolean user = current.userQos();
         long readPpm = q.readPpm(), readLat = q.readLatUs(), writePpm = q.writePpm(), writeLat = q.writeLatUs();
         long min = q.minPpm(), max = q.maxPpm();
-        for (String token : KernelParse.tokens(line.body())) {
+        for (String token : KernelParse.tokens(line.body(), CostConfig.SEPARATORS)) {
             String[] kv = CostConfig.keyValue(token);
             if (kv == null) throw unknown(token);
             String key = kv[0];
             String value = kv[1];
             switch (key) {
                 case "enable" -> {
-                    enable = KernelParse.parseU64(key, value) != 0;
+                    enable = CostConfig.number(key, value) != 0;
                     continue;
                 }
                 case "ctrl" -> {
@@ -129,8 +133,8 @@ final class IoCostQosFile extends InterfaceFile {
 
     /** rlat/wlat: µs, an unsigned 32-bit value in the kernel (larger values are refused rather than truncated). */
     private static long latencyUs(String key, String value) throws ControlException {
-        long v = KernelParse.parseU64(key, value);
-        if (Long.compareUnsigned(v, U32_MAX) > 0) throw KernelParse.invalid(key, value, "microseconds below 2^32");
+        long v = CostConfig.number(key, value);
+        if (Long.compareUnsigned(v, KernelParse.U32_MAX) > 0) throw KernelParse.invalid(key, value, "microseconds below 2^32");
         return v;
     }
 

@@ -16,18 +16,23 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_MIN;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
 
 /**
- * io.weight, as blk-iocost reads and writes it.
+ * io.weight, as blk-iocost reads and writes it (ioc_weight_write).
  * <pre>
  * read:  default W            then   MAJ:MIN W   for each device override
  * write: W | default W        sets the group's default (re-evaluated on every device at once)
  *        MAJ:MIN W            sets an override for one device
  *        MAJ:MIN default      removes that override
  * </pre>
- * A device's name works in place of MAJ:MIN (an iotarget extension), except that
- * {@code default W} always sets the default.
- * W must be an integer in [1, 10000] (EINVAL otherwise). A per-device line needs iocost to be
- * set up on the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP
- * otherwise), as the kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
+ * As in the kernel, a write with a ':' anywhere is a per-device line; W is decimal (leading
+ * whitespace skipped, {@code 0100} is 100) and must be in [1, 10000]; {@code default} must
+ * start the text and may be followed directly by W ({@code default80}). Everything else is
+ * EINVAL. A device's name works in place of MAJ:MIN (an iotarget extension), except that
+ * {@code default W} always sets the default. A per-device line needs iocost to be set up on
+ * the device first, by a write to io.cost.qos or io.cost.model (EOPNOTSUPP otherwise), as the
+ * kernel's {@code blkg_conf_prep} refuses a policy not active on the queue.
+ * Refused on purpose where the kernel accepts (docs/decisions.md): anything after the weight
+ * or after {@code default} — the kernel ignores the rest of the write, further lines included —
+ * and a number past 2^32 that wraps into the range.
  */
 final class IoWeightFile extends InterfaceFile {
     private static final String EXPECTED = "an integer in " + WEIGHT_MIN + ".." + WEIGHT_MAX;
@@ -61,7 +66,7 @@ final class IoWeightFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         if (!perDevice(text)) {
-            writeDefault(group, text.strip());
+            writeDefault(group, text);
             return;
         }
         // The kernel's order: the device (blkg_conf_open_bdev), the policy on it (blkg_conf_prep), the value.
@@ -71,8 +76,9 @@ final class IoWeightFile extends InterfaceFile {
             throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
                     + " (write io.cost.qos or io.cost.model for it first)");
         }
-        String body = line.body().strip();
-        long w = body.equals("default") ? 0 : weight(body);
+        String body = line.body();
+        long w = body.startsWith("default") ? 0 : weight(body, 0);
+        if (w == 0) onlyWhitespaceAfter(body, "default".length());
         controller.configure(group, line.device(), (dg, nowNs) -> {
             CostGroup g = device.state(dg);
             g.cfgWeight = w * WEIGHT_ONE;
@@ -81,7 +87,7 @@ final class IoWeightFile extends InterfaceFile {
     }
 
     /**
-     * The kernel's rule: a line with a ':' names a device. iotarget also takes a device's name
+     * The kernel's rule: a write with a ':' names a device. iotarget also takes a device's name
      * in place of MAJ:MIN ("scratch 300"), but "default W" and "W" keep their meaning even
      * for a device named "default" (use its MAJ:MIN).
      */
@@ -93,13 +99,9 @@ final class IoWeightFile extends InterfaceFile {
         return false;
     }
 
-    private void writeDefault(Group group, String v) throws ControlException {
-        if (v.startsWith("default")) {
-            String rest = v.substring("default".length());
-            if (rest.isEmpty() || !Character.isWhitespace(rest.charAt(0))) throw KernelParse.invalid("weight", v, "W or default W, W in 1..10000");
-            v = rest.strip();
-        }
-        int w = weight(v);
+    /** sscanf "default %u", else "%u". */
+    private void writeDefault(Group group, String text) throws ControlException {
+        int w = weight(text, text.startsWith("default") ? "default".length() : 0);
         if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
         policy.groupWeight(group).defaultWeight = w;
         for (DeviceGroup dg : group.deviceGroups()) {
@@ -108,14 +110,20 @@ final class IoWeightFile extends InterfaceFile {
         }
     }
 
-    private static int weight(String v) throws ControlException {
-        long w;
-        try {
-            w = KernelParse.parseU64("weight", v);
-        } catch (ControlException e) {
-            throw KernelParse.invalid("weight", v, EXPECTED);
+    /** A weight read with "%u" from {@code from}, and nothing but whitespace after it. */
+    private static int weight(String text, int from) throws ControlException {
+        KernelParse.Scanned n = KernelParse.scanDecimal(text, from);
+        String shown = KernelParse.strip(text);
+        if (n == null || n.overflow() || Long.compareUnsigned(n.value(), WEIGHT_MAX) > 0 || n.value() < WEIGHT_MIN) {
+            throw KernelParse.invalid("weight", shown, EXPECTED);
         }
-        if (w < WEIGHT_MIN || w > WEIGHT_MAX) throw KernelParse.invalid("weight", v, EXPECTED);
-        return (int) w;
+        onlyWhitespaceAfter(text, n.end());
+        return (int) n.value();
+    }
+
+    private static void onlyWhitespaceAfter(String text, int from) throws ControlException {
+        if (KernelParse.skipSpaces(text, from) != text.length()) {
+            throw new ControlException(Errno.EINVAL, "'" + KernelParse.strip(text) + "': one weight per write, and nothing after it");
+        }
     }
 }

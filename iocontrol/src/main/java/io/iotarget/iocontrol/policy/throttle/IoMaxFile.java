@@ -10,14 +10,19 @@ import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
 /**
- * io.max, as blk-throttle reads and writes it.
+ * io.max, as blk-throttle reads and writes it (tg_set_limit).
  * <pre>
  * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max    (devices with some limit)
  * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V]             V = decimal or max
  * </pre>
- * A token without '=' or with a bad value: EINVAL; a value of 0: ERANGE (checked before the
- * key, as the kernel does); an unknown key: EINVAL; iops above 2^32 - 1 read back as max.
- * The line is parsed whole before anything changes.
+ * Tokens are split on whitespace and read 26 characters at a time. Per token, in the kernel's
+ * order: no '=' or no decimal digit after it (and not "max"): EINVAL; a value of 0: ERANGE
+ * (before the key is looked at, so {@code foo=0} and {@code rbps=0x10} are ERANGE); an unknown
+ * key or a value of 1: EINVAL. iops above 2^32 - 1 read back as max. The line is parsed whole
+ * before anything changes. Refused on purpose where the kernel accepts (docs/decisions.md):
+ * characters after the number ({@code rbps=10k}), a number past 2^64 that wraps to one the
+ * kernel takes, and a token longer than 26 characters, whose rest the kernel reads as the
+ * next token.
  */
 final class IoMaxFile extends InterfaceFile {
     /** The kernel reads each token with "%26s". */
@@ -66,15 +71,21 @@ final class IoMaxFile extends InterfaceFile {
         KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
         Long[] given = new Long[4];
         for (String token : KernelParse.tokens(line.body())) {
-            if (token.length() > MAX_TOKEN) throw new ControlException(Errno.EINVAL, "token '" + token + "' longer than " + MAX_TOKEN + " characters");
-            int eq = token.indexOf('=');
+            boolean split = token.length() > MAX_TOKEN;
+            String piece = split ? token.substring(0, MAX_TOKEN) : token;
+            int eq = piece.indexOf('=');
             if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
-            String key = token.substring(0, eq);
-            String value = token.substring(eq + 1);
-            long v = value.equals("max") ? KernelParse.U64_MAX : KernelParse.parseU64(key, value);
-            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=0 (expected: > 0 or max)");
+            String key = piece.substring(0, eq);
+            String value = piece.substring(eq + 1);
+            KernelParse.Scanned n = value.equals("max") ? null : KernelParse.scanDecimal(value, 0);
+            if (n == null && !value.equals("max")) throw KernelParse.invalid(key, value, "a decimal number or max");
+            long v = n == null ? KernelParse.U64_MAX : n.value();
+            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: > 0 or max)");
             int k = indexOf(key);
             if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops)");
+            if (v == 1) throw new ControlException(Errno.EINVAL, key + "=1 (expected: > 1 or max, as Linux 6.1)");
+            if (n != null && (n.end() != value.length() || n.overflow())) throw KernelParse.invalid(key, value, "a decimal number below 2^64 or max");
+            if (split) throw new ControlException(Errno.EINVAL, "'" + token + "' is longer than " + MAX_TOKEN + " characters");
             if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
             given[k] = v;
         }

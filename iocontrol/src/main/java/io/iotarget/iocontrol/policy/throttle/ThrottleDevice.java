@@ -50,7 +50,7 @@ final class ThrottleDevice implements DevicePolicy {
         while (!tg.isRoot()) {
             if (tg.queuedCount[dir] == 0 && tg.dispatchWaitNs(io, dir, nowNs) == 0) {
                 tg.charge(io, dir);
-                tg.trimSlice(dir, nowNs);
+                tg.trim(dir, nowNs);
             } else if (ThrottleGroup.neverWaits(io)) {
                 tg.charge(io, dir);
             } else {
@@ -114,11 +114,9 @@ final class ThrottleDevice implements DevicePolicy {
             queued--;
             resumer.resume(io);
         } else {
-            boolean wasEmpty = parent.add(io, tg.qnodeOnParent[dir], dir);
-            if (parent.sliceUsed(dir, nowNs)) parent.startNewSliceWithCredit(dir, tg.sliceStartNs[dir], nowNs);
-            if (wasEmpty) updateDispatchTime(parent, nowNs);
+            if (parent.add(io, tg.qnodeOnParent[dir], dir)) updateDispatchTime(parent, nowNs);
         }
-        tg.trimSlice(dir, nowNs);
+        tg.trim(dir, nowNs);
     }
 
     @Override
@@ -132,8 +130,6 @@ final class ThrottleDevice implements DevicePolicy {
         tg.carryOver(nowNs);
         System.arraycopy(bps, 0, tg.bps, 0, 2);
         System.arraycopy(iops, 0, tg.iops, 0, 2);
-        tg.startNewSlice(ThrottleGroup.READ, nowNs, false);
-        tg.startNewSlice(ThrottleGroup.WRITE, nowNs, false);
         if (tg.pending || tg.queuedTotal() > 0) updateDispatchTime(tg, nowNs);
     }
 

@@ -1,7 +1,6 @@
 package io.iotarget.iocontrol.policy.throttle;
 
 import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
 
@@ -10,16 +9,14 @@ import java.util.List;
 
 /**
  * io.max state of one (group, device) pair: the kernel's {@code throtl_grp}. Limits, the
- * slice and what was dispatched in it, and the queue of requests waiting here (from this
- * group and from its children), per direction. Device lock, except {@link #hasRules} which
- * the IO path reads without it.
+ * token buckets (when they started and what was dispatched since), and the queue of requests
+ * waiting here (from this group and from its children), per direction. Device lock, except
+ * {@link #hasRules} which the IO path reads without it.
  */
 final class ThrottleGroup {
     static final int READ = 0;
     static final int WRITE = 1;
 
-    /** Budgets grow in slices of 100 ms (DFL_THROTL_SLICE = HZ/10). */
-    static final long SLICE_NS = 100_000_000L;
     static final long NS_PER_SEC = 1_000_000_000L;
     /** "max" for bps limits (U64_MAX). */
     static final long BPS_MAX = -1L;
@@ -38,10 +35,9 @@ final class ThrottleGroup {
     /** A limit applies here or above, per direction: the IO path's lock-free test. */
     private volatile int hasRules;
 
-    final long[] bytesDispatched = new long[2];
-    final long[] iosDispatched = new long[2];
-    final long[] sliceStartNs = new long[2];
-    final long[] sliceEndNs = new long[2];
+    /** Per direction, the token buckets of the bps and the iops limit. */
+    final Bucket[] byteBuckets = {new Bucket(), new Bucket()};
+    final Bucket[] ioBuckets = {new Bucket(), new Bucket()};
 
     /** Per direction, qnodes with waiting requests, popped round-robin. */
     final List<ArrayDeque<Qnode>> queued = List.of(new ArrayDeque<>(), new ArrayDeque<>());
@@ -63,9 +59,6 @@ final class ThrottleGroup {
     ThrottleGroup(DeviceGroup deviceGroup, ThrottleGroup parent) {
         this.deviceGroup = deviceGroup;
         this.parent = parent;
-        // No slice yet: the first check finds it used and starts one "now".
-        java.util.Arrays.fill(sliceStartNs, Long.MIN_VALUE);
-        java.util.Arrays.fill(sliceEndNs, Long.MIN_VALUE);
         updateHasRules();
     }
 
@@ -95,122 +88,32 @@ final class ThrottleGroup {
         return queuedCount[READ] + queuedCount[WRITE];
     }
 
-    // ------------------------------------------------------------ budgets
-
-    /** Bytes {@code bps} allows in {@code ns}; Long.MAX_VALUE when that overflows (unlimited in practice). */
-    static long bytesAllowed(long bps, long ns) {
-        return MulDiv.floor(bps, ns, NS_PER_SEC);
-    }
-
-    /** IOs {@code iops} allows in {@code ns}, capped at UINT_MAX. */
-    static long iosAllowed(long iops, long ns) {
-        return Math.min(MulDiv.floor(iops, ns, NS_PER_SEC), IOPS_MAX);
-    }
-
-    static long roundUp(long value, long step) {
-        return Math.ceilDiv(value, step) * step;
-    }
-
-    static long roundDown(long value, long step) {
-        return Math.floorDiv(value, step) * step;
-    }
+    // ------------------------------------------------------------ buckets
 
     static long throttleBytes(IoRequest io) {
         return io.op().throttleBytes(io.length());
     }
 
-    // ------------------------------------------------------------ slices
-
-    boolean sliceUsed(int dir, long nowNs) {
-        return nowNs < sliceStartNs[dir] || nowNs > sliceEndNs[dir];
-    }
-
-    void startNewSlice(int dir, long nowNs, boolean clearUsage) {
-        if (clearUsage) {
-            bytesDispatched[dir] = 0;
-            iosDispatched[dir] = 0;
-        }
-        sliceStartNs[dir] = nowNs;
-        sliceEndNs[dir] = nowNs + SLICE_NS;
-    }
-
-    /** A parent whose slice lapsed takes over the child's slice start: the child's wait was the parent's idle time. */
-    void startNewSliceWithCredit(int dir, long startNs, long nowNs) {
-        bytesDispatched[dir] = 0;
-        iosDispatched[dir] = 0;
-        if (startNs > sliceStartNs[dir]) sliceStartNs[dir] = startNs;
-        sliceEndNs[dir] = nowNs + SLICE_NS;
-    }
-
-    void extendSlice(int dir, long endNs) {
-        sliceEndNs[dir] = roundUp(endNs, SLICE_NS);
-    }
-
-    /**
-     * Forgets budget older than one slice, so that a limit lowered later does not charge old
-     * IO at the new rate; usage never goes below 0 here.
-     */
-    void trimSlice(int dir, long nowNs) {
-        if (sliceUsed(dir, nowNs)) return;
-        extendSlice(dir, nowNs + SLICE_NS);
-        long elapsed = roundDown(nowNs - sliceStartNs[dir], SLICE_NS);
-        if (elapsed < 2 * SLICE_NS) return;
-        elapsed -= SLICE_NS;
-        long bytesTrim = bps[dir] == BPS_MAX ? 0 : bytesAllowed(bps[dir], elapsed);
-        long iosTrim = iops[dir] == IOPS_MAX ? 0 : iosAllowed(iops[dir], elapsed);
-        if (bytesTrim <= 0 && iosTrim <= 0) return;
-        if (bytesTrim > 0) bytesDispatched[dir] = bytesDispatched[dir] < bytesTrim ? 0 : bytesDispatched[dir] - bytesTrim;
-        if (iosTrim > 0) iosDispatched[dir] = iosDispatched[dir] < iosTrim ? 0 : iosDispatched[dir] - iosTrim;
-        sliceStartNs[dir] += elapsed;
-    }
-
-    // ------------------------------------------------------------ admission
-
     /**
      * How long until {@code io} (this direction's head, or a newcomer to an empty queue) fits
-     * here; 0 when it fits now. Renews or extends the slice as a side effect (tg_may_dispatch).
+     * here; 0 when it fits now.
      */
     long dispatchWaitNs(IoRequest io, int dir, long nowNs) {
-        if (canceling || (bps[dir] == BPS_MAX && iops[dir] == IOPS_MAX)) return 0;
-        if (sliceUsed(dir, nowNs) && queuedCount[dir] == 0) {
-            startNewSlice(dir, nowNs, true);
-        } else if (sliceEndNs[dir] < nowNs + SLICE_NS) {
-            extendSlice(dir, nowNs + SLICE_NS);
-        }
-        long bpsWait = bpsWaitNs(io, dir, nowNs);
-        long iopsWait = iopsWaitNs(dir, nowNs);
-        if (bpsWait == 0 && iopsWait == 0) return 0;
-        long wait = Math.max(bpsWait, iopsWait);
-        if (sliceEndNs[dir] < nowNs + wait) extendSlice(dir, nowNs + wait);
-        return wait;
-    }
-
-    private long bpsWaitNs(IoRequest io, int dir, long nowNs) {
-        long limit = bps[dir];
-        if (limit == BPS_MAX) return 0;
-        long elapsed = nowNs - sliceStartNs[dir];
-        long rounded = roundUp(elapsed == 0 ? SLICE_NS : elapsed, SLICE_NS);
-        long allowed = bytesAllowed(limit, rounded);
-        long size = throttleBytes(io);
-        if (allowed == Long.MAX_VALUE || bytesDispatched[dir] + size <= allowed) return 0;
-        long extra = bytesDispatched[dir] + size - allowed;
-        long wait = Math.max(1, MulDiv.floor(extra, NS_PER_SEC, limit));
-        return wait + (rounded - elapsed);
-    }
-
-    private long iopsWaitNs(int dir, long nowNs) {
-        long limit = iops[dir];
-        if (limit == IOPS_MAX) return 0;
-        long elapsed = nowNs - sliceStartNs[dir];
-        long rounded = roundUp(elapsed + 1, SLICE_NS);
-        long allowed = iosAllowed(limit, rounded);
-        if (allowed > 0 && iosDispatched[dir] + 1 <= allowed) return 0;
-        return Math.max(rounded - elapsed, NS_PER_SEC / limit + 1);
+        if (canceling) return 0;
+        long bytesWait = bps[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bps[dir], throttleBytes(io), nowNs);
+        long iosWait = iops[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iops[dir], 1, nowNs);
+        return Math.max(bytesWait, iosWait);
     }
 
     void charge(IoRequest io, int dir) {
-        bytesDispatched[dir] += throttleBytes(io);
-        iosDispatched[dir]++;
+        byteBuckets[dir].charge(throttleBytes(io));
+        ioBuckets[dir].charge(1);
+    }
+
+    /** After a dispatch: keeps the buckets' numbers small. */
+    void trim(int dir, long nowNs) {
+        if (bps[dir] != BPS_MAX) byteBuckets[dir].trim(bps[dir], nowNs);
+        if (iops[dir] != IOPS_MAX) ioBuckets[dir].trim(iops[dir], nowNs);
     }
 
     /** META requests are never delayed (bio_issue_as_root_blkg). */
@@ -251,25 +154,15 @@ final class ThrottleGroup {
     }
 
     /**
-     * Limit change: what the old limit still allowed (or was owed) since the slice started
-     * becomes credit (or debt) under the new one; with nothing queued the slate is wiped.
+     * Limit change, before the new limits are set: what the old limits still allowed (or were
+     * owed) becomes credit (or debt) for buckets that start now under the new ones; with
+     * nothing queued the slate is wiped.
      */
     void carryOver(long nowNs) {
         for (int dir = READ; dir <= WRITE; dir++) {
-            if (queuedCount[dir] == 0) {
-                bytesDispatched[dir] = 0;
-                iosDispatched[dir] = 0;
-                continue;
-            }
-            long elapsed = nowNs - sliceStartNs[dir];
-            if (bps[dir] != BPS_MAX) {
-                long allowed = bytesAllowed(bps[dir], elapsed);
-                if (allowed != Long.MAX_VALUE) bytesDispatched[dir] = -(allowed - bytesDispatched[dir]);
-            }
-            if (iops[dir] != IOPS_MAX) {
-                long allowed = iosAllowed(iops[dir], elapsed);
-                iosDispatched[dir] = -(allowed - iosDispatched[dir]);
-            }
+            boolean queuedHere = queuedCount[dir] > 0;
+            byteBuckets[dir].carryOver(bps[dir] == BPS_MAX ? Bucket.NO_LIMIT : bps[dir], nowNs, queuedHere);
+            ioBuckets[dir].carryOver(iops[dir] == IOPS_MAX ? Bucket.NO_LIMIT : iops[dir], nowNs, queuedHere);
         }
     }
 

@@ -134,7 +134,8 @@ class CostFilesTest {
             assertEquals(Errno.EINVAL, errno("io.cost.qos", bad), bad);
         }
         assertEquals(Errno.ENODEV, errno("io.cost.qos", "7:7 enable=1"));
-        assertEquals("", controller.read("io.cost.qos"), "a failed first write does not set iocost up");
+        assertEquals("259:0 enable=0 ctrl=auto rpct=0.00 rlat=25000 wpct=0.00 wlat=25000 min=1.00 max=10000.00\n", controller.read("io.cost.qos"),
+                "as the kernel's ioc_qos_write, a write naming the device sets iocost up before its tokens fail");
         controller.write("io.cost.qos", "d0 enable=1 min=10 max=20");
         assertEquals(Errno.EINVAL, errno("io.cost.qos", "259:0 max=5"), "min > max after merging with what is set");
         assertTrue(controller.read("io.cost.qos").endsWith("min=10.00 max=20.00\n"));

@@ -59,7 +59,7 @@ class ThrottlePolicyTest {
         Group a = h.group("tenants/a");
         h.controller.write("tenants/a/io.max", "259:0 riops=20000");
         long[] done = closedLoop(h, h.dev0, IoOp.READ, 4096, 32, 10 * SEC, a);
-        // 100 slices of 100 ms, 2000 IOs each: exactly 20000 IOPS over the window.
+        // 20 at once (1 ms worth), then one per 50 µs until the last release at 9.999 s: exactly 200000.
         assertEquals(200_000, done[0]);
     }
 
@@ -116,20 +116,20 @@ class ThrottlePolicyTest {
         ControllerHarness h = new ControllerHarness();
         Group a = h.group("a");
         h.controller.write("a/io.max", "259:0 rbps=1048576");
-        // A slice allows 104857 bytes: the first 64 KiB read passes, the second waits...
-        IoRequest first = h.request(IoOp.READ, 65536, h.dev0, a);
+        // The bucket holds 1 ms worth, 1048 bytes: a 512-byte read passes, a 64 KiB one waits...
+        IoRequest first = h.request(IoOp.READ, 512, h.dev0, a);
         IoRequest second = h.request(IoOp.READ, 65536, h.dev0, a);
         IoRequest third = h.request(IoOp.READ, 512, h.dev0, a);
         assertTrue(h.submit(first));
         assertFalse(h.submit(second));
-        // ...and a small one that would fit the budget still queues behind it (FIFO).
+        // ...and a small one that would fit what is left still queues behind it (FIFO).
         assertFalse(h.submit(third));
         h.runUntil(h.clock.nanoTime() + SEC, MS);
         assertEquals(List.of(first, second, third), h.dispatched);
     }
 
     @Test
-    void shouldApplyARaisedLimitWithinOneSlice() throws Exception {
+    void shouldApplyARaisedLimitAtOnce() throws Exception {
         ControllerHarness h = new ControllerHarness();
         Group a = h.group("a");
         h.controller.write("a/io.max", "259:0 riops=10");
@@ -138,7 +138,7 @@ class ThrottlePolicyTest {
             IoRequest io = h.request(IoOp.READ, 4096, h.dev0, a);
             if (!h.submit(io)) waiting.add(io);
         }
-        assertEquals(99, waiting.size(), "a 100 ms slice at 10 IOPS allows one IO");
+        assertEquals(99, waiting.size(), "a full bucket at 10 IOPS holds one IO");
         h.controller.write("a/io.max", "259:0 riops=max");
         assertEquals(h.clock.nanoTime(), h.controller.nextReleaseNs(), "lifting the limit makes them due now");
         h.release();
@@ -182,23 +182,60 @@ class ThrottlePolicyTest {
     /**
      * Submitters read the clock before they take the device lock, so under contention a
      * request can arrive with a time earlier than one the device has already seen. It must
-     * not roll the slice back and wipe what was charged in it.
+     * not restart the bucket and wipe what was charged in it.
      */
     @Test
-    void shouldNotResetTheSliceForARequestThatReadTheClockEarlier() throws Exception {
+    void shouldNotResetTheBucketForARequestThatReadTheClockEarlier() throws Exception {
         ControllerHarness h = new ControllerHarness();
         Group a = h.group("a");
         h.controller.write("a/io.max", "259:0 riops=10");
         long now = h.clock.nanoTime() + SEC;
-        assertTrue(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now), "a 100 ms slice at 10 IOPS allows one IO");
+        assertTrue(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now), "a full bucket at 10 IOPS holds one IO");
         assertFalse(h.controller.admit(h.request(IoOp.READ, 4096, h.dev0, a), now - 1000), "read the clock 1 µs before the first");
+    }
+
+    /**
+     * While requests wait, a bucket makes up for releases that came late, up to 10 ms worth
+     * (Bucket.CATCH_UP_NS): a 50 ms stall at riops=1000 lets 1 + 10 out at once, not 50.
+     */
+    @Test
+    void shouldMakeUpForALateReleaseButNotForAStall() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group a = h.group("a");
+        h.controller.write("a/io.max", "259:0 riops=1000");
+        for (int i = 0; i < 100; i++) h.submit(h.request(IoOp.READ, 4096, h.dev0, a));
+        assertEquals(1, h.dispatched.size(), "a 1 ms burst at 1000 IOPS is one IO");
+        h.clock.advance(2 * MS + MS / 2);
+        h.release();
+        assertEquals(3, h.dispatched.size(), "2.5 ms late: both IOs that fell due went");
+        h.clock.advance(50 * MS);
+        h.release();
+        assertEquals(3 + 1 + 10, h.dispatched.size(), "after a 50 ms stall: the one due now and 10 ms worth");
+    }
+
+    /** A client that falls behind for a moment gets the time back too; a long pause is idleness. */
+    @Test
+    void shouldMakeUpAShortGapOfTheClientButNotALongOne() throws Exception {
+        ControllerHarness h = new ControllerHarness();
+        Group a = h.group("a");
+        h.controller.write("a/io.max", "259:0 riops=1000");
+        assertTrue(h.submit(h.request(IoOp.READ, 4096, h.dev0, a)));
+        h.clock.advance(5 * MS);
+        int now = 0;
+        for (int i = 0; i < 20; i++) if (h.submit(h.request(IoOp.READ, 4096, h.dev0, a))) now++;
+        assertEquals(5, now, "5 ms without requests: the 5 IOs they allowed go at once");
+        h.runUntil(h.clock.nanoTime() + SEC, MS);
+        h.clock.advance(50 * MS);
+        now = 0;
+        for (int i = 0; i < 20; i++) if (h.submit(h.request(IoOp.READ, 4096, h.dev0, a))) now++;
+        assertEquals(11, now, "after 50 ms: the 1 ms burst and 10 ms made up, no more");
     }
 
     @Test
     void shouldNotLimitTheRootGroup() throws Exception {
         ControllerHarness h = new ControllerHarness();
         h.group("a");
-        h.controller.write("a/io.max", "259:0 riops=1");
+        h.controller.write("a/io.max", "259:0 riops=2");
         for (int i = 0; i < 100; i++) assertTrue(h.submit(h.request(IoOp.READ, 4096, h.dev0, h.controller.root())));
     }
 }
