@@ -214,6 +214,20 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
+     * The request's issuer has gone away (its connection closed): if a policy still holds it,
+     * it is dropped there and completes now with {@link IoStatus#ABORTED}, never having reached
+     * the backend — it was never acknowledged, so nothing is lost. A request already admitted
+     * runs to its end as usual. Any thread.
+     *
+     * @return true when the request was dropped (its callback has run)
+     */
+    public boolean cancel(IoRequest io) {
+        if (!controller.cancel(io, clock.nanoTime(), this::dispatchReleased)) return false;
+        finish(io, IoStatus.ABORTED);
+        return true;
+    }
+
+    /**
      * Parked requests whose time has come go to dispatch, and held completions whose time has
      * come are reported; for engines without a releaser thread.
      */

@@ -296,6 +296,36 @@ public final class IoController {
         return holdNs;
     }
 
+    /**
+     * The request's issuer has gone away: if a policy still has it parked, it is dropped there
+     * (never dispatched, never completed by the controller) and true is returned; false when it
+     * is not parked (admitted, on the backend, or done). Requests this frees go to {@code sink}.
+     */
+    public boolean cancel(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
+        DeviceControl dc = controlOf(io);
+        int stages = io.policyFlags() & STAGE_BITS_MASK;
+        if (dc == null || stages == 0) return false;
+        // The stage that parked it is the last one that took it.
+        int stage = 31 - Integer.numberOfLeadingZeros(stages);
+        DeviceGroup dg = (DeviceGroup) io.policyGroup();
+        boolean cancelled;
+        List<IoRequest> released = null;
+        dc.lock.lock();
+        try {
+            long now = lockTime(dc, nowNs);
+            cancelled = stage < dc.policies.length && dc.policies[stage].cancel(io, dg, now, dc.resumers[stage]);
+            if (!dc.ready.isEmpty()) {
+                released = new ArrayList<>(dc.ready);
+                dc.ready.clear();
+            }
+            updateNextWake(dc);
+        } finally {
+            dc.lock.unlock();
+        }
+        if (released != null) released.forEach(sink);
+        return cancelled;
+    }
+
     /** Hands every parked request whose time has come, on every device, to {@code sink}. */
     public void releaseDue(long nowNs, Consumer<IoRequest> sink) {
         for (DeviceControl dc : devices) {

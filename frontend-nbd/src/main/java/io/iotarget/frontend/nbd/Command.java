@@ -66,6 +66,8 @@ final class Command implements Backend.ExtentSink, ViewSink {
     ByteBuffer data;
     /** Where {@link #data} comes from: the export group's share of the buffer pool; released when the command is recycled. */
     PooledBuffer pooled;
+    /** {@link #io} went to the engine and the command was not recycled since (loop thread). */
+    boolean submitted;
     /** Link in the connection's free and completion stacks. */
     Command next;
 

@@ -117,6 +117,7 @@ final class NbdCommands {
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
         c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(completion, c, 0)
                 .views(views ? c : null);
+        c.submitted = true;
         engine.submit(c.io);
     }
 

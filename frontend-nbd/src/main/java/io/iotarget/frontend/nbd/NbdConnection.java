@@ -71,6 +71,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private NbdCommands commands;
     private ExportTree.Hold hold;
     private Command free;
+    /** Every command this connection made, free or not. */
+    private final Command[] made = new Command[MAX_IN_FLIGHT];
     private int allocated;
     private int inFlight;
     private Command pendingWrite;
@@ -180,7 +182,20 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         ending = true;
         dropPendingWrite();
         dropBufferWait();
+        cancelParked();
         finishIfDone();
+    }
+
+    /**
+     * The client is gone: requests a policy still holds (io.max, iocost) are dropped at once
+     * instead of being released at the tenant's rate to a socket nobody reads. They were never
+     * answered, so nothing acknowledged is lost; requests already on the backend finish.
+     */
+    private void cancelParked() {
+        for (int i = 0; i < allocated; i++) {
+            Command c = made[i];
+            if (c.submitted) engine.cancel(c.io);
+        }
     }
 
     /** Option haggling until transmission starts or the connection is to end. */
@@ -332,8 +347,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             free = c.next;
             c.next = null;
         } else {
-            allocated++;
             c = new Command(this::recycle);
+            made[allocated++] = c;
         }
         inFlight++;
         return c;
@@ -341,6 +356,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     /** The command's reply was written (or dropped): it is free again. Loop thread. */
     private void recycle(Command c) {
+        c.submitted = false;
         c.releaseBuffer();
         c.clearViews();
         c.next = free;
@@ -426,6 +442,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         phase = Phase.CLOSED;
         dropPendingWrite();
         if (buffers != null) dropBufferWait();
+        if (cause != null) cancelParked();
         server.closed(this);
         if (was == Phase.TRANSMITTING && inFlight == 0) releaseHold();
     }

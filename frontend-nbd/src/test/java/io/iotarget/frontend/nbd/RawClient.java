@@ -156,6 +156,12 @@ final class RawClient implements AutoCloseable {
         if (got != want) throw new IOException("option reply type 0x" + Integer.toHexString(got) + " (expected 0x" + Integer.toHexString(want) + ")");
     }
 
+    /** Closes with a reset (SO_LINGER 0), as a killed client whose replies were unread. */
+    void abort() throws IOException {
+        socket.setSoLinger(true, 0);
+        socket.close();
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();

@@ -60,6 +60,16 @@ public interface DevicePolicy {
         return 0;
     }
 
+    /**
+     * The request's issuer has gone away (its connection closed) and nobody will take the
+     * reply: if this policy has it parked, it forgets it (and may resume others it held up).
+     *
+     * @return true when the request was parked here and is now out of the policy
+     */
+    default boolean cancel(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+        return false;
+    }
+
     /** The group was removed: nothing it parked may wait any longer. */
     void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer);
 

@@ -1120,6 +1120,16 @@ final class CostDevice implements DevicePolicy {
 
     // ================================================================ removal and io.stat
 
+    /** A waiter whose issuer went away leaves the queue; those behind it may now fit. */
+    @Override
+    public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+        CostGroup g = state(dg);
+        if (!g.waiters.removeIf(r -> r == io)) return false;
+        stampNow(nowNs);
+        kickWaitq(g, false, resumer, null);
+        return true;
+    }
+
     /** ioc_pd_free: the group leaves the active tree; what it had waiting goes out now. */
     @Override
     public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {

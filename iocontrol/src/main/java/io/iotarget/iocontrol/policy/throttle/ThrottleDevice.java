@@ -119,6 +119,28 @@ final class ThrottleDevice implements DevicePolicy {
         tg.trim(dir, nowNs);
     }
 
+    /**
+     * Finds the request wherever it waits on its way up the tree and drops it. What the levels
+     * below already charged for it stays charged: it was admitted there, as a bio dispatched by
+     * a child group is.
+     */
+    @Override
+    public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+        int dir = direction(io);
+        ThrottleGroup tg = state(dg);
+        Qnode qnode = tg.qnodeOnSelf[dir];
+        while (!tg.isRoot()) {
+            if (tg.remove(io, qnode, dir)) {
+                queued--;
+                updateDispatchTime(tg, nowNs);
+                return true;
+            }
+            qnode = tg.qnodeOnParent[dir];
+            tg = tg.parent;
+        }
+        return false;
+    }
+
     @Override
     public long nextWakeNs() {
         return pending.isEmpty() ? Long.MAX_VALUE : pending.first().dispatchTimeNs;

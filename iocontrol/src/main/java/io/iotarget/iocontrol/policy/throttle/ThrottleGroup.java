@@ -140,6 +140,17 @@ final class ThrottleGroup {
         return first == null ? null : first.requests.peekFirst();
     }
 
+    /** Takes {@code io} out of this group's queue if it waits here through {@code qnode}; true when it did. */
+    boolean remove(IoRequest io, Qnode qnode, int dir) {
+        if (!qnode.requests.removeIf(r -> r == io)) return false;
+        if (qnode.requests.isEmpty() && qnode.linked) {
+            qnode.linked = false;
+            queued.get(dir).removeIf(q -> q == qnode);
+        }
+        queuedCount[dir]--;
+        return true;
+    }
+
     /** Pops the head of the first qnode and rotates that qnode to the tail. */
     IoRequest pop(int dir) {
         Qnode first = queued.get(dir).pollFirst();
