@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.buffer.BufferAccount;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoGroup;
 
@@ -18,9 +19,11 @@ import io.iotarget.model.IoGroup;
  * @param uuid     16 bytes (NS descriptor type 3)
  * @param nguid    16 bytes, all zero when not set
  * @param inFlight its IO commands on the engine, drained when it is disabled
+ * @param buffers  its group's share of the buffer pool, where its commands' data buffers come from
  */
 record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, boolean blocking, int lbaShift, long blocks,
-                       byte[] uuid, byte[] nguid, InFlightCommands inFlight) {
+                       byte[] uuid, byte[] nguid, InFlightCommands inFlight,
+                       BufferAccount buffers) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;

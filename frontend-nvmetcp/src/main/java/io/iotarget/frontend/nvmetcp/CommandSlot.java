@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.buffer.BufferWaiter;
+import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
@@ -59,8 +61,19 @@ final class CommandSlot implements IoCallback, Runnable {
     private final ByteBuffer responseHeader;
     private final ByteBuffer trailer;
 
-    /** Storage for the command's data, direct and page aligned, grown to the largest transfer seen. */
+    /** Where the command's data is: {@link #own} (admin queue) or the pool buffer it holds. */
     private ByteBuffer storage = NO_DATA;
+    /** Admin-queue data (small: Identify, log pages, Connect), direct and page aligned, grown to the largest seen. */
+    private ByteBuffer own = NO_DATA;
+    /** An IO command's data buffer, from its namespace group's share of the buffer pool. */
+    private PooledBuffer pooled;
+    /** The pool serves this when a buffer the slot waited for frees up (any thread). */
+    final BufferWaiter bufferWaiter;
+
+    /** Where the slot is: FREE (tag on the free list), RECEIVING (capsule, buffer or data still to come), ENGINE, RESPONDING. */
+    static final int FREE = 0, RECEIVING = 1, ENGINE = 2, RESPONDING = 3;
+    /** Loop thread, except the move to RESPONDING when the engine completes it. */
+    volatile int phase;
     private IoRequest[] requests = {new IoRequest()};
     private int submitCount;
     private Engine submitEngine;
@@ -70,11 +83,8 @@ final class CommandSlot implements IoCallback, Runnable {
     int dataLength;
     /** Host-to-controller bytes still expected through R2T/H2CData, and bytes received so far. */
     boolean awaitingData;
-    /**
-     * Set by the writer once the R2T is encoded: only then may H2CData arrive (a host that
-     * sends earlier would have the slot queued twice). Written by the writer, read by the reader.
-     */
-    volatile boolean r2tSent;
+    /** Set once the R2T is encoded: only then may H2CData arrive (a host that sends earlier would have the slot queued twice). */
+    boolean r2tSent;
     int received;
     /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
     ActiveNamespace namespace;
@@ -100,6 +110,7 @@ final class CommandSlot implements IoCallback, Runnable {
         this.tag = tag;
         this.connection = connection;
         this.sent = connection == null ? null : () -> connection.sent(this);
+        this.bufferWaiter = connection == null ? null : buffer -> connection.bufferAvailable(this, buffer);
         ByteBuffer wire = ByteBuffer.allocateDirect(3 * WIRE_SEGMENT_BYTES);
         this.r2tHeader = wire.slice(0, WIRE_SEGMENT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         this.responseHeader = wire.slice(WIRE_SEGMENT_BYTES, WIRE_SEGMENT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
@@ -124,6 +135,8 @@ final class CommandSlot implements IoCallback, Runnable {
     /** Readies the slot for a new command whose SQE is at {@code header[sqeAt, sqeAt + 64)}. */
     void begin(ByteBuffer header, int sqeAt) {
         sqe.put(0, header, sqeAt, Sqe.BYTES);
+        phase = RECEIVING;
+        storage = NO_DATA;
         dataLength = 0;
         awaitingData = false;
         r2tSent = false;
@@ -140,14 +153,38 @@ final class CommandSlot implements IoCallback, Runnable {
         return Sqe.commandId(sqe);
     }
 
-    /** The data buffer sized for {@code length} bytes: position 0, limit {@code length}; earlier content is garbage. */
+    /**
+     * The slot's own data buffer sized for {@code length} bytes (admin queue): position 0, limit
+     * {@code length}; earlier content is garbage.
+     */
     ByteBuffer data(int length) {
-        if (storage.capacity() < length) {
+        if (own.capacity() < length) {
             int capacity = Math.max(DATA_ALIGNMENT, Integer.highestOneBit(length - 1) << 1);
-            storage = ByteBuffer.allocateDirect(capacity + DATA_ALIGNMENT).alignedSlice(DATA_ALIGNMENT).order(ByteOrder.LITTLE_ENDIAN);
+            own = ByteBuffer.allocateDirect(capacity + DATA_ALIGNMENT).alignedSlice(DATA_ALIGNMENT).order(ByteOrder.LITTLE_ENDIAN);
         }
+        storage = own;
         dataLength = length;
         return storage.clear().limit(length);
+    }
+
+    /** An IO command's data goes to {@code buffer} (from the pool, held until the slot is freed): position 0, limit {@link #dataLength}. */
+    ByteBuffer data(PooledBuffer buffer) {
+        pooled = buffer;
+        storage = buffer.buffer().order(ByteOrder.LITTLE_ENDIAN);
+        return data();
+    }
+
+    /** True when the command's data has its buffer (or needs none). */
+    boolean hasBuffer() {
+        return dataLength == 0 || storage != NO_DATA;
+    }
+
+    /** Gives the pool buffer back, on every path that frees the slot. */
+    void releaseBuffer() {
+        storage = NO_DATA;
+        if (pooled == null) return;
+        pooled.release();
+        pooled = null;
     }
 
     /** The command's data, [0, dataLength). */
@@ -181,6 +218,7 @@ final class CommandSlot implements IoCallback, Runnable {
      *                  file or block device then overlap as nvmet's asynchronous kiocbs do
      */
     void submitAll(int count, Engine engine, boolean ownThread) {
+        phase = ENGINE;
         FIRST_ERROR.setOpaque(this, (IoStatus) null);
         PENDING.setRelease(this, count);
         submitCount = count;
@@ -201,6 +239,15 @@ final class CommandSlot implements IoCallback, Runnable {
         int count = submitCount;
         Engine engine = submitEngine;
         for (int i = 0; i < count; i++) engine.submit(batch[i]);
+    }
+
+    /**
+     * The queue's host has gone away: whatever of this command a policy still holds is dropped
+     * (it completes ABORTED, unanswered). Loop thread, for a slot in the engine.
+     */
+    void cancel(Engine engine) {
+        IoRequest[] batch = requests;
+        for (int i = 0; i < submitCount; i++) engine.cancel(batch[i]);
     }
 
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */

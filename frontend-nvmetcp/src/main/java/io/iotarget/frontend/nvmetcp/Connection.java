@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.frontend.nvmetcp.pdu.PduDecoder;
 import io.iotarget.frontend.nvmetcp.pdu.PduEncoder;
@@ -82,6 +83,8 @@ final class Connection implements PduHandler, ConnectionHandler {
     private boolean headerDigest;
     private boolean dataDigest;
     private boolean terminating;
+    /** The slot whose in-capsule data the decoder holds back until the pool serves its buffer. */
+    private CommandSlot held;
 
     // Fixed by Connect on the loop; read by other queues and the admin queue.
     private volatile QueueAuthentication authentication;
@@ -229,7 +232,15 @@ final class Connection implements PduHandler, ConnectionHandler {
             if (direction != Sqe.DIRECTION_TO_CONTROLLER) slot.status = Status.INVALID_FIELD | Status.DNR;
             else if (sqe.getLong(Sqe.SGL_ADDRESS) != 0 || length > inline) slot.status = Status.SGL_OFFSET_INVALID | Status.DNR;
             else if (length != pduDataLength) slot.status = Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
-            return slot.status == Status.SUCCESS && pduDataLength > 0 ? slot.data(pduDataLength) : null;
+            if (slot.status != Status.SUCCESS || pduDataLength == 0) return null;
+            if (ownsData(slot)) return slot.data(pduDataLength);
+            slot.dataLength = pduDataLength;
+            if (!takeBuffer(slot)) return null;                            // status says why
+            if (slot.hasBuffer()) return slot.data();
+            // The group's share is used up: read nothing more until the pool serves this slot.
+            held = slot;
+            socket.pauseInput();
+            return PduHandler.HOLD;
         }
         if (identifier != Sqe.SGL_TRANSPORT) {
             slot.status = Status.SGL_TYPE_INVALID | Status.DNR;
@@ -238,11 +249,60 @@ final class Connection implements PduHandler, ConnectionHandler {
         } else if (length > MAX_TRANSFER_BYTES) {
             slot.status = Status.INVALID_FIELD | Status.DNR;
         } else if (length > 0) {
-            slot.data((int) length);
+            // The buffer is taken when the data is about to move: before the R2T, or before a read runs.
+            if (ownsData(slot)) slot.data((int) length);
+            else slot.dataLength = (int) length;
             slot.awaitingData = direction == Sqe.DIRECTION_TO_CONTROLLER;
             slot.dataToHost = direction == Sqe.DIRECTION_TO_HOST;
         }
         return null;
+    }
+
+    /**
+     * Commands whose small data lives in the slot itself, not in a tenant's pool share: the
+     * admin queue's, and fabrics commands (Connect, AUTH_Send/Receive) on any queue.
+     */
+    private boolean ownsData(CommandSlot slot) {
+        return qid <= 0 || Sqe.opcode(slot.sqe) == Sqe.OPCODE_FABRICS;
+    }
+
+    /**
+     * Asks the slot's namespace group for the slot's data buffer: true with the buffer in the
+     * slot, or true with the slot's waiter queued (the pool serves it later); false when the
+     * command failed (no such namespace: status set).
+     */
+    private boolean takeBuffer(CommandSlot slot) {
+        ActiveNamespace ns = controller.subsystem.table.find(Sqe.nsid(slot.sqe));
+        if (ns == null) {
+            slot.status = Status.INVALID_NAMESPACE | Status.DNR;
+            return false;
+        }
+        PooledBuffer b = ns.buffers().take(slot.dataLength, slot.bufferWaiter);
+        if (b != null) slot.data(b);
+        return true;
+    }
+
+    /** The pool served a slot's waiter, on the thread that released the memory: over to the loop. */
+    void bufferAvailable(CommandSlot slot, PooledBuffer buffer) {
+        socket.loop().execute(() -> bufferArrived(slot, buffer));
+    }
+
+    private void bufferArrived(CommandSlot slot, PooledBuffer buffer) {
+        if (socket.isClosed() || slot.phase != CommandSlot.RECEIVING) {
+            buffer.release();
+            return;
+        }
+        ByteBuffer data = slot.data(buffer);
+        if (slot == held) {
+            held = null;
+            decoder.resume(data);
+            socket.resumeInput();
+        } else if (slot.awaitingData) {
+            slot.event = CommandSlot.EVENT_R2T;
+            queue(slot);
+        } else {
+            execute(slot);
+        }
     }
 
     private void capsuleDone() {
@@ -250,6 +310,7 @@ final class Connection implements PduHandler, ConnectionHandler {
         current = null;
         if (slot == null) return;
         if (slot.status == Status.SUCCESS) slot.status = precheck(slot);
+        if (slot.status == Status.SUCCESS && !slot.hasBuffer() && takeBuffer(slot) && !slot.hasBuffer()) return;   // waits for the pool
         if (slot.status != Status.SUCCESS) {
             respond(slot);
         } else if (slot.awaitingData) {
@@ -327,6 +388,7 @@ final class Connection implements PduHandler, ConnectionHandler {
         if (c != null && QueueAuthentication.isExchange(slot)) {
             // DH with ffdhe8192 costs ~12 ms of CPU: off the loop, which carries other hosts' queues.
             // The host waits for each answer before its next message, so exchanges never overlap.
+            slot.phase = CommandSlot.ENGINE;
             Thread.startVirtualThread(() -> {
                 slot.status = authentication.execute(slot);
                 respond(slot);
@@ -336,9 +398,19 @@ final class Connection implements PduHandler, ConnectionHandler {
         int status = c == null ? Fabrics.connect(this, slot)
                 : qid == 0 ? AdminCommands.execute(c, this, slot)
                 : io.execute(c, slot);
-        if (status == PENDING) return;
+        if (status == PENDING) {
+            if (slot.phase == CommandSlot.RECEIVING) slot.phase = CommandSlot.ENGINE;   // an AER, answered later
+            return;
+        }
         slot.status = status;
         respond(slot);
+    }
+
+    /** The slot's command is over: its buffer goes back to the pool and its tag to the free list. Loop thread. */
+    private void free(CommandSlot slot) {
+        slot.releaseBuffer();
+        slot.phase = CommandSlot.FREE;
+        freeTags[freeCount++] = slot.tag;
     }
 
     private CommandSlot takeSlot() {
@@ -386,6 +458,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             c.recordError(qid, slot.commandId(), slot.status, slot.startLba, Sqe.nsid(slot.sqe));
         }
         slot.event = CommandSlot.EVENT_RESPONSE;
+        slot.phase = CommandSlot.RESPONDING;
         queue(slot);
     }
 
@@ -431,6 +504,24 @@ final class Connection implements PduHandler, ConnectionHandler {
         Controller ctrl = controller;
         if (ctrl != null) ctrl.detach(qid, this);
         sendResponses();                                 // slots already done go back to the free list
+        // Nobody will read an answer: what io.max or iocost still holds is dropped, what never
+        // reached the engine (waiting for its buffer or its data) is freed here.
+        for (int i = 0; i < slotCount; i++) {
+            CommandSlot slot = slots[i];
+            if (slot.phase == CommandSlot.ENGINE && slot.namespace != null) slot.cancel(target.engine());
+            if (slot.phase == CommandSlot.RECEIVING) {
+                slot.namespace = null;
+                if (slot.bufferWaiter != null) cancelWait(slot);
+                free(slot);
+            }
+        }
+        held = null;
+    }
+
+    /** Withdraws the slot's buffer wait; if it was already served, the buffer arrives on the loop and goes back. */
+    private void cancelWait(CommandSlot slot) {
+        ActiveNamespace ns = controller == null ? null : controller.subsystem.table.find(Sqe.nsid(slot.sqe));
+        if (ns != null) ns.buffers().cancel(slot.bufferWaiter);
     }
 
     /** One line for operators: what the connection negotiated and which queue it is. Any thread. */
@@ -448,7 +539,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     private void sendResponses() {
         for (CommandSlot slot; (slot = responses.poll()) != null; ) {
             if (socket.isClosed()) {
-                if (slot.event == CommandSlot.EVENT_RESPONSE) freeTags[freeCount++] = slot.tag;
+                if (slot.event == CommandSlot.EVENT_RESPONSE) free(slot);
                 continue;
             }
             encode(slot);
@@ -496,7 +587,7 @@ final class Connection implements PduHandler, ConnectionHandler {
      * again. A failed authentication's Failure1 is out, so now its controller goes. Loop thread.
      */
     void sent(CommandSlot slot) {
-        freeTags[freeCount++] = slot.tag;
+        free(slot);
         if (!slot.failsController) return;
         Controller c = controller;
         if (c != null) c.fatal();

@@ -103,9 +103,10 @@ final class Namespace {
         }
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
-        active = new ActiveNamespace(nsid, device, group != null ? group : engine.controller().root(),
+        var payer = group != null ? group : engine.controller().root();
+        active = new ActiveNamespace(nsid, device, payer,
                 readOnly || device.readOnly(), engine.backend(device).blocking(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
-                new InFlightCommands());
+                new InFlightCommands(), engine.buffers().account(payer));
     }
 
     /**

@@ -24,7 +24,7 @@ import java.util.zip.CRC32C;
  * <p>One owner thread (the connection's reader); allocates nothing after construction.
  */
 public final class PduDecoder {
-    private enum State { COMMON_HEADER, HEADER, PADDING, DATA, DATA_DIGEST, HALTED }
+    private enum State { COMMON_HEADER, HEADER, HELD, PADDING, DATA, DATA_DIGEST, HALTED }
 
     private final PduHandler handler;
     private final ByteBuffer header = ByteBuffer.allocate(Pdu.MAX_HLEN + Pdu.DIGEST_BYTES).order(ByteOrder.LITTLE_ENDIAN);
@@ -63,7 +63,21 @@ public final class PduDecoder {
         return state == State.HALTED;
     }
 
-    /** Consumes all of {@code in}, delivering every PDU completed on the way; keeps partial ones. */
+    /** True while a header's handler holds its data back ({@link PduHandler#HOLD}). */
+    public boolean held() {
+        return state == State.HELD;
+    }
+
+    /** The held PDU's data goes to {@code destination} (exactly the data's length remaining); decoding may go on. */
+    public void resume(ByteBuffer destination) {
+        if (state != State.HELD) throw new IllegalStateException("no PDU is held");
+        startData(destination);
+    }
+
+    /**
+     * Consumes all of {@code in}, delivering every PDU completed on the way; keeps partial ones.
+     * Stops early, leaving the rest of {@code in}, while a PDU is {@linkplain #held() held}.
+     */
     public void decode(ByteBuffer in) {
         while (in.hasRemaining()) {
             switch (state) {
@@ -72,6 +86,9 @@ public final class PduDecoder {
                 case PADDING -> skipPadding(in);
                 case DATA -> readData(in);
                 case DATA_DIGEST -> readDataDigest(in);
+                case HELD -> {
+                    return;
+                }
                 case HALTED -> {
                     in.position(in.limit());
                     return;
@@ -146,8 +163,17 @@ public final class PduDecoder {
             }
         }
         header.limit(hlen).position(0);
-        destination = handler.onHeader(header, dataLength);
+        ByteBuffer target = handler.onHeader(header, dataLength);
         if (state == State.HALTED) return;
+        if (target == PduHandler.HOLD) {
+            state = State.HELD;
+            return;
+        }
+        startData(target);
+    }
+
+    private void startData(ByteBuffer target) {
+        destination = target;
         if (destination != null && destination.remaining() != dataLength) {
             throw new IllegalStateException("handler gave " + destination.remaining() + " bytes of room for " + dataLength);
         }

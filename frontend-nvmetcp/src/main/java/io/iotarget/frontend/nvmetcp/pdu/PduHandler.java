@@ -9,12 +9,19 @@ import java.nio.ByteBuffer;
  */
 public interface PduHandler {
     /**
+     * What {@link #onHeader} returns when the data's destination is not available yet: the
+     * decoder stops before the data and consumes nothing more until {@link PduDecoder#resume}.
+     */
+    ByteBuffer HOLD = ByteBuffer.allocate(0);
+
+    /**
      * A header arrived and its digest (if any) matched.
      *
      * @param dataLength bytes of data the PDU carries, 0 for none
      * @return where the data goes: a buffer with exactly {@code dataLength} bytes between its
      *         position and limit (the decoder fills it, advancing its position), or null to read
-     *         and drop the data (the command has already failed, the bytes must still be consumed)
+     *         and drop the data (the command has already failed, the bytes must still be consumed),
+     *         or {@link #HOLD}
      */
     ByteBuffer onHeader(ByteBuffer header, int dataLength);
 
