@@ -13,6 +13,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import static org.junit.jupiter.api.Assertions.fail;
+
 /**
  * Boots the shared QEMU guest (../shared/vm/run-guest.sh) with one guest script and collects
  * its output: the real Linux NVMe/TCP and NBD clients as the judges of the target. The harness
@@ -34,6 +36,8 @@ public final class GuestVm {
 
     /** Seconds a guest may take to reach its script; see {@link #run}. */
     private static final int BOOT_LIMIT_SECONDS = 120;
+    /** run-guest.sh's exit code when it could not start a guest (bad usage, prepare.sh failed, QEMU did not start). */
+    private static final int HARNESS_ERROR = 125;
     /** What the harness's guest init prints to its console when the script starts. */
     private static final String SCRIPT_BEGINS = "@@@GUESTVM-BEGIN";
 
@@ -90,8 +94,8 @@ public final class GuestVm {
      * Runs {@code script} in a fresh guest booting {@code kernel}, with {@code env} exported and
      * {@code files} copied to /guest/files; guest output is echoed to stdout as it arrives. The
      * harness first builds the guest's kernel and initramfs if their cache is not up to date (as
-     * scripts/install-test-deps does); when it cannot, the run fails with exit code 125, under CI
-     * as anywhere. A guest that has not reached
+     * scripts/install-test-deps does); when it cannot, the test fails with the harness's messages,
+     * under CI as anywhere. A guest that has not reached
      * its script {@value #BOOT_LIMIT_SECONDS} s after QEMU started (5–13 s is normal under
      * emulation) is hung in boot, before anything of the project ran: it is killed and one fresh
      * guest is booted in its place. When the run fails, the tail of the guest's console is
@@ -171,12 +175,21 @@ public final class GuestVm {
 
     /** One boot: its result, whether the watchdog found it hung in boot, and its console (run-guest.sh's stderr). */
     private record Attempt(Result result, boolean hungInBoot, List<String> console) {
-        /** Prints the harness's summary line, or the console's tail when the run failed; returns the result. */
+        /**
+         * Prints the harness's summary line, or the console's tail when the run failed; returns the
+         * result. Fails the test when the harness could not start a guest at all (its exit code
+         * {@value #HARNESS_ERROR}: the guest could not be built, or QEMU not started), so that the
+         * cause, not the steps that never ran, is the failure's message.
+         */
         Result report() {
             List<String> shown = result.exitCode() == 0
                     ? console.stream().filter(l -> l.startsWith("run-guest: rc=")).toList()
                     : console.subList(Math.max(0, console.size() - 60), console.size());
             shown.forEach(l -> System.out.println("guest-console| " + l));
+            if (result.exitCode() == HARNESS_ERROR) {
+                fail("no guest could be started (harness exit " + HARNESS_ERROR + "):\n"
+                     + String.join("\n", console.subList(Math.max(0, console.size() - 10), console.size())));
+            }
             return result;
         }
     }
