@@ -13,15 +13,31 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import static org.junit.jupiter.api.Assertions.fail;
+
 /**
  * Boots the shared QEMU guest (../shared/vm/run-guest.sh) with one guest script and collects
  * its output: the real Linux NVMe/TCP and NBD clients as the judges of the target. The harness
  * is found through {@code IOTARGET_VM_DIR}, else {@code shared/vm} in a parent directory of
- * the checkout, else {@code /work/shared/vm}.
+ * the checkout, else {@code /work/shared/vm}. Which kernel the guest boots is a {@link Kernel}.
+ * Any thread may call; each call is one QEMU process of its own.
  */
 public final class GuestVm {
+    /** The guest's kernel. */
+    public enum Kernel {
+        /** The harness's own: Debian 12's stock 6.1, whose NVMe host driver cannot authenticate. */
+        STOCK,
+        /**
+         * Debian 12's linux-6.12, pinned and cached by the checkout's {@code scripts/guest-6.12}
+         * (which drives the same harness): its NVMe host driver has DH-HMAC-CHAP (CONFIG_NVME_AUTH).
+         */
+        DEBIAN_6_12
+    }
+
     /** Seconds a guest may take to reach its script; see {@link #run}. */
     private static final int BOOT_LIMIT_SECONDS = 120;
+    /** run-guest.sh's exit code when it could not start a guest (bad usage, prepare.sh failed, QEMU did not start). */
+    private static final int HARNESS_ERROR = 125;
     /** What the harness's guest init prints to its console when the script starts. */
     private static final String SCRIPT_BEGINS = "@@@GUESTVM-BEGIN";
 
@@ -69,32 +85,59 @@ public final class GuestVm {
         return Path.of("src/test/vm", name).toAbsolutePath();
     }
 
+    /** {@link #run(Kernel, Path, Map, List, int)} on the {@link Kernel#STOCK} kernel. */
+    public static Result run(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
+        return run(Kernel.STOCK, script, env, files, timeoutSeconds);
+    }
+
     /**
-     * Runs {@code script} in a fresh guest with {@code env} exported and {@code files} copied to
-     * /guest/files; guest output is echoed to stdout as it arrives. A guest that has not reached
+     * Runs {@code script} in a fresh guest booting {@code kernel}, with {@code env} exported and
+     * {@code files} copied to /guest/files; guest output is echoed to stdout as it arrives. The
+     * harness first builds the guest's kernel and initramfs if their cache is not up to date (as
+     * scripts/install-test-deps does); when it cannot, the test fails with the harness's messages,
+     * under CI as anywhere. A guest that has not reached
      * its script {@value #BOOT_LIMIT_SECONDS} s after QEMU started (5–13 s is normal under
      * emulation) is hung in boot, before anything of the project ran: it is killed and one fresh
      * guest is booted in its place. When the run fails, the tail of the guest's console is
      * printed too.
      */
-    public static Result run(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
-        Attempt first = boot(script, env, files, timeoutSeconds);
+    public static Result run(Kernel kernel, Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
+        Attempt first = boot(kernel, script, env, files, timeoutSeconds);
         Result result = first.report();
         if (!first.hungInBoot()) return result;
         System.out.println("guest| the guest did not reach its script within " + BOOT_LIMIT_SECONDS + " s (hung in boot); booting a fresh guest");
-        return boot(script, env, files, timeoutSeconds).report();
+        return boot(kernel, script, env, files, timeoutSeconds).report();
     }
 
-    private static Attempt boot(Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
+    /** The command that runs the harness's run-guest.sh on {@code kernel}; its arguments follow. */
+    private static List<String> runGuest(Kernel kernel) {
+        return switch (kernel) {
+            case STOCK -> List.of(harness().resolve("run-guest.sh").toString());
+            case DEBIAN_6_12 -> List.of(checkoutFile("scripts/guest-6.12").toString(), "run");
+        };
+    }
+
+    /** {@code relative} in the checkout: the first parent directory of the working directory that has it. */
+    private static Path checkoutFile(String relative) {
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            if (Files.exists(p.resolve(relative))) return p.resolve(relative);
+        }
+        throw new IllegalStateException("no " + relative + " in any parent of " + Path.of("").toAbsolutePath());
+    }
+
+    private static Attempt boot(Kernel kernel, Path script, Map<String, String> env, List<Path> files, int timeoutSeconds) throws IOException, InterruptedException {
         // --verbose copies the console to stderr: how the start of the script is seen, and what a failure report shows.
-        List<String> command = new ArrayList<>(List.of(harness().resolve("run-guest.sh").toString(), "--verbose", "--timeout", Integer.toString(timeoutSeconds)));
+        List<String> command = new ArrayList<>(runGuest(kernel));
+        command.addAll(List.of("--verbose", "--timeout", Integer.toString(timeoutSeconds)));
         env.forEach((k, v) -> command.addAll(List.of("--env", k + "=" + v)));
         for (Path f : files) command.addAll(List.of("--file", f.toString()));
         command.add(script.toString());
         Path console = Files.createTempFile("guestvm", ".console");
         try {
             long start = System.nanoTime();
-            Process process = new ProcessBuilder(command).redirectError(console.toFile()).start();
+            ProcessBuilder builder = new ProcessBuilder(command).redirectError(console.toFile());
+            builder.environment().put("IOTARGET_VM_DIR", harness().toString());   // scripts/guest-6.12 drives the same harness
+            Process process = builder.start();
             AtomicBoolean hung = new AtomicBoolean();
             Thread watchdog = Thread.ofVirtual().start(() -> {
                 try {
@@ -132,12 +175,21 @@ public final class GuestVm {
 
     /** One boot: its result, whether the watchdog found it hung in boot, and its console (run-guest.sh's stderr). */
     private record Attempt(Result result, boolean hungInBoot, List<String> console) {
-        /** Prints the harness's summary line, or the console's tail when the run failed; returns the result. */
+        /**
+         * Prints the harness's summary line, or the console's tail when the run failed; returns the
+         * result. Fails the test when the harness could not start a guest at all (its exit code
+         * {@value #HARNESS_ERROR}: the guest could not be built, or QEMU not started), so that the
+         * cause, not the steps that never ran, is the failure's message.
+         */
         Result report() {
             List<String> shown = result.exitCode() == 0
                     ? console.stream().filter(l -> l.startsWith("run-guest: rc=")).toList()
                     : console.subList(Math.max(0, console.size() - 60), console.size());
             shown.forEach(l -> System.out.println("guest-console| " + l));
+            if (result.exitCode() == HARNESS_ERROR) {
+                fail("no guest could be started (harness exit " + HARNESS_ERROR + "):\n"
+                     + String.join("\n", console.subList(Math.max(0, console.size() - 10), console.size())));
+            }
             return result;
         }
     }
