@@ -7,6 +7,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
@@ -41,7 +42,9 @@ public final class Engine implements AutoCloseable {
     private final Clock clock;
     private final IoController controller;
     private final Releaser releaser;
-    private final HeldCompletions held = new HeldCompletions();
+    /** What the engine's own thread (the releaser) met and survived. */
+    private final CountedErrorHandler errors = new CountedErrorHandler("iotarget-releaser");
+    private final HeldCompletions held = new HeldCompletions(errors);
     private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
     private volatile DispatchQueue[] queues = new DispatchQueue[0];
     /** Front-end users (exports, namespaces) per device index; guarded by this. */
@@ -59,7 +62,7 @@ public final class Engine implements AutoCloseable {
     public Engine(Clock clock, boolean releaserThread) {
         this.clock = clock;
         this.controller = new IoController(clock);
-        this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased) : null;
+        this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased, errors) : null;
         if (releaser != null) {
             controller.releaseSignal(releaser);
             releaser.start();
@@ -72,6 +75,14 @@ public final class Engine implements AutoCloseable {
 
     public Clock clock() {
         return clock;
+    }
+
+    /**
+     * Failures the engine's own thread met and survived (a completion callback that threw on the
+     * releaser, running out of memory): each was logged, rate-limited. 0 in a healthy server.
+     */
+    public long unexpectedErrors() {
+        return errors.count();
     }
 
     // ---------------------------------------------------------------- devices
@@ -227,7 +238,11 @@ public final class Engine implements AutoCloseable {
         if (queue == null) {
             finish(io, IoStatus.ABORTED);
         } else if (queue.backend().blocking() && releaser != null) {
-            blockingDispatch.execute(() -> queue.dispatch(io));
+            try {
+                blockingDispatch.execute(() -> queue.dispatch(io));
+            } catch (java.util.concurrent.RejectedExecutionException | OutOfMemoryError e) {
+                queue.dispatch(io);                     // no thread to be had: on the releaser, late rather than never
+            }
         } else {
             queue.dispatch(io);
         }
