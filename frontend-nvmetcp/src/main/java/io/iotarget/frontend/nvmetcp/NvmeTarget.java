@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
@@ -16,6 +17,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,6 +39,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
+    /** What the timers threw and survived: a timer task that throws would otherwise never run again. */
+    private final CountedErrorHandler timerErrors = new CountedErrorHandler("nvmet-keepalive");
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
@@ -77,8 +82,19 @@ public final class NvmeTarget implements AutoCloseable {
         return engine;
     }
 
-    ScheduledExecutorService scheduler() {
-        return scheduler;
+    /** Runs {@code task} every {@code periodMs} on the timer thread, for good whatever it throws (keep-alive). */
+    ScheduledFuture<?> every(long periodMs, Runnable task) {
+        return scheduler.scheduleWithFixedDelay(timerErrors.guard(task), periodMs, periodMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Runs {@code task} once after {@code delayMs} on the timer thread (authentication deadlines). */
+    void after(long delayMs, Runnable task) {
+        scheduler.schedule(timerErrors.guard(task), delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Failures the timer thread survived (each logged, rate-limited); 0 in a healthy target. */
+    public long unexpectedErrors() {
+        return timerErrors.count();
     }
 
     SecureRandom random() {
