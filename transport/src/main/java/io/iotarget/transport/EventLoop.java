@@ -97,19 +97,24 @@ public final class EventLoop {
      * kept-input buffers.
      */
     private void sweep() {
+        // Rescheduled first: a sweep that threw half way must not switch send timeouts off for good.
+        if (running) schedule(SWEEP_NS, this::sweep);
         long now = System.nanoTime();
         for (int i = connections.size() - 1; i >= 0; i--) {
             if (i >= connections.size()) continue;
             Connection c = connections.get(i);
             long stalled = c.stalledNs(now);
-            if (stalled > sendTimeoutNs) {
-                c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
-                                                + sendTimeoutNs / 1_000_000 + " ms)"));
-            } else {
-                c.trim();
+            try {
+                if (stalled > sendTimeoutNs) {
+                    c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
+                                                    + sendTimeoutNs / 1_000_000 + " ms)"));
+                } else {
+                    c.trim();
+                }
+            } catch (Throwable t) {
+                survive(t);                             // a handler's closed() threw; the connection is closed all the same
             }
         }
-        if (running) schedule(SWEEP_NS, this::sweep);
     }
 
     /** True on this loop's own thread. */
