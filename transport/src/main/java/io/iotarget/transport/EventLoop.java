@@ -253,7 +253,8 @@ public final class EventLoop {
     public static final class Timeout implements Comparable<Timeout> {
         final long deadlineNs;
         private final long sequence;
-        final Runnable task;
+        /** Dropped on cancel: a cancelled timeout waits in the queue until its deadline, and must not keep its connection alive that long. */
+        Runnable task;
         boolean cancelled;
 
         Timeout(long deadlineNs, long sequence, Runnable task) {
@@ -265,6 +266,7 @@ public final class EventLoop {
         /** The task will not run (if it has not already). Loop thread only. */
         public void cancel() {
             cancelled = true;
+            task = null;
         }
 
         @Override
