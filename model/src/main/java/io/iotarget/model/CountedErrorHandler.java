@@ -33,6 +33,21 @@ public final class CountedErrorHandler {
 
     /** Counts, maybe logs, and after an Error pauses; the caller then goes on with its next piece of work. */
     public void onError(Throwable failure) {
+        report(failure);
+        if (failure instanceof Error) {
+            try {
+                Thread.sleep(ERROR_BACKOFF_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Counts and maybe logs, without pausing: for a thread that must not stop (an event loop)
+     * and has already dealt with the failure, e.g. by refusing the one request that met it.
+     */
+    public void report(Throwable failure) {
         failures.increment();
         try {
             long now = System.nanoTime();
@@ -46,13 +61,6 @@ public final class CountedErrorHandler {
             }
         } catch (Throwable logging) {
             // Logging needs memory too; the count above is what remains.
-        }
-        if (failure instanceof Error) {
-            try {
-                Thread.sleep(ERROR_BACKOFF_MS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 

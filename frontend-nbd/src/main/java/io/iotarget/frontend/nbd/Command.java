@@ -229,6 +229,7 @@ final class Command implements Backend.ExtentSink, ViewSink {
     private static final byte[] ENOSPC_TEXT = ascii("no space: write beyond the end or backend full");
     private static final byte[] EOVERFLOW_TEXT = ascii("request larger than the maximum payload");
     private static final byte[] ENOTSUP_TEXT = ascii("zeroing is not fast on this backend");
+    private static final byte[] ENOMEM_TEXT = ascii("server out of memory for this request's data; retry later");
     private static final byte[] ESHUTDOWN_TEXT = ascii("export or server shutting down");
 
     private static byte[] message(int errno) {
@@ -236,6 +237,7 @@ final class Command implements Backend.ExtentSink, ViewSink {
             case NbdWire.EPERM -> EPERM_TEXT;
             case NbdWire.EIO -> EIO_TEXT;
             case NbdWire.ENOSPC -> ENOSPC_TEXT;
+            case NbdWire.ENOMEM -> ENOMEM_TEXT;
             case NbdWire.EOVERFLOW -> EOVERFLOW_TEXT;
             case NbdWire.ENOTSUP -> ENOTSUP_TEXT;
             case NbdWire.ESHUTDOWN -> ESHUTDOWN_TEXT;

@@ -219,9 +219,9 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             c.error = commands.validate(type, flags, offset, length);
             if (type == NbdWire.CMD_WRITE) {
                 pendingWrite = c;
-                return c.error == 0 ? c.buffer((int) length) : null;
+                return c.error == 0 ? buffer(c) : null;
             }
-            if (c.error == 0 && type == NbdWire.CMD_READ) c.buffer((int) length);
+            if (c.error == 0 && type == NbdWire.CMD_READ) buffer(c);
             if (c.error != 0 || !commands.execute(c)) completed(c);
             return null;
         }
@@ -233,6 +233,21 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             if (c.error != 0 || !commands.execute(c)) completed(c);
         }
     };
+
+    /**
+     * The command's data buffer. Out of direct memory, the command fails with ENOMEM instead (a
+     * WRITE's payload is then read and dropped): the client may retry, the connection and its
+     * other commands go on, and the command still goes back to the pool.
+     */
+    private ByteBuffer buffer(Command c) {
+        try {
+            return c.buffer((int) c.length);
+        } catch (OutOfMemoryError e) {
+            c.error = NbdWire.ENOMEM;
+            server.outOfMemory(e);
+            return null;
+        }
+    }
 
     /** A WRITE whose payload will never arrive (the client went away mid-data) never runs. */
     private void dropPendingWrite() {
@@ -260,6 +275,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     /** The command's reply was written (or dropped): it is free again. Loop thread. */
     private void recycle(Command c) {
         c.data = null;
+        c.io.reset();                                   // nor may its request keep a large per-request buffer alive
         c.clearViews();
         c.next = free;
         free = c;
@@ -342,6 +358,9 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         if (handshakeLimit != null) handshakeLimit.cancel();
         Phase was = phase;
         phase = Phase.CLOSED;
+        // Possibly from inside received(): an eager flush met a reset. Decoding must stop here, or
+        // the rest of a dropped WRITE's payload would complete a command that is gone.
+        ending = true;
         dropPendingWrite();
         server.closed(this);
         if (was == Phase.TRANSMITTING && inFlight == 0) releaseHold();

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.Listener;
@@ -50,6 +51,8 @@ public final class NbdServer implements AutoCloseable {
     private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
     private final long handshakeLimitNs;
     private volatile boolean closed;
+    /** Requests failed because no data buffer could be had (logged rate-limited); the loops never pause for them. */
+    private final CountedErrorHandler outOfMemory = new CountedErrorHandler("iotarget NBD data buffers");
 
     /** A server on the given transport (shared with other front ends; closed by its owner). */
     public NbdServer(Engine engine, Transport transport) {
@@ -126,6 +129,16 @@ public final class NbdServer implements AutoCloseable {
      */
     public long unexpectedErrors() {
         return transport.unexpectedFailures();
+    }
+
+    /** Requests refused with ENOMEM because no data buffer could be allocated: 0 unless direct memory ran out. */
+    public long outOfMemoryRefusals() {
+        return outOfMemory.count();
+    }
+
+    /** A request found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */
+    void outOfMemory(OutOfMemoryError e) {
+        outOfMemory.report(e);
     }
 
     /** A connection ended. */

@@ -94,6 +94,7 @@ final class NbdWire {
     // ------------------------------------------------------------ errors
     static final int EPERM = 1;
     static final int EIO = 5;
+    static final int ENOMEM = 12;
     static final int EINVAL = 22;
     static final int ENOSPC = 28;
     static final int EOVERFLOW = 75;
