@@ -229,7 +229,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             if (direction != Sqe.DIRECTION_TO_CONTROLLER) slot.status = Status.INVALID_FIELD | Status.DNR;
             else if (sqe.getLong(Sqe.SGL_ADDRESS) != 0 || length > inline) slot.status = Status.SGL_OFFSET_INVALID | Status.DNR;
             else if (length != pduDataLength) slot.status = Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
-            return slot.status == Status.SUCCESS && pduDataLength > 0 ? slot.data(pduDataLength) : null;
+            return slot.status == Status.SUCCESS && pduDataLength > 0 ? dataOrFail(slot, pduDataLength) : null;
         }
         if (identifier != Sqe.SGL_TRANSPORT) {
             slot.status = Status.SGL_TYPE_INVALID | Status.DNR;
@@ -237,12 +237,26 @@ final class Connection implements PduHandler, ConnectionHandler {
             slot.status = Status.SGL_DATA_LENGTH_INVALID | Status.DNR;  // data without an in-capsule descriptor
         } else if (length > MAX_TRANSFER_BYTES) {
             slot.status = Status.INVALID_FIELD | Status.DNR;
-        } else if (length > 0) {
-            slot.data((int) length);
+        } else if (length > 0 && dataOrFail(slot, (int) length) != null) {
             slot.awaitingData = direction == Sqe.DIRECTION_TO_CONTROLLER;
             slot.dataToHost = direction == Sqe.DIRECTION_TO_HOST;
         }
         return null;
+    }
+
+    /**
+     * The slot's data buffer, or null with the command failed with Internal Error when no memory
+     * can be had (as nvmet fails a command whose data it cannot map): in-capsule data is then read
+     * and dropped, the queue and its other commands go on.
+     */
+    private ByteBuffer dataOrFail(CommandSlot slot, int length) {
+        try {
+            return slot.data(length);
+        } catch (OutOfMemoryError e) {
+            slot.status = Status.INTERNAL;
+            target.outOfMemory(e);
+            return null;
+        }
     }
 
     private void capsuleDone() {

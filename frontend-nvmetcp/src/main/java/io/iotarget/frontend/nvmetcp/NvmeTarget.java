@@ -41,6 +41,8 @@ public final class NvmeTarget implements AutoCloseable {
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
     /** What the timers threw and survived: a timer task that throws would otherwise never run again. */
     private final CountedErrorHandler timerErrors = new CountedErrorHandler("nvmet-keepalive");
+    /** Commands that found no memory for their data. */
+    private final CountedErrorHandler dataBuffers = new CountedErrorHandler("nvmet data buffers");
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
@@ -90,6 +92,16 @@ public final class NvmeTarget implements AutoCloseable {
     /** Runs {@code task} once after {@code delayMs} on the timer thread (authentication deadlines). */
     void after(long delayMs, Runnable task) {
         scheduler.schedule(timerErrors.guard(task), delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Commands failed with Internal Error because no data buffer could be allocated: 0 unless direct memory ran out. */
+    public long outOfMemoryRefusals() {
+        return dataBuffers.count();
+    }
+
+    /** A command found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */
+    void outOfMemory(OutOfMemoryError e) {
+        dataBuffers.report(e);
     }
 
     /** Failures the timer thread survived (each logged, rate-limited); 0 in a healthy target. */
