@@ -362,6 +362,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         // the rest of a dropped WRITE's payload would complete a command that is gone.
         ending = true;
         dropPendingWrite();
+        flushReplies();                                 // commands finished but not yet queued (a bad magic ended the batch) go back now
         server.closed(this);
         if (was == Phase.TRANSMITTING && inFlight == 0) releaseHold();
     }
