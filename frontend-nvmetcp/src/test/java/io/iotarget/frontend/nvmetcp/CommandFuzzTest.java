@@ -17,7 +17,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /**
  * Coverage-guided fuzz target for the NVMe/TCP command handlers (fabrics, admin, IO) of a
  * running target on loopback: each input is a sequence of arbitrary 64-byte SQEs with arbitrary
- * data, on an enabled admin queue and, for half the inputs, an IO queue of the same controller.
+ * data (in the capsule or through R2T, in the direction the SQE names), on an enabled admin
+ * queue and, for half the inputs, an IO queue of the same controller.
  *
  * <p>Invariants: every command gets exactly one response with its command id and no more data
  * than its SGL asked for, or the target terminates the connection (C2HTermReq or a close); no
@@ -71,10 +72,13 @@ class CommandFuzzTest {
         ByteBuffer mine = host.sqe(0, 0);                        // a fresh command id
         sqe.putShort(2, mine.getShort(2));
         if (!ioQueue && (sqe.get(0) & 0xFF) == AER) sqe.put(0, (byte) 0x18);   // Keep Alive instead
-        boolean out = data.consumeBoolean();
-        byte[] dataOut = out ? data.consumeBytes(data.consumeInt(0, 9000)) : null;
+        // The host moves data the way the SQE's direction bits say, as a real host would (the
+        // target's checks of lengths and SGLs are fuzzed all the same; the direction is the host's).
+        int opcode = sqe.get(0) & 0xFF;
+        int direction = (opcode == 0x7F ? sqe.get(4) : opcode) & 0b11;
+        byte[] dataOut = direction == 0b01 ? data.consumeBytes(data.consumeInt(0, 9000)) : null;
         if (dataOut != null && dataOut.length == 0) dataOut = null;
-        int dataIn = out ? 0 : data.consumeInt(0, 70_000);
+        int dataIn = direction == 0b10 ? data.consumeInt(0, 70_000) : 0;
         try {
             host.execute(sqe, dataOut, dataIn, data.consumeBoolean());
             return true;
