@@ -42,7 +42,7 @@ class NvmeSocketFuzzTest {
     void misbehavingHostsLeaveNothingBehindAndAGoodHostStillWorks() throws Exception {
         try (TargetFixture f = new TargetFixture()) {
             goodHost(f, true);                                   // fills the namespace (its storage exists before the baseline)
-            FuzzBudget budget = new FuzzBudget("NvmeSocketFuzzTest", 2000);
+            FuzzBudget budget = new FuzzBudget("NvmeSocketFuzzTest", 5000);
             Map<String, Integer> kinds = new HashMap<>();
             ProcessResources baseline = null;
             while (budget.another()) {
