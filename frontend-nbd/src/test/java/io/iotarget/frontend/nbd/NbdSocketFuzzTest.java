@@ -128,6 +128,28 @@ class NbdSocketFuzzTest {
         }
     }
 
+    /**
+     * A READ or WRITE past the end is refused before its data buffer is allocated: otherwise
+     * each costs the server a 32 MiB allocation to refuse it, 256 at a time per connection.
+     */
+    @Test
+    void requestsPastTheEndAreRefusedWithoutADataBuffer() throws Exception {
+        try (TestTarget t = new TestTarget()) {
+            t.memoryExport("fuzz", EXPORT_BYTES);
+            try (RawClient c = RawClient.connect(t.port, "fuzz", false)) {
+                long before = ProcessResources.now().directBytes();
+                for (int i = 0; i < 8; i++) c.request(0, NbdWire.CMD_READ, i, EXPORT_BYTES, NbdWire.MAX_PAYLOAD);
+                for (int i = 0; i < 8; i++) assertEquals(NbdWire.EINVAL, c.reply(0).error());
+                assertTrue(ProcessResources.now().directBytes() - before < 1 << 20,
+                        "no 32 MiB buffers for refused reads: " + (ProcessResources.now().directBytes() - before) + " bytes");
+                c.write(0, 9, EXPORT_BYTES - 512, new byte[4096]);
+                assertEquals(NbdWire.ENOSPC, c.reply(0).error(), "a write past the end is out of space, its payload skipped");
+                c.request(0, NbdWire.CMD_FLUSH, 10, 0, 0);
+                assertEquals(0, c.reply(0).error(), "and the stream stays in step");
+            }
+        }
+    }
+
     /** Connections gone, then a snapshot. */
     private static ProcessResources awaitQuiet(TestTarget t) throws InterruptedException {
         long deadline = System.nanoTime() + 20_000_000_000L;
