@@ -155,6 +155,7 @@ class BufferPoolStressTest {
         running.set(false);
         watcher.join();
 
+        for (Throwable e : errors) e.printStackTrace();
         assertEquals(List.of(), List.copyOf(errors));
         assertEquals(0, clashes.get(), "a buffer was held by two at once");
         assertEquals(0, overShare.get(), "an account went over its share");

@@ -70,7 +70,7 @@ public final class Server implements AutoCloseable {
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
         ServerSettings settings = ConfigLoader.serverSettings(config);
         SSLContext tls = tls(settings);
-        Engine engine = new Engine();
+        Engine engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings.engine());
         Transport transport = new Transport(settings.transport());
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);

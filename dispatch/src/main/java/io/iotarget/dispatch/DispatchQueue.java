@@ -69,7 +69,7 @@ public final class DispatchQueue {
         return inFlight.get();
     }
 
-    /** Backend calls that failed unexpectedly (IO errors). */
+    /** Backend calls that failed unexpectedly (IO errors, and anything a backend threw). */
     public long backendErrors() {
         return backendErrors.sum();
     }
@@ -166,7 +166,8 @@ public final class DispatchQueue {
             return IoStatus.OK;
         } catch (NoSpaceException e) {
             return IoStatus.NO_SPACE;
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
+            // An Error too (a backend out of memory): the request fails, its slot and the thread go on.
             backendErrors.increment();
             return IoStatus.IO_ERROR;
         }

@@ -95,4 +95,42 @@ class DispatchQueueTest {
         assertEquals(List.of(IoStatus.ABORTED, IoStatus.OK, IoStatus.ABORTED), done);
         assertFalse(backend.usedAfterClose, "nothing reached the backend after close");
     }
+
+    /**
+     * A backend call that throws an Error (out of memory in a backend's own allocation, a
+     * StackOverflowError) fails its request with IO_ERROR; it must not keep the queue slot, or
+     * after {@code depth} such calls the device would run nothing ever again.
+     */
+    @Test
+    void shouldFailARequestWhoseBackendCallThrowsAnErrorAndKeepItsSlotFree() {
+        Device device = new Device(0, new DeviceNumber(259, 0), "failing", 1 << 20, 512, false, 1);
+        ForwardingBackend backend = new ForwardingBackend(new NullBackend(1 << 20, 512, false)) {
+            private boolean failed;
+
+            @Override
+            public void write(long offset, ByteBuffer src, boolean fua) {
+                if (!failed) {
+                    failed = true;
+                    throw new OutOfMemoryError("simulated: the backend cannot allocate");
+                }
+            }
+        };
+        List<IoStatus> done = new CopyOnWriteArrayList<>();
+        DispatchQueue queue = new DispatchQueue(device, backend, 1, new DispatchQueue.Listener() {
+            @Override
+            public void issued(IoRequest io) {
+            }
+
+            @Override
+            public void completed(IoRequest io, IoStatus status) {
+                done.add(status);
+            }
+        });
+        for (int i = 0; i < 2; i++) {
+            queue.dispatch(new IoRequest().set(IoOp.WRITE, 0, 0, 512, ByteBuffer.allocate(512)).target(device, GROUP));
+        }
+        assertEquals(List.of(IoStatus.IO_ERROR, IoStatus.OK), done);
+        assertEquals(0, queue.inFlight());
+        assertEquals(1, queue.backendErrors());
+    }
 }

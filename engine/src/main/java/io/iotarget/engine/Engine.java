@@ -8,6 +8,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
@@ -42,7 +43,9 @@ public final class Engine implements AutoCloseable {
     private final Clock clock;
     private final IoController controller;
     private final Releaser releaser;
-    private final HeldCompletions held = new HeldCompletions();
+    /** What the engine's own thread (the releaser) met and survived. */
+    private final CountedErrorHandler errors = new CountedErrorHandler("iotarget-releaser");
+    private final HeldCompletions held = new HeldCompletions(errors);
     private final BufferPool buffers;
     private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
     private volatile DispatchQueue[] queues = new DispatchQueue[0];
@@ -59,11 +62,28 @@ public final class Engine implements AutoCloseable {
      * @param releaserThread false for tests that drive time by hand and call {@link #releaseDue()}
      */
     public Engine(Clock clock, boolean releaserThread) {
+        this(clock, releaserThread, Settings.defaults());
+    }
+
+    /**
+     * How much memory the engine's data buffers may hold.
+     *
+     * @param bufferMemoryBytes the buffer pool's capacity (the config's {@code server.buffer_memory})
+     * @param bufferShareBytes  most one group's requests may hold at once ({@code server.buffer_share})
+     */
+    public record Settings(long bufferMemoryBytes, long bufferShareBytes) {
+        /** The pool's defaults: a quarter of RAM (within 128 MiB-16 GiB), a quarter of that per group. */
+        public static Settings defaults() {
+            long capacity = BufferPool.defaultCapacity();
+            return new Settings(capacity, BufferPool.defaultShare(capacity));
+        }
+    }
+
+    public Engine(Clock clock, boolean releaserThread, Settings settings) {
         this.clock = clock;
-        long capacity = BufferPool.defaultCapacity();
-        this.buffers = new BufferPool(capacity, BufferPool.defaultShare(capacity));
+        this.buffers = new BufferPool(settings.bufferMemoryBytes(), settings.bufferShareBytes());
         this.controller = new IoController(clock);
-        this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased) : null;
+        this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased, errors) : null;
         if (releaser != null) {
             controller.releaseSignal(releaser);
             releaser.start();
@@ -81,6 +101,14 @@ public final class Engine implements AutoCloseable {
     /** The data buffers of every request: bounded for the server, and per group ({@code pool.account(group)}). */
     public BufferPool buffers() {
         return buffers;
+    }
+
+    /**
+     * Failures the engine's own thread met and survived (a completion callback that threw on the
+     * releaser, running out of memory): each was logged, rate-limited. 0 in a healthy server.
+     */
+    public long unexpectedErrors() {
+        return errors.count();
     }
 
     // ---------------------------------------------------------------- devices
@@ -250,7 +278,11 @@ public final class Engine implements AutoCloseable {
         if (queue == null) {
             finish(io, IoStatus.ABORTED);
         } else if (queue.backend().blocking() && releaser != null) {
-            blockingDispatch.execute(() -> queue.dispatch(io));
+            try {
+                blockingDispatch.execute(() -> queue.dispatch(io));
+            } catch (java.util.concurrent.RejectedExecutionException | OutOfMemoryError e) {
+                queue.dispatch(io);                     // no thread to be had: on the releaser, late rather than never
+            }
         } else {
             queue.dispatch(io);
         }

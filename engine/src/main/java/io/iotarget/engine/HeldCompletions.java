@@ -1,5 +1,6 @@
 package io.iotarget.engine;
 
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayList;
@@ -20,6 +21,11 @@ final class HeldCompletions {
     private final PriorityQueue<Held> queue = new PriorityQueue<>(
             Comparator.comparingLong(Held::deliverAtNs).thenComparingLong(Held::seq));
     private long nextSeq;
+    private final CountedErrorHandler errors;
+
+    HeldCompletions(CountedErrorHandler errors) {
+        this.errors = errors;
+    }
 
     synchronized void add(IoRequest io, long deliverAtNs) {
         queue.add(new Held(deliverAtNs, nextSeq++, io));
@@ -31,12 +37,21 @@ final class HeldCompletions {
         return first == null ? Long.MAX_VALUE : first.deliverAtNs();
     }
 
-    /** Runs the callbacks of the completions due by {@code nowNs} (all of them with Long.MAX_VALUE), outside the lock. */
+    /**
+     * Runs the callbacks of the completions due by {@code nowNs} (all of them with Long.MAX_VALUE),
+     * outside the lock; one that throws is reported and the others still run.
+     */
     void deliverDue(long nowNs) {
         List<IoRequest> due = new ArrayList<>();
         synchronized (this) {
             while (!queue.isEmpty() && queue.peek().deliverAtNs() <= nowNs) due.add(queue.poll().io());
         }
-        for (IoRequest io : due) io.callback().complete(io);
+        for (IoRequest io : due) {
+            try {
+                io.callback().complete(io);
+            } catch (Throwable t) {
+                errors.onError(t);
+            }
+        }
     }
 }

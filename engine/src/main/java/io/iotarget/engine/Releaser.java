@@ -3,6 +3,7 @@ package io.iotarget.engine;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.ReleaseSignal;
 import io.iotarget.model.Clock;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.IoRequest;
 
 import java.util.concurrent.locks.LockSupport;
@@ -13,6 +14,10 @@ import java.util.function.Consumer;
  * controller's next release time (or the next held completion's), calls
  * {@link IoController#releaseDue}, hands what comes out to dispatch, and reports the held
  * completions that are due. Ten thousand throttled requests cost this one thread, nothing more.
+ *
+ * <p>It must never die: whatever a release throws (a completion callback that fails, memory that
+ * runs out) goes to the engine's {@link CountedErrorHandler}, one request at a time, and the
+ * loop goes on, so one failure never strands the other parked requests.
  */
 final class Releaser implements ReleaseSignal {
     /*
@@ -28,12 +33,20 @@ final class Releaser implements ReleaseSignal {
     private final Thread thread;
     private volatile long scheduledNs = Long.MIN_VALUE;
     private volatile boolean running = true;
+    private final CountedErrorHandler errors;
 
-    Releaser(IoController controller, HeldCompletions held, Clock clock, Consumer<IoRequest> dispatch) {
+    Releaser(IoController controller, HeldCompletions held, Clock clock, Consumer<IoRequest> dispatch, CountedErrorHandler errors) {
         this.controller = controller;
         this.held = held;
         this.clock = clock;
-        this.dispatch = dispatch;
+        this.errors = errors;
+        this.dispatch = io -> {
+            try {
+                dispatch.accept(io);
+            } catch (Throwable t) {
+                errors.onError(t);
+            }
+        };
         this.thread = Thread.ofPlatform().daemon().name("iotarget-releaser").unstarted(this::loop);
     }
 
@@ -51,19 +64,27 @@ final class Releaser implements ReleaseSignal {
 
     private void loop() {
         while (running) {
-            scheduledNs = Long.MIN_VALUE;
-            long now = clock.nanoTime();
-            controller.releaseDue(now, dispatch);
-            held.deliverDue(now);
-            long next = nextNs();
-            scheduledNs = next;
-            long recheck = nextNs();
-            if (recheck < next || next <= clock.nanoTime()) continue;
-            if (next == Long.MAX_VALUE) {
-                LockSupport.park(this);
-            } else {
-                LockSupport.parkNanos(this, next - clock.nanoTime());
+            try {
+                releaseAndWait();
+            } catch (Throwable t) {
+                errors.onError(t);
             }
+        }
+    }
+
+    private void releaseAndWait() {
+        scheduledNs = Long.MIN_VALUE;
+        long now = clock.nanoTime();
+        controller.releaseDue(now, dispatch);
+        held.deliverDue(now);
+        long next = nextNs();
+        scheduledNs = next;
+        long recheck = nextNs();
+        if (recheck < next || next <= clock.nanoTime()) return;
+        if (next == Long.MAX_VALUE) {
+            LockSupport.park(this);
+        } else {
+            LockSupport.parkNanos(this, next - clock.nanoTime());
         }
     }
 

@@ -45,7 +45,8 @@ public final class Connection {
     private final InetSocketAddress remote;
     private final Listener listener;
     private SelectionKey key;
-    private ConnectionHandler handler;
+    /** Until the protocol gives one (and if it cannot): a handler that drops input and hears nothing. */
+    private ConnectionHandler handler = Closing.INSTANCE;
 
     private ByteBuffer kept = EMPTY;
     private boolean inputPaused;
@@ -74,12 +75,12 @@ public final class Connection {
         channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
         key = channel.register(loop.selector(), SelectionKey.OP_READ, this);
         loop.add(this);
-        handler = refusal == null ? protocol.open(this) : protocol.refuse(this, refusal);
-        if (handler == null) {
-            handler = Closing.INSTANCE;
+        ConnectionHandler given = refusal == null ? protocol.open(this) : protocol.refuse(this, refusal);
+        if (given == null) {
             close(null);
             return;
         }
+        handler = given;
         handler.opened(this);
         flush();
     }

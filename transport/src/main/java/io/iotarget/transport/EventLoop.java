@@ -97,19 +97,24 @@ public final class EventLoop {
      * kept-input buffers.
      */
     private void sweep() {
+        // Rescheduled first: a sweep that threw half way must not switch send timeouts off for good.
+        if (running) schedule(SWEEP_NS, this::sweep);
         long now = System.nanoTime();
         for (int i = connections.size() - 1; i >= 0; i--) {
             if (i >= connections.size()) continue;
             Connection c = connections.get(i);
             long stalled = c.stalledNs(now);
-            if (stalled > sendTimeoutNs) {
-                c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
-                                                + sendTimeoutNs / 1_000_000 + " ms)"));
-            } else {
-                c.trim();
+            try {
+                if (stalled > sendTimeoutNs) {
+                    c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
+                                                    + sendTimeoutNs / 1_000_000 + " ms)"));
+                } else {
+                    c.trim();
+                }
+            } catch (Throwable t) {
+                survive(t);                             // a handler's closed() threw; the connection is closed all the same
             }
         }
-        if (running) schedule(SWEEP_NS, this::sweep);
     }
 
     /** True on this loop's own thread. */
@@ -248,7 +253,8 @@ public final class EventLoop {
     public static final class Timeout implements Comparable<Timeout> {
         final long deadlineNs;
         private final long sequence;
-        final Runnable task;
+        /** Dropped on cancel: a cancelled timeout waits in the queue until its deadline, and must not keep its connection alive that long. */
+        Runnable task;
         boolean cancelled;
 
         Timeout(long deadlineNs, long sequence, Runnable task) {
@@ -260,6 +266,7 @@ public final class EventLoop {
         /** The task will not run (if it has not already). Loop thread only. */
         public void cancel() {
             cancelled = true;
+            task = null;
         }
 
         @Override

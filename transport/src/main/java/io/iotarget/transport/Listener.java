@@ -97,15 +97,23 @@ public final class Listener implements AutoCloseable {
                 continue;
             }
             String refusal = transport.limits().admit(remote.getAddress());
-            EventLoop loop = transport.nextLoop();
-            Connection connection = new Connection(loop, channel, remote, refusal == null ? this : null);
-            loop.execute(() -> {
-                try {
-                    connection.register(protocol, refusal);
-                } catch (IOException | RuntimeException e) {
-                    connection.close(e);
-                }
-            });
+            try {
+                EventLoop loop = transport.nextLoop();
+                Connection connection = new Connection(loop, channel, remote, refusal == null ? this : null);
+                loop.execute(() -> {
+                    try {
+                        connection.register(protocol, refusal);
+                    } catch (Throwable e) {
+                        connection.fail(e);             // the protocol could not open it (out of memory, a bug): not left registered
+                    }
+                });
+            } catch (Throwable t) {
+                // Out of memory between accept and hand-over: neither the socket nor the slot may leak.
+                if (refusal == null) transport.limits().release(remote.getAddress());
+                closeQuietly(channel);
+                acceptLoop.survive(t);
+                return;
+            }
         }
     }
 

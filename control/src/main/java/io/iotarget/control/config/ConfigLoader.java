@@ -5,7 +5,9 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.buffer.BufferPool;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -82,7 +84,7 @@ public final class ConfigLoader {
      * The "server" section: where to listen, the control endpoint's TLS (null: plain HTTP on
      * loopback), and the connection machinery's limits.
      */
-    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport) {
+    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport, Engine.Settings engine) {
     }
 
     /** A config that could not be applied: where, what, and the tree's error. */
@@ -141,7 +143,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
-                                    "max_connections", "max_connections_per_host");
+                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -175,7 +177,33 @@ public final class ConfigLoader {
                 (int) count(server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
                 (int) count(server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
                             "connections from one client address"));
-        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport);
+        Engine.Settings engineDefaults = Engine.Settings.defaults();
+        long bufferMemory = size(server, "buffer_memory", engineDefaults.bufferMemoryBytes());
+        long bufferShare = size(server, "buffer_share", server.has("buffer_memory") ? BufferPool.defaultShare(bufferMemory)
+                                                                                    : engineDefaults.bufferShareBytes());
+        if (bufferMemory < MIN_BUFFER_MEMORY) {
+            throw new ConfigException("server.buffer_memory = " + server.get("buffer_memory") + ": expected at least "
+                                      + Sizes.describe(MIN_BUFFER_MEMORY) + " (room for a few of the largest transfers)");
+        }
+        if (bufferShare < MIN_BUFFER_SHARE || bufferShare > bufferMemory) {
+            throw new ConfigException("server.buffer_share = " + Sizes.describe(bufferShare) + ": expected from " + Sizes.describe(MIN_BUFFER_SHARE)
+                                      + " (one group's largest NBD transfer) to server.buffer_memory, " + Sizes.describe(bufferMemory));
+        }
+        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport, new Engine.Settings(bufferMemory, bufferShare));
+    }
+
+    /** Smallest pool that still serves a few of the largest transfers (NBD's 32 MiB). */
+    private static final long MIN_BUFFER_MEMORY = 64L << 20;
+    /** A group must be able to hold one NBD transfer of the largest size. */
+    private static final long MIN_BUFFER_SHARE = 32L << 20;
+
+    /** A size setting of the server section ({@code "2G"} or bytes), or its default when absent. */
+    private static long size(JsonNode server, String key, long defaultValue) throws ConfigException {
+        JsonNode v = server.get(key);
+        if (v == null) return defaultValue;
+        long bytes = v.isTextual() ? Sizes.parse(v.textValue()) : v.isIntegralNumber() && v.canConvertToLong() ? v.longValue() : -1;
+        if (bytes <= 0) throw new ConfigException("server." + key + " = " + v + ": expected " + Sizes.EXPECTED + " (an integer or a string)");
+        return bytes;
     }
 
     /** An integer setting of the server section in [min, max], or its default when absent. */

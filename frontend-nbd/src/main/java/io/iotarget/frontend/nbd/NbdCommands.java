@@ -5,6 +5,7 @@ import io.iotarget.engine.Engine;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
+import io.iotarget.model.IoStatus;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -49,8 +50,9 @@ final class NbdCommands {
 
     /**
      * Protocol checks the engine cannot make: flags per command, the export's read-only
-     * setting, zero lengths and payload limits. Range, alignment and device state are the
-     * engine's {@code RequestCheck}; its status maps to the errno in {@link Command#errno}.
+     * setting, zero lengths and payload limits; and the range of READ and WRITE, before their data
+     * buffers are allocated. Range, alignment and device state are otherwise the engine's
+     * {@code RequestCheck}; its status maps to the errno in {@link Command#errno}.
      *
      * @return 0, or the NBD errno the command fails with (uncharged)
      */
@@ -77,9 +79,12 @@ final class NbdCommands {
         if (modifies && export.readOnly()) return NbdWire.EPERM;
         // Zero-length requests are unspecified by the protocol; this server refuses them uncharged.
         if (length == 0) return NbdWire.EINVAL;
-        if ((type == NbdWire.CMD_READ || type == NbdWire.CMD_WRITE) && length > NbdWire.MAX_PAYLOAD) {
+        boolean data = type == NbdWire.CMD_READ || type == NbdWire.CMD_WRITE;
+        if (data && length > NbdWire.MAX_PAYLOAD) {
             return (flags & NbdWire.CMD_FLAG_DF) != 0 ? NbdWire.EOVERFLOW : NbdWire.EINVAL;
         }
+        // The engine checks the range too; here it spares a refused request its data buffer (up to 32 MiB).
+        if (data && !export.device().contains(offset, length)) return Command.errno(IoStatus.OUT_OF_RANGE, type);
         return 0;
     }
 

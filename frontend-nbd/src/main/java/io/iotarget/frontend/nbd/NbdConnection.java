@@ -331,6 +331,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         }
     };
 
+
     /** A WRITE whose payload will never arrive (the client went away mid-data) never runs. */
     private void dropPendingWrite() {
         Command c = pendingWrite;
@@ -358,6 +359,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private void recycle(Command c) {
         c.submitted = false;
         c.releaseBuffer();
+        c.io.reset();                                   // nor may its request keep anything of the last use alive
         c.clearViews();
         c.next = free;
         free = c;
@@ -440,7 +442,11 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         if (handshakeLimit != null) handshakeLimit.cancel();
         Phase was = phase;
         phase = Phase.CLOSED;
+        // Possibly from inside received(): an eager flush met a reset. Decoding must stop here, or
+        // the rest of a dropped WRITE's payload would complete a command that is gone.
+        ending = true;
         dropPendingWrite();
+        flushReplies();                                 // commands finished but not yet queued (a bad magic ended the batch) go back now
         if (buffers != null) dropBufferWait();
         if (cause != null) cancelParked();
         server.closed(this);

@@ -120,11 +120,16 @@ final class RawClient implements AutoCloseable {
 
     /** Reads a simple reply (with {@code readLength} bytes of data when it is a successful READ) or one structured chunk. */
     Reply reply(int readLength) throws IOException {
+        return reply(cookie -> readLength);
+    }
+
+    /** Like {@link #reply(int)}, with a simple reply's data length chosen by its cookie (replies come in completion order). */
+    Reply reply(java.util.function.LongToIntFunction readLength) throws IOException {
         int magic = in.readInt();
         if (magic == NbdWire.SIMPLE_REPLY_MAGIC) {
             int error = in.readInt();
             long cookie = in.readLong();
-            byte[] data = new byte[error == 0 ? readLength : 0];
+            byte[] data = new byte[error == 0 ? readLength.applyAsInt(cookie) : 0];
             in.readFully(data);
             return new Reply(cookie, error, -1, 0, data);
         }

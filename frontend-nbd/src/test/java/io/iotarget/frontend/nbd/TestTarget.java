@@ -16,11 +16,17 @@ import java.util.Map;
  * "tenants" with io enabled; exports are added with {@link #export}.
  */
 final class TestTarget implements AutoCloseable {
-    final Engine engine = new Engine();
-    final NbdServer server = new NbdServer(engine);
+    final Engine engine;
+    final NbdServer server;
     final int port;
 
     TestTarget() throws IOException, ControlException {
+        this(Engine.Settings.defaults());
+    }
+
+    TestTarget(Engine.Settings settings) throws IOException, ControlException {
+        engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings);
+        server = new NbdServer(engine);
         server.listen(new InetSocketAddress("127.0.0.1", 0));
         port = server.localAddresses().getFirst().getPort();
         engine.controller().write("cgroup.subtree_control", "+io");

@@ -233,7 +233,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             else if (sqe.getLong(Sqe.SGL_ADDRESS) != 0 || length > inline) slot.status = Status.SGL_OFFSET_INVALID | Status.DNR;
             else if (length != pduDataLength) slot.status = Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
             if (slot.status != Status.SUCCESS || pduDataLength == 0) return null;
-            if (ownsData(slot)) return slot.data(pduDataLength);
+            if (ownsData(slot)) return dataOrFail(slot, pduDataLength);
             slot.dataLength = pduDataLength;
             if (!takeBuffer(slot)) return null;                            // status says why
             if (slot.hasBuffer()) return slot.data();
@@ -250,8 +250,8 @@ final class Connection implements PduHandler, ConnectionHandler {
             slot.status = Status.INVALID_FIELD | Status.DNR;
         } else if (length > 0) {
             // The buffer is taken when the data is about to move: before the R2T, or before a read runs.
-            if (ownsData(slot)) slot.data((int) length);
-            else slot.dataLength = (int) length;
+            if (!ownsData(slot)) slot.dataLength = (int) length;
+            else if (dataOrFail(slot, (int) length) == null) return null;
             slot.awaitingData = direction == Sqe.DIRECTION_TO_CONTROLLER;
             slot.dataToHost = direction == Sqe.DIRECTION_TO_HOST;
         }
@@ -302,6 +302,21 @@ final class Connection implements PduHandler, ConnectionHandler {
             queue(slot);
         } else {
             execute(slot);
+        }
+    }
+
+    /**
+     * The slot's data buffer, or null with the command failed with Internal Error when no memory
+     * can be had (as nvmet fails a command whose data it cannot map): in-capsule data is then read
+     * and dropped, the queue and its other commands go on.
+     */
+    private ByteBuffer dataOrFail(CommandSlot slot, int length) {
+        try {
+            return slot.data(length);
+        } catch (OutOfMemoryError e) {
+            slot.status = Status.INTERNAL;
+            target.outOfMemory(e);
+            return null;
         }
     }
 

@@ -5,7 +5,6 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -215,7 +214,7 @@ final class Controller {
         if (katoMs == 0) return;
         long periodMs = (katoMs + 999) / 1000 * 1000;
         traffic = true;
-        keepAlive = target.scheduler().scheduleWithFixedDelay(this::keepAliveTick, periodMs, periodMs, TimeUnit.MILLISECONDS);
+        keepAlive = target.every(periodMs, this::keepAliveTick);
     }
 
     private void keepAliveTick() {

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
@@ -16,6 +17,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,6 +39,10 @@ public final class NvmeTarget implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
+    /** What the timers threw and survived: a timer task that throws would otherwise never run again. */
+    private final CountedErrorHandler timerErrors = new CountedErrorHandler("nvmet-keepalive");
+    /** Commands that found no memory for their data. */
+    private final CountedErrorHandler dataBuffers = new CountedErrorHandler("nvmet data buffers");
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
@@ -77,8 +84,29 @@ public final class NvmeTarget implements AutoCloseable {
         return engine;
     }
 
-    ScheduledExecutorService scheduler() {
-        return scheduler;
+    /** Runs {@code task} every {@code periodMs} on the timer thread, for good whatever it throws (keep-alive). */
+    ScheduledFuture<?> every(long periodMs, Runnable task) {
+        return scheduler.scheduleWithFixedDelay(timerErrors.guard(task), periodMs, periodMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Runs {@code task} once after {@code delayMs} on the timer thread (authentication deadlines). */
+    void after(long delayMs, Runnable task) {
+        scheduler.schedule(timerErrors.guard(task), delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Commands failed with Internal Error because no data buffer could be allocated: 0 unless direct memory ran out. */
+    public long outOfMemoryRefusals() {
+        return dataBuffers.count();
+    }
+
+    /** A command found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */
+    void outOfMemory(OutOfMemoryError e) {
+        dataBuffers.report(e);
+    }
+
+    /** Failures the timer thread survived (each logged, rate-limited); 0 in a healthy target. */
+    public long unexpectedErrors() {
+        return timerErrors.count();
     }
 
     SecureRandom random() {

@@ -4,7 +4,6 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import io.iotarget.frontend.nvmetcp.auth.DhChapExchange;
 
 import java.nio.ByteBuffer;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -75,9 +74,9 @@ final class QueueAuthentication {
     /** After the Connect: a queue that has not authenticated by {@link #DEADLINE_MS} fails its controller. */
     void startDeadline(Controller c) {
         if (!required) return;
-        c.target.scheduler().schedule(() -> {
+        c.target.after(DEADLINE_MS, () -> {
             if (!exchange.authenticated()) c.fatal();
-        }, DEADLINE_MS, TimeUnit.MILLISECONDS);
+        });
     }
 
     static boolean isExchange(CommandSlot slot) {

@@ -13,12 +13,19 @@ final class TargetFixture implements AutoCloseable {
     static final String NQN = "nqn.2026-11.io.iotarget:default";
     static final long DEVICE_BYTES = 64L << 20;
 
-    final Engine engine = new Engine();
-    final NvmeTarget target = new NvmeTarget(engine);
-    final ConfigTree tree = target.tree();
+    final Engine engine;
+    final NvmeTarget target;
+    final ConfigTree tree;
     final int port;
 
     TargetFixture() throws ControlException, java.io.IOException {
+        this(Engine.Settings.defaults());
+    }
+
+    TargetFixture(Engine.Settings settings) throws ControlException, java.io.IOException {
+        engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings);
+        target = new NvmeTarget(engine);
+        tree = target.tree();
         engine.addDevice("default", new MemoryBackend(DEVICE_BYTES, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
         String s = "subsystems/" + NQN;
         tree.mkdir(s);

@@ -68,6 +68,16 @@ final class TestHost implements AutoCloseable {
         check(maxH2CData >= 4096 && maxH2CData % 4 == 0, "MAXH2CDATA");
     }
 
+    /** The socket, for tests that end a connection rudely (RST, half-close). */
+    Socket socket() {
+        return socket;
+    }
+
+    /** How long a read waits for the target before failing with SocketTimeoutException. */
+    void timeout(int ms) throws IOException {
+        socket.setSoTimeout(ms);
+    }
+
     /** Raw bytes onto the wire (for malformed-input tests). */
     void sendRaw(byte[] bytes) throws IOException {
         out.write(bytes);
