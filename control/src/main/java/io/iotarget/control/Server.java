@@ -6,7 +6,6 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.http.ControlEndpoint;
-import io.iotarget.control.http.Pem;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
@@ -15,6 +14,7 @@ import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
+import io.iotarget.transport.Pem;
 import io.iotarget.transport.Transport;
 
 import javax.net.ssl.SSLContext;
