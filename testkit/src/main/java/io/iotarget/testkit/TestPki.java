@@ -1,8 +1,22 @@
 package io.iotarget.testkit;
 
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedKeyManager;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.Principal;
+import java.security.PrivateKey;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
 import java.util.List;
 
 /**
@@ -87,6 +101,83 @@ public final class TestPki {
     public static String subject(Path certFile) throws IOException, InterruptedException {
         String out = openssl("x509", "-in", certFile.toString(), "-noout", "-subject", "-nameopt", "RFC2253").strip();
         return out.substring(out.indexOf('=') + 1);
+    }
+
+    /**
+     * A JDK TLS 1.3 client of a client directory: it trusts the directory's ca-cert.pem and shows
+     * its client certificate, if it has one, to any server — the JDK's own key manager withholds a
+     * certificate the server's CA did not issue, which would hide what the server does with it.
+     */
+    public static SSLContext clientContext(Path credentials) throws IOException, InterruptedException, GeneralSecurityException {
+        KeyStore trusted = KeyStore.getInstance("PKCS12");
+        trusted.load(null, null);
+        try (InputStream in = Files.newInputStream(credentials.resolve(CA_CERT))) {
+            trusted.setCertificateEntry("ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        TrustManagerFactory trust = TrustManagerFactory.getInstance("PKIX");
+        trust.init(trusted);
+        KeyManager[] keys = null;
+        if (Files.exists(credentials.resolve(CLIENT_CERT))) {
+            Path p12 = credentials.resolve("client.p12");
+            openssl("pkcs12", "-export", "-in", credentials.resolve(CLIENT_CERT).toString(), "-inkey", credentials.resolve(CLIENT_KEY).toString(),
+                    "-passout", "pass:test", "-out", p12.toString());
+            KeyStore mine = KeyStore.getInstance("PKCS12");
+            try (InputStream in = Files.newInputStream(p12)) {
+                mine.load(in, "test".toCharArray());
+            }
+            KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            factory.init(mine, "test".toCharArray());
+            keys = new KeyManager[]{new ShowAlways((X509ExtendedKeyManager) factory.getKeyManagers()[0])};
+        }
+        SSLContext context = SSLContext.getInstance("TLSv1.3");
+        context.init(keys, trust.getTrustManagers(), null);
+        return context;
+    }
+
+    /** A client key manager that offers its one certificate whatever issuers the server names. */
+    private static final class ShowAlways extends X509ExtendedKeyManager {
+        private final X509ExtendedKeyManager keys;
+        private final String alias;
+
+        ShowAlways(X509ExtendedKeyManager keys) {
+            this.keys = keys;
+            this.alias = keys.getClientAliases("EC", null)[0];
+        }
+
+        @Override
+        public String chooseClientAlias(String[] keyType, Principal[] issuers, Socket socket) {
+            return alias;
+        }
+
+        @Override
+        public String chooseEngineClientAlias(String[] keyType, Principal[] issuers, SSLEngine engine) {
+            return alias;
+        }
+
+        @Override
+        public String[] getClientAliases(String keyType, Principal[] issuers) {
+            return new String[]{alias};
+        }
+
+        @Override
+        public String[] getServerAliases(String keyType, Principal[] issuers) {
+            return null;
+        }
+
+        @Override
+        public String chooseServerAlias(String keyType, Principal[] issuers, Socket socket) {
+            return null;
+        }
+
+        @Override
+        public X509Certificate[] getCertificateChain(String name) {
+            return keys.getCertificateChain(name);
+        }
+
+        @Override
+        public PrivateKey getPrivateKey(String name) {
+            return keys.getPrivateKey(name);
+        }
     }
 
     private Path credentials(String name) throws IOException {

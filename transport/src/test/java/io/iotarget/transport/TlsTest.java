@@ -6,12 +6,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManagerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -23,8 +21,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.security.KeyStore;
-import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -57,6 +53,7 @@ class TlsTest {
     private static TestPki pki;
     private static Path client;
     private static Path stranger;
+    private static Path anonymous;
 
     private Transport transport;
     private final List<Socket> sockets = new ArrayList<>();
@@ -67,6 +64,7 @@ class TlsTest {
         Path s = pki.server("server");
         server = Pem.serverContext(s.resolve(TestPki.SERVER_CERT), s.resolve(TestPki.SERVER_KEY), s.resolve(TestPki.CA_CERT), null);
         client = pki.client("client", "/O=tenant-a/CN=client");
+        anonymous = pki.anonymousClient("anonymous");
         stranger = TestPki.create(dir.resolve("other-ca"), "another CA").client("stranger", "/CN=stranger");
     }
 
@@ -84,79 +82,6 @@ class TlsTest {
         return e;
     }
 
-    /** A client context trusting the test CA, showing the certificate in {@code credentials} (or none when null). */
-    private static SSLContext clientContext(Path credentials) throws Exception {
-        KeyStore trusted = KeyStore.getInstance("PKCS12");
-        trusted.load(null, null);
-        trusted.setCertificateEntry("ca", Pem.certificates(pki.caCert()).getFirst());
-        TrustManagerFactory trust = TrustManagerFactory.getInstance("PKIX");
-        trust.init(trusted);
-        javax.net.ssl.KeyManager[] keys = null;
-        if (credentials != null) {
-            KeyStore mine = KeyStore.getInstance("PKCS12");
-            mine.load(null, null);
-            mine.setKeyEntry("me", Pem.privateKey(credentials.resolve(TestPki.CLIENT_KEY)), new char[0],
-                    Pem.certificates(credentials.resolve(TestPki.CLIENT_CERT)).toArray(Certificate[]::new));
-            KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            factory.init(mine, new char[0]);
-            keys = new javax.net.ssl.KeyManager[]{new ShowAlways((javax.net.ssl.X509ExtendedKeyManager) factory.getKeyManagers()[0])};
-        }
-        SSLContext context = SSLContext.getInstance("TLSv1.3");
-        context.init(keys, trust.getTrustManagers(), null);
-        return context;
-    }
-
-    /**
-     * Shows the client certificate whatever CAs the server names: the JDK's own key manager
-     * withholds one the server's CA did not issue, which would hide what the server does with it.
-     */
-    private static final class ShowAlways extends javax.net.ssl.X509ExtendedKeyManager {
-        private final javax.net.ssl.X509ExtendedKeyManager keys;
-
-        ShowAlways(javax.net.ssl.X509ExtendedKeyManager keys) {
-            this.keys = keys;
-        }
-
-        private String alias() {
-            return keys.getClientAliases("EC", null)[0];
-        }
-
-        @Override
-        public String chooseClientAlias(String[] keyType, java.security.Principal[] issuers, Socket socket) {
-            return alias();
-        }
-
-        @Override
-        public String chooseEngineClientAlias(String[] keyType, java.security.Principal[] issuers, SSLEngine engine) {
-            return alias();
-        }
-
-        @Override
-        public String[] getClientAliases(String keyType, java.security.Principal[] issuers) {
-            return keys.getClientAliases(keyType, null);
-        }
-
-        @Override
-        public String[] getServerAliases(String keyType, java.security.Principal[] issuers) {
-            return null;
-        }
-
-        @Override
-        public String chooseServerAlias(String keyType, java.security.Principal[] issuers, Socket socket) {
-            return null;
-        }
-
-        @Override
-        public X509Certificate[] getCertificateChain(String alias) {
-            return keys.getCertificateChain(alias);
-        }
-
-        @Override
-        public java.security.PrivateKey getPrivateKey(String alias) {
-            return keys.getPrivateKey(alias);
-        }
-    }
-
     private InetSocketAddress start(Function<Connection, ConnectionHandler> open) throws IOException {
         transport = new Transport(new Transport.Settings(2, Duration.ofSeconds(30), 1000, 1000));
         Protocol protocol = open::apply;
@@ -170,7 +95,7 @@ class TlsTest {
         sockets.add(plain);
         plain.getOutputStream().write(STARTTLS);
         assertArrayEquals(GO, plain.getInputStream().readNBytes(GO.length));
-        SSLSocket tls = (SSLSocket) clientContext(credentials).getSocketFactory().createSocket(plain, "localhost", address.getPort(), true);
+        SSLSocket tls = (SSLSocket) TestPki.clientContext(credentials).getSocketFactory().createSocket(plain, "localhost", address.getPort(), true);
         tls.startHandshake();
         return tls;
     }
@@ -262,7 +187,7 @@ class TlsTest {
         Socket plain = new Socket(address.getAddress(), address.getPort());
         plain.setSoTimeout(10_000);
         sockets.add(plain);
-        SSLEngine e = clientContext(client).createSSLEngine("localhost", address.getPort());
+        SSLEngine e = TestPki.clientContext(client).createSSLEngine("localhost", address.getPort());
         e.setUseClientMode(true);
         e.beginHandshake();
         ByteBuffer hello = ByteBuffer.allocate(e.getSession().getPacketBufferSize());
@@ -345,7 +270,7 @@ class TlsTest {
                 }
             };
             InetSocketAddress address = start(c -> handler);
-            SSLSocket s = connectTls(address, null);
+            SSLSocket s = connectTls(address, anonymous);
             assertNull(handler.peer.get(5, TimeUnit.SECONDS), "no client certificate was shown");
             s.getOutputStream().write('?');
             byte[] got = s.getInputStream().readNBytes(3 + 500_000 + 1);
