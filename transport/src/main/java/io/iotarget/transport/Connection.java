@@ -597,7 +597,7 @@ public final class Connection {
      * socket takes it now. Never waits: a peer that does not read learns it from the TCP close.
      */
     private void closeTls() {
-        if (tls.tasksRunning) return;
+        if (tls.tasksRunning || tls.filling) return;         // the engine is busy: a plain TCP close
         try {
             if (tls.outputPending()) tls.write(channel);
             if (tls.outputPending()) return;

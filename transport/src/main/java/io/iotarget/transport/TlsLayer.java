@@ -47,8 +47,10 @@ final class TlsLayer {
     private final int packetBytes;
     /** Ciphertext received and not unwrapped yet, in filling mode (data from 0 to position); null while trimmed. */
     private ByteBuffer in;
-    /** Bytes to write to the socket as they are, in draining mode (position to limit); null while trimmed. */
+    /** Bytes to write to the socket as they are, in draining mode (position to limit) or, while {@link #filling}, being filled; null while trimmed. */
     private ByteBuffer out;
+    /** The engine is writing records into {@code out} (between {@link #fill()} and {@link #filled()}). */
+    boolean filling;
     /** The handshake finished: application data may flow. */
     boolean established;
     /** The handler heard {@link ConnectionHandler#tlsEstablished}. */
@@ -140,9 +142,12 @@ final class TlsLayer {
 
     // ---------------------------------------------------------------- output
 
-    /** Bytes are waiting to be written. */
+    /**
+     * Bytes are waiting to be written — including records being filled in right now: a
+     * completion callback run during a wrap must not think the connection has nothing left to send.
+     */
     boolean outputPending() {
-        return out != null && out.hasRemaining();
+        return out != null && (filling ? out.position() > 0 : out.hasRemaining());
     }
 
     /** Writes what the socket takes of {@code out}. */
@@ -153,12 +158,14 @@ final class TlsLayer {
     /** The empty {@code out}, cleared for the engine to fill; call {@link #filled()} after. */
     ByteBuffer fill() {
         if (out == null) out = ByteBuffer.allocateDirect(bufferBytes());
+        filling = true;
         return out.clear();
     }
 
     /** What {@link #fill()} returned has been filled: it drains from now on. */
     void filled() {
         out.flip();
+        filling = false;
     }
 
     /** Room for one more record of the largest size in {@code out} while it fills. */

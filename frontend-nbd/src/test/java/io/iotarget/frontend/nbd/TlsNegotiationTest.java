@@ -116,6 +116,23 @@ class TlsNegotiationTest {
     }
 
     @Test
+    void shouldAnswerEveryRequestBeforeDiscThenEndTheSession() throws Exception {
+        try (RawClient c = tls(tenantA)) {
+            c.go("a", false);
+            for (int i = 0; i < 64; i++) c.request(0, NbdWire.CMD_READ, i, 0, 65536);
+            c.request(0, NbdWire.CMD_DISC, 99, 0, 0);
+            java.util.Set<Long> cookies = new java.util.HashSet<>();
+            for (int i = 0; i < 64; i++) {
+                RawClient.Reply r = c.reply(65536);
+                assertEquals(0, r.error());
+                cookies.add(r.cookie());
+            }
+            assertEquals(64, cookies.size(), "every read was answered, the last ones too");
+            assertEquals(-1, c.in.read(), "then close_notify: an orderly end of the TLS stream");
+        }
+    }
+
+    @Test
     void shouldAnswerForAnotherTenantsExportAsIfItDidNotExist() throws Exception {
         try (RawClient c = tls(tenantB)) {
             RawClient.OptionReply other = info(c, "a");
