@@ -10,8 +10,12 @@
 # workload; each cell is the median of REPEATS runs; CPU µs/req is the server's
 # utime+stime (/proc/PID/stat) over the run divided by the requests.
 #
+# With BASELINE_JAR (the iotarget.jar of another build, e.g. the commit before TLS), that
+# build serves the same plaintext export too, on the same core, measured in the same
+# alternation: the plain path's cost before and after.
+#
 # Usage: bench/nbd-tls.sh [--repeats N] [--out FILE]
-# Env: SERVER_CPU (0), CLIENT_CPU (1).
+# Env: SERVER_CPU (0), CLIENT_CPU (1), BASELINE_JAR (none).
 # Needs: nbdcopy (libnbd-bin), fio (to prefill), openssl, taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -59,24 +63,41 @@ cat > "$WORK/config.json" <<JSON
 JSON
 
 (cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+# bin/iotarget execs java, and so does taskset: the pid is the server's.
 taskset -c "$SERVER_CPU" "$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/iotarget.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/10911) 2>/dev/null && break; sleep 0.1; done
-SERVER_PID="$(pgrep -P "${PIDS[0]}" java || echo "${PIDS[0]}")"
+declare -A PID=([plain]=$! [tls]=$!)
+wait_port 10911
 declare -A URI=([plain]="nbd://127.0.0.1:10911/plain" [tls]="nbds://127.0.0.1:10911/tls?tls-certificates=$WORK/client")
+MODES=(plain tls)
+if [ -n "${BASELINE_JAR:-}" ]; then
+  cat > "$WORK/baseline.json" <<JSON
+{ "server": { "control": "127.0.0.1:9830", "nbd": "127.0.0.1:10912" },
+  "backends": { "default": { "type": "memory", "size": "1G", "enable": 1 } },
+  "nbd": { "exports": { "plain": { "backend": "default", "enable": 1 } } } }
+JSON
+  taskset -c "$SERVER_CPU" java --enable-native-access=ALL-UNNAMED -XX:MaxDirectMemorySize=64g -jar "$BASELINE_JAR" serve \
+    --config "$WORK/baseline.json" > "$WORK/baseline.log" 2>&1 &
+  PIDS+=($!)
+  PID[baseline]=$!
+  wait_port 10912
+  URI[baseline]="nbd://127.0.0.1:10912/plain"
+  MODES+=(baseline)
+fi
 # request size : requests in flight : copies of the 1 GiB export per run (so a 1 MiB run lasts seconds too)
 WORKLOADS=("4096:32:1" "1048576:8:8")
 CLK_TCK="$(getconf CLK_TCK)"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/${PID[$1]}/stat"; }
 
 run_one() { # mode workload -> "iops mib_s cpu_us_per_req"
   local size qd copies; IFS=: read -r size qd copies <<<"$2"
   local t0 t1 s0 s1
-  t0="$(cpu_ticks)"; s0="$(date +%s.%N)"
+  t0="$(cpu_ticks "$1")"; s0="$(date +%s.%N)"
   for _ in $(seq "$copies"); do
     taskset -c "$CLIENT_CPU" nbdcopy -C 1 -T 1 -R "$qd" --request-size="$size" --no-extents "${URI[$1]}" null:
   done
-  s1="$(date +%s.%N)"; t1="$(cpu_ticks)"
+  s1="$(date +%s.%N)"; t1="$(cpu_ticks "$1")"
   python3 -c "
 import sys
 size, copies, secs, ticks, tck = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) - float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
@@ -85,13 +106,16 @@ print(f'{reqs / secs:.0f} {reqs * size / secs / 1048576:.1f} {ticks / tck * 1e6 
 }
 
 echo "prefilling the disk, then warming up" >&2
-fio --name=fill --ioengine=nbd --uri="${URI[plain]}" --rw=write --bs=1M --iodepth=8 --size=1G > /dev/null
-for m in plain tls; do for w in "${WORKLOADS[@]}"; do run_one "$m" "$w" > /dev/null; done; done
+for m in "${MODES[@]}"; do
+  [ "$m" = tls ] && continue                    # the same disk as plain
+  fio --name=fill --ioengine=nbd --uri="${URI[$m]}" --rw=write --bs=1M --iodepth=8 --size=1G > /dev/null
+done
+for m in "${MODES[@]}"; do for w in "${WORKLOADS[@]}"; do run_one "$m" "$w" > /dev/null; done; done
 
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
 for rep in $(seq "$REPEATS"); do
   for w in "${WORKLOADS[@]}"; do
-    for m in plain tls; do
+    for m in "${MODES[@]}"; do
       r="$(run_one "$m" "$w")"
       echo "$rep $w $m $r" | tee -a "$RESULTS" >&2
     done
@@ -107,10 +131,16 @@ for line in open(sys.argv[1]):
 names = {"4096:32:1": "4k read QD32", "1048576:8:8": "1M read QD8"}
 print(f"commit {sys.argv[3]}, nbdcopy to null: (1 GiB, 1 connection), median of {sys.argv[2]} alternating runs; load average after: {sys.argv[4]}")
 print()
-print("| workload | plaintext | TLS 1.3 | TLS/plaintext | server CPU µs/req plaintext | TLS |")
-print("|---|---:|---:|---:|---:|---:|")
+baseline = any(m == "baseline" for _, m in rows)
+med = lambda w, m: [statistics.median(x[i] for x in rows[(w, m)]) for i in range(3)]
+head = "| workload | plaintext | TLS 1.3 | TLS/plaintext | server CPU µs/req plaintext | TLS |"
+print(head + (" plaintext, baseline build | this/baseline | CPU µs/req baseline |" if baseline else ""))
+print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if baseline else ""))
 for w in names:
-    p = [statistics.median(x[i] for x in rows[(w, "plain")]) for i in range(3)]
-    t = [statistics.median(x[i] for x in rows[(w, "tls")]) for i in range(3)]
-    print(f"| {names[w]} | {p[0]:.0f} IOPS ({p[1]:.0f} MiB/s) | {t[0]:.0f} IOPS ({t[1]:.0f} MiB/s) | {t[0] / p[0]:.2f} | {p[2]:.2f} | {t[2]:.2f} |")
+    p, t = med(w, "plain"), med(w, "tls")
+    line = f"| {names[w]} | {p[0]:.0f} IOPS ({p[1]:.0f} MiB/s) | {t[0]:.0f} IOPS ({t[1]:.0f} MiB/s) | {t[0] / p[0]:.2f} | {p[2]:.2f} | {t[2]:.2f} |"
+    if baseline:
+        b = med(w, "baseline")
+        line += f" {b[0]:.0f} IOPS ({b[1]:.0f} MiB/s) | {p[0] / b[0]:.2f} | {b[2]:.2f} |"
+    print(line)
 PY
