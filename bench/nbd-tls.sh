@@ -8,7 +8,8 @@
 # does not let libnbd read the tls-certificates directory named in a URI. The server is
 # pinned to SERVER_CPU, nbdcopy to CLIENT_CPU; runs alternate plain/tls, workload by
 # workload; each cell is the median of REPEATS runs; CPU µs/req is the server's
-# utime+stime (/proc/PID/stat) over the run divided by the requests.
+# utime+stime (/proc/PID/stat) over the run divided by the requests, and the same for the
+# client (nbdcopy, from /usr/bin/time): a side near 1 s of CPU per second is the bottleneck.
 #
 # With BASELINE_JAR (the iotarget.jar of another build, e.g. the commit before TLS), that
 # build serves the same plaintext export too, on the same core, measured in the same
@@ -90,19 +91,23 @@ WORKLOADS=("4096:32:1" "1048576:8:8")
 CLK_TCK="$(getconf CLK_TCK)"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/${PID[$1]}/stat"; }
 
-run_one() { # mode workload -> "iops mib_s cpu_us_per_req"
+run_one() { # mode workload -> "iops mib_s server_cpu_us_per_req client_cpu_us_per_req"
   local size qd copies; IFS=: read -r size qd copies <<<"$2"
   local t0 t1 s0 s1
   t0="$(cpu_ticks "$1")"; s0="$(date +%s.%N)"
+  : > "$WORK/client-cpu"
   for _ in $(seq "$copies"); do
-    taskset -c "$CLIENT_CPU" nbdcopy -C 1 -T 1 -R "$qd" --request-size="$size" --no-extents "${URI[$1]}" null:
+    /usr/bin/time -a -o "$WORK/client-cpu" -f '%U %S' \
+      taskset -c "$CLIENT_CPU" nbdcopy -C 1 -T 1 -R "$qd" --request-size="$size" --no-extents "${URI[$1]}" null:
   done
   s1="$(date +%s.%N)"; t1="$(cpu_ticks "$1")"
   python3 -c "
 import sys
 size, copies, secs, ticks, tck = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) - float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+client = sum(float(u) + float(s) for u, s in (line.split() for line in open(sys.argv[7])))
 reqs = copies * (1 << 30) // size
-print(f'{reqs / secs:.0f} {reqs * size / secs / 1048576:.1f} {ticks / tck * 1e6 / reqs:.2f}')" "$size" "$copies" "$s1" "$s0" "$((t1 - t0))" "$CLK_TCK"
+print(f'{reqs / secs:.0f} {reqs * size / secs / 1048576:.1f} {ticks / tck * 1e6 / reqs:.2f} {client * 1e6 / reqs:.2f}')" \
+    "$size" "$copies" "$s1" "$s0" "$((t1 - t0))" "$CLK_TCK" "$WORK/client-cpu"
 }
 
 echo "prefilling the disk, then warming up" >&2
@@ -126,19 +131,20 @@ python3 - "$RESULTS" "$REPEATS" "$(git -C "$ROOT" rev-parse --short HEAD)$(git -
 import statistics, sys, collections
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    rep, w, m, iops, mib, cpu = line.split()
-    rows[(w, m)].append((float(iops), float(mib), float(cpu)))
+    rep, w, m, iops, mib, cpu, client = line.split()
+    rows[(w, m)].append((float(iops), float(mib), float(cpu), float(client)))
 names = {"4096:32:1": "4k read QD32", "1048576:8:8": "1M read QD8"}
 print(f"commit {sys.argv[3]}, nbdcopy to null: (1 GiB, 1 connection), median of {sys.argv[2]} alternating runs; load average after: {sys.argv[4]}")
 print()
 baseline = any(m == "baseline" for _, m in rows)
-med = lambda w, m: [statistics.median(x[i] for x in rows[(w, m)]) for i in range(3)]
-head = "| workload | plaintext | TLS 1.3 | TLS/plaintext | server CPU µs/req plaintext | TLS |"
-print(head + (" plaintext, baseline build | this/baseline | CPU µs/req baseline |" if baseline else ""))
-print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if baseline else ""))
+med = lambda w, m: [statistics.median(x[i] for x in rows[(w, m)]) for i in range(4)]
+head = "| workload | plaintext | TLS 1.3 | TLS/plaintext | CPU µs/req server plaintext | server TLS | client plaintext | client TLS |"
+print(head + (" plaintext, baseline build | this/baseline | server CPU µs/req baseline |" if baseline else ""))
+print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if baseline else ""))
 for w in names:
     p, t = med(w, "plain"), med(w, "tls")
-    line = f"| {names[w]} | {p[0]:.0f} IOPS ({p[1]:.0f} MiB/s) | {t[0]:.0f} IOPS ({t[1]:.0f} MiB/s) | {t[0] / p[0]:.2f} | {p[2]:.2f} | {t[2]:.2f} |"
+    line = (f"| {names[w]} | {p[0]:.0f} IOPS ({p[1]:.0f} MiB/s) | {t[0]:.0f} IOPS ({t[1]:.0f} MiB/s) | {t[0] / p[0]:.2f} "
+            f"| {p[2]:.2f} | {t[2]:.2f} | {p[3]:.2f} | {t[3]:.2f} |")
     if baseline:
         b = med(w, "baseline")
         line += f" {b[0]:.0f} IOPS ({b[1]:.0f} MiB/s) | {p[0] / b[0]:.2f} | {b[2]:.2f} |"

@@ -20,10 +20,10 @@ import java.nio.channels.SocketChannel;
  * {@code in} keeps at most a partial record between reads; {@code out} is filled only once it is
  * empty, with as many records as fit, so a partial write never moves bytes. Both are allocated
  * when needed and let go while empty ({@link #trim}), so an idle TLS connection holds no buffer
- * — only its engine. They are heap buffers: the JDK's AES-GCM works on arrays, and wrapping into
- * a heap buffer took 100 µs per MiB against 282 µs into a direct one, unwrapping from one 199
- * against 270 µs (JDK 25, this machine, TLS 1.3 AES-GCM), far more than the copy the
- * socket call then makes into its temporary direct buffer (~30 µs per MiB).
+ * — only its engine. They are heap buffers: the JDK's AES-GCM works on arrays, and wrapping 1 MiB
+ * into a heap buffer takes 101 µs against 254 µs into a direct one, unwrapping it from one ~183
+ * against ~274 µs ({@code bench/run jmh TlsRecordBenchmark}, bench/results/nbd-tls.md) — far more
+ * than the copy the socket call then makes into its temporary direct buffer (~30 µs per MiB).
  *
  * <p>Loop thread only, except that {@link SSLEngine#getDelegatedTask() delegated tasks} run on
  * the transport's TLS task threads while {@link #tasksRunning} keeps the loop off the engine.
