@@ -189,7 +189,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             return null;
         }
         e.connections.put(connection, client);
-        if (e.hold != h || !e.live.admits(client)) {
+        Export now = e.live;
+        if (e.hold != h || now == null || !now.admits(client)) {
             h.detach(connection);
             return null;
         }
