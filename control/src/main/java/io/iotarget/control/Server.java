@@ -6,7 +6,6 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.http.ControlEndpoint;
-import io.iotarget.control.http.Pem;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
@@ -15,6 +14,7 @@ import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
+import io.iotarget.transport.Pem;
 import io.iotarget.transport.Transport;
 
 import javax.net.ssl.SSLContext;
@@ -90,8 +90,10 @@ public final class Server implements AutoCloseable {
                     throw cannotListen(listen, e);
                 }
             }
+            String nbdTls = nbdTls(nbd);
             for (InetSocketAddress address : nbd.localAddresses()) {
-                summary.add("NBD on " + ControlEndpoint.hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd)) + ")");
+                summary.add("NBD on " + ControlEndpoint.hostPort(address) + " (exports: " + String.join(", ", exportNames(nbd))
+                            + (nbdTls.isEmpty() ? "" : "; TLS with " + nbdTls) + ")");
             }
             summary.addAll(nvmePorts(nvme.tree()));
             try {
@@ -152,6 +154,15 @@ public final class Server implements AutoCloseable {
             lines.add("NVMe/TCP: " + e.getMessage());
         }
         return lines;
+    }
+
+    /** The NBD front end's TLS credentials directory, or "" when it serves no TLS. */
+    private static String nbdTls(NbdServer nbd) {
+        try {
+            return nbd.tree().read("tls/certificates").strip();
+        } catch (io.iotarget.model.ControlException e) {
+            return "";
+        }
     }
 
     private static List<String> exportNames(NbdServer nbd) {

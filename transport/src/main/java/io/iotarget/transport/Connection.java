@@ -1,5 +1,10 @@
 package io.iotarget.transport;
 
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLEngineResult;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSession;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
@@ -8,6 +13,8 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * One accepted TCP connection, owned by one {@link EventLoop}: non-blocking reads into the
@@ -30,6 +37,16 @@ import java.util.ArrayDeque;
  * connection closed, so buffers always go back to their owner. A peer that takes no bytes for
  * longer than the transport's send timeout is disconnected.
  *
+ * <h2>TLS</h2>
+ * {@link #startTls} switches the connection to TLS in place, as STARTTLS protocols need: what
+ * was queued until then goes out in clear, then the handshake runs, and from then on the handler
+ * receives plaintext and whatever it sends is encrypted ({@link TlsLayer}). One rule for file
+ * regions: under TLS {@link #sendFile} reads the region into a loop buffer piece by piece and
+ * encrypts it (sendfile(2) cannot encrypt), so handlers queue regions the same way either way.
+ * The handshake's heavy steps run on the transport's TLS threads, never on the loop. Closing
+ * sends close_notify (or the alert of a failed handshake) if the socket takes it at once.
+ * Without TLS none of this costs anything: the plain path is the same reads and writes.
+ *
  * <p>Loop thread only, except {@link #loop()}, {@link #remoteAddress()} and
  * {@link #describe()}.
  */
@@ -49,6 +66,8 @@ public final class Connection {
     private ConnectionHandler handler = Closing.INSTANCE;
 
     private ByteBuffer kept = EMPTY;
+    /** The TLS layer once {@link #startTls} switched; null for a plain connection. */
+    private TlsLayer tls;
     private boolean inputPaused;
     private boolean inputEnded;
     private boolean redeliveryQueued;
@@ -125,23 +144,36 @@ public final class Connection {
         if (!inputPaused || closed) return;
         inputPaused = false;
         if (!inputEnded) key.interestOps(key.interestOps() | SelectionKey.OP_READ);
-        if (kept.hasRemaining() && !redeliveryQueued) {
-            redeliveryQueued = true;
-            loop.execute(this::redeliver);
-        }
+        if (kept.hasRemaining() || (tls != null && tls.hasInput())) redeliverSoon();
     }
 
     public boolean inputPaused() {
         return inputPaused;
     }
 
+    private void redeliverSoon() {
+        if (redeliveryQueued) return;
+        redeliveryQueued = true;
+        loop.execute(this::redeliver);
+    }
+
     private void redeliver() {
         redeliveryQueued = false;
-        if (closed || inputPaused || !kept.hasRemaining()) return;
-        ByteBuffer buffer = loop.readBuffer.clear();
-        buffer.put(kept).flip();
-        kept.clear().limit(0);
-        deliver(buffer);
+        if (closed || inputPaused) return;
+        if (tls != null) {
+            try {
+                tlsInput();
+            } catch (IOException e) {
+                close(e);
+                return;
+            }
+        } else {
+            if (!kept.hasRemaining()) return;
+            ByteBuffer buffer = loop.readBuffer.clear();
+            buffer.put(kept).flip();
+            kept.clear().limit(0);
+            deliver(buffer);
+        }
         flush();
     }
 
@@ -157,42 +189,72 @@ public final class Connection {
         for (int round = 0; round < READS_PER_EVENT && !closed && !inputPaused && !inputEnded; round++) {
             int n;
             try {
-                ByteBuffer target = kept.hasRemaining() ? null : handler.readTarget(this);
-                if (target != null) {
-                    n = channel.read(target);
-                    if (n > 0) handler.received(this, EMPTY);
-                } else {
-                    ByteBuffer buffer = loop.readBuffer.clear();
-                    if (kept.hasRemaining()) {
-                        buffer.put(kept);
-                        kept.clear().limit(0);
-                    }
-                    int before = buffer.position();
-                    n = channel.read(buffer);
-                    buffer.flip();
-                    if (buffer.hasRemaining()) deliver(buffer);
-                    if (n > 0 && before + n < buffer.capacity()) n = 0;     // the socket had no more
-                }
+                n = tls == null ? readPlain() : readTls();
             } catch (IOException e) {
                 close(e);
                 return;
             }
+            if (closed) return;
             if (n < 0) {
-                inputEnded = true;
-                key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
-                handler.inputEnded(this);
+                endOfInput();
                 return;
             }
             if (n == 0) return;
         }
     }
 
+    /** One read of a plain connection; 0 when the socket has no more for now. */
+    private int readPlain() throws IOException {
+        ByteBuffer target = kept.hasRemaining() ? null : handler.readTarget(this);
+        if (target != null) {
+            int n = channel.read(target);
+            if (n > 0) handler.received(this, EMPTY);
+            return n;
+        }
+        ByteBuffer buffer = loop.readBuffer.clear();
+        if (kept.hasRemaining()) {
+            buffer.put(kept);
+            kept.clear().limit(0);
+        }
+        int before = buffer.position();
+        int n = channel.read(buffer);
+        buffer.flip();
+        if (buffer.hasRemaining()) deliver(buffer);
+        return n > 0 && before + n < buffer.capacity() ? 0 : n;          // a buffer not filled: the socket had no more
+    }
+
+    /** One read of a TLS connection: ciphertext in, plaintext to the handler; 0 when the socket has no more for now. */
+    private int readTls() throws IOException {
+        int n = tls.read(channel);
+        boolean more = tls.inputFull();
+        tlsInput();
+        return n > 0 && !more ? 0 : n;
+    }
+
+    private void endOfInput() {
+        inputEnded = true;
+        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
+        handler.inputEnded(this);
+    }
+
     /** Offers {@code buffer} to the handler and keeps what it left. */
     private void deliver(ByteBuffer buffer) {
+        TlsLayer before = tls;
         handler.received(this, buffer);
         if (closed || !buffer.hasRemaining()) return;
+        if (tls != before) {
+            // The handler switched to TLS: what follows its last message is the start of the peer's handshake.
+            tls.receivedEarly(buffer);
+            buffer.position(buffer.limit());
+            try {
+                tlsInput();
+            } catch (IOException e) {
+                close(e);
+            }
+            return;
+        }
         int left = buffer.remaining();
-        if (left == EventLoop.READ_BUFFER_BYTES && !inputPaused) {
+        if (left >= EventLoop.READ_BUFFER_BYTES && !inputPaused) {
             // A full buffer the handler could not use: it would never make progress.
             fail(new IllegalStateException("protocol handler consumed nothing from a full read buffer"));
             return;
@@ -210,8 +272,9 @@ public final class Connection {
     }
 
     /**
-     * Queues {@code bytes}; {@code whenDone} runs on the loop once they are written, or when they
-     * are dropped because the connection closed ({@link #isClosed()} tells which).
+     * Queues {@code bytes}; {@code whenDone} runs on the loop once they are written (encrypted,
+     * under TLS), or when they are dropped because the connection closed ({@link #isClosed()}
+     * tells which).
      */
     public void send(ByteBuffer bytes, Runnable whenDone) {
         Item item = item();
@@ -220,7 +283,10 @@ public final class Connection {
         enqueue(item, bytes.remaining());
     }
 
-    /** Queues {@code length} bytes of {@code file} from {@code position}, to be sent by sendfile(2). */
+    /**
+     * Queues {@code length} bytes of {@code file} from {@code position}, to be sent by
+     * sendfile(2) — or, under TLS, read and encrypted piece by piece.
+     */
     public void sendFile(FileChannel file, long position, long length, Runnable whenDone) {
         Item item = item();
         item.file = file;
@@ -235,43 +301,37 @@ public final class Connection {
             done(item);
             return;
         }
-        if (queue.isEmpty()) lastProgressNs = System.nanoTime();
+        if (!outputWaiting()) lastProgressNs = System.nanoTime();
         queue.add(item);
         queuedBytes += bytes;
     }
 
-    /** Bytes queued and not yet written. */
+    /** Bytes queued and not yet written (under TLS: not yet encrypted). */
     public long queuedBytes() {
         return queuedBytes;
     }
 
+    /** Something is queued, or encrypted and not written. */
+    private boolean outputWaiting() {
+        return !queue.isEmpty() || (tls != null && tls.outputPending());
+    }
+
     /** Writes what the socket takes now. Called by the loop after every callback; handlers rarely need it. */
     public void flush() {
-        if (closed || queue.isEmpty()) return;
+        if (closed) return;
+        if (tls == null ? queue.isEmpty() : !tlsHasOutput()) return;
+        boolean socketFull;
         try {
-            while (!queue.isEmpty()) {
-                Item head = queue.peek();
-                if (head.file != null) {
-                    long n = head.file.transferTo(head.position, head.remaining, channel);
-                    if (n > 0) progress(n);
-                    head.position += n;
-                    head.remaining -= n;
-                    if (head.remaining > 0) break;
-                    done(queue.poll());
-                    continue;
-                }
-                if (!writeBuffers()) break;
-            }
+            socketFull = tls == null ? writePlain() : writeTls();
         } catch (IOException e) {
             close(e);
             return;
         }
         if (closed) return;                             // a completion callback closed it
-        boolean pending = !queue.isEmpty();
         int ops = key.interestOps();
-        int wanted = pending ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
+        int wanted = socketFull ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
         if (wanted != ops) key.interestOps(wanted);
-        if (!pending) {
+        if (!socketFull && queue.isEmpty()) {
             if (closeWhenFlushed) {
                 close(null);
                 return;
@@ -280,23 +340,52 @@ public final class Connection {
         }
     }
 
+    /** Writes the queue until it is empty or the socket is full; true when the socket is full. */
+    private boolean writePlain() throws IOException {
+        while (!queue.isEmpty()) {
+            Item head = queue.peek();
+            if (head.file != null) {
+                long n = head.file.transferTo(head.position, head.remaining, channel);
+                if (n > 0) progress(n);
+                head.position += n;
+                head.remaining -= n;
+                if (head.remaining > 0) return true;
+                done(queue.poll());
+                continue;
+            }
+            if (!writeBuffers()) return true;
+        }
+        return false;
+    }
+
     /** One gathering write of the buffers at the head of the queue; true when all of them went. */
     private boolean writeBuffers() throws IOException {
         ByteBuffer[] gather = loop.gather;
+        int count = gather(gather);
+        long n = channel.write(gather, 0, count);
+        Arrays.fill(gather, 0, count, null);
+        if (n > 0) progress(n);
+        return doneWithWritten(count);
+    }
+
+    /** Puts the buffers at the head of the queue (up to the first file region) into {@code gather}; how many. */
+    private int gather(ByteBuffer[] gather) {
         int count = 0;
         for (Item item : queue) {
             if (item.file != null || count == GATHER_MAX) break;
             gather[count++] = item.buffer;
         }
-        long n = channel.write(gather, 0, count);
-        java.util.Arrays.fill(gather, 0, count, null);
-        if (n > 0) progress(n);
-        for (int i = 0; i < count; i++) {
+        return count;
+    }
+
+    /** Completes the fully written buffers among the first {@code count} items; true when all of them were. */
+    private boolean doneWithWritten(int count) {
+        for (int i = 0; i < count && !closed; i++) {
             Item head = queue.peek();
             if (head.buffer.hasRemaining()) return false;
             done(queue.poll());
         }
-        return true;
+        return !closed;
     }
 
     private void progress(long bytes) {
@@ -306,12 +395,227 @@ public final class Connection {
 
     /** Nanoseconds the queued output has been waiting for the peer to take any of it; 0 when nothing is queued. */
     long stalledNs(long nowNs) {
-        return queue.isEmpty() ? 0 : nowNs - lastProgressNs;
+        return outputWaiting() ? nowNs - lastProgressNs : 0;
     }
 
-    /** Lets go of the kept-input buffer when it holds nothing (an idle connection holds no read memory). */
+    /** Lets go of the kept-input buffer (and TLS buffers) when they hold nothing: an idle connection holds no read memory. */
     void trim() {
         if (!kept.hasRemaining()) kept = EMPTY;
+        if (tls != null) tls.trim();
+    }
+
+    // ---------------------------------------------------------------- TLS
+
+    /**
+     * Switches to TLS with {@code engine}, which the caller has set up (server mode, protocols,
+     * client authentication). What is queued now still goes out in clear, first: call this right
+     * after queuing the reply that tells the peer to begin its handshake (NBD's ACK to
+     * NBD_OPT_STARTTLS), and stop consuming input — what follows in the buffer is the peer's
+     * handshake. From then on {@link ConnectionHandler#received} gets plaintext (after
+     * {@link ConnectionHandler#tlsEstablished}), what is sent is encrypted, and
+     * {@link ConnectionHandler#readTarget} is not asked. A failed handshake closes the connection
+     * with its {@link SSLException}.
+     */
+    public void startTls(SSLEngine engine) throws SSLException {
+        if (tls != null) throw new IllegalStateException("TLS is already on");
+        for (Item item : queue) {
+            if (item.file != null) throw new IllegalStateException("a file region is queued to go out in clear before TLS");
+        }
+        TlsLayer layer = new TlsLayer(engine);
+        for (Item item; (item = queue.poll()) != null; ) {
+            queuedBytes -= item.buffer.remaining();
+            layer.sendClear(item.buffer);
+            done(item);
+        }
+        tls = layer;
+    }
+
+    /** The session of the finished TLS handshake (the peer's certificates), or null: no TLS, or not yet. */
+    public SSLSession tlsSession() {
+        return tls != null && tls.established ? tls.engine.getSession() : null;
+    }
+
+    /** Anything for a TLS flush to do: bytes queued or encrypted, or a message the engine wants to send. */
+    private boolean tlsHasOutput() {
+        return !queue.isEmpty() || tls.outputPending()
+               || (!tls.tasksRunning && tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP);
+    }
+
+    /** Unwraps what has arrived and offers the plaintext to the handler, until the engine or the handler has to wait. */
+    private void tlsInput() throws IOException {
+        while (!closed && !inputPaused && !tls.tasksRunning) {
+            ByteBuffer plain = loop.tlsPlainBuffer().clear();
+            if (kept.hasRemaining()) {
+                plain.put(kept);
+                kept.clear().limit(0);
+            }
+            int before = plain.position();
+            TlsLayer.Input next = tls.unwrap(plain);
+            plain.flip();
+            if (tls.established && !tls.told) {
+                tls.told = true;
+                handler.tlsEstablished(this);
+                if (closed) return;
+            }
+            boolean fresh = plain.limit() > before;
+            if (plain.hasRemaining()) deliver(plain);
+            switch (next) {
+                case NEED_INPUT -> {
+                    return;
+                }
+                case PLAIN_FULL -> {
+                    if (!fresh) throw new IllegalStateException("a TLS record does not fit the plaintext buffer");
+                }
+                case NEED_WRAP -> {
+                    flush();
+                    if (closed) return;
+                    if (tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+                        tls.unwrapAfterWrite = true;         // the socket is full; writeTls brings us back
+                        return;
+                    }
+                }
+                case NEED_TASK -> {
+                    runTlsTasks();
+                    return;
+                }
+                case CLOSED -> {
+                    if (!inputEnded) endOfInput();
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Writes what is encrypted and encrypts more until the socket is full or nothing can go; true when the socket is full. */
+    private boolean writeTls() throws IOException {
+        boolean socketFull = false;
+        while (!closed) {
+            if (tls.outputPending()) {
+                if (tls.write(channel) > 0) lastProgressNs = System.nanoTime();
+                if (tls.outputPending()) {
+                    socketFull = true;
+                    break;
+                }
+            }
+            if (!encrypt()) break;
+        }
+        if (tls.unwrapAfterWrite && tls.engine.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+            tls.unwrapAfterWrite = false;
+            redeliverSoon();
+        }
+        return socketFull;
+    }
+
+    /**
+     * Fills the empty output buffer with records: the engine's own messages first, queued data
+     * once the handshake is done. True when something was produced.
+     */
+    private boolean encrypt() throws IOException {
+        if (tls.tasksRunning) return false;
+        ByteBuffer out = tls.fill();
+        try {
+            while (tls.roomForRecord() && !closed) {
+                SSLEngineResult.HandshakeStatus hs = tls.engine.getHandshakeStatus();
+                SSLEngineResult r;
+                if (hs == SSLEngineResult.HandshakeStatus.NEED_TASK) {
+                    runTlsTasks();
+                    break;
+                } else if (hs == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+                    r = tls.engine.wrap(EMPTY, out);
+                } else if (tls.established && !queue.isEmpty()) {
+                    r = wrapQueued(out);
+                } else {
+                    break;                              // the handshake waits for the peer, or nothing is queued
+                }
+                if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.FINISHED) tls.established = true;
+                if (r.getStatus() != SSLEngineResult.Status.OK || r.bytesProduced() == 0) break;
+            }
+        } finally {
+            tls.filled();
+        }
+        return tls.outputPending();
+    }
+
+    /** Encrypts from the head of the queue into {@code out}: buffers in one gathering wrap, or a piece of a file region. */
+    private SSLEngineResult wrapQueued(ByteBuffer out) throws IOException {
+        Item head = queue.peek();
+        if (head.file != null) {
+            ByteBuffer chunk = loop.tlsFileChunk().clear();
+            if (head.remaining < chunk.capacity()) chunk.limit((int) head.remaining);
+            if (head.file.read(chunk, head.position) < 0) {
+                throw new EOFException("the file region ends " + head.remaining + " bytes early");
+            }
+            chunk.flip();
+            SSLEngineResult r = tls.engine.wrap(chunk, out);
+            head.position += r.bytesConsumed();
+            head.remaining -= r.bytesConsumed();
+            queuedBytes -= r.bytesConsumed();
+            if (head.remaining == 0) done(queue.poll());
+            return r;
+        }
+        ByteBuffer[] gather = loop.gather;
+        int count = gather(gather);
+        SSLEngineResult r = tls.engine.wrap(gather, 0, count, out);
+        Arrays.fill(gather, 0, count, null);
+        queuedBytes -= r.bytesConsumed();
+        doneWithWritten(count);
+        return r;
+    }
+
+    /** Hands the engine's delegated tasks to the transport's TLS threads; the loop resumes this connection after them. */
+    private void runTlsTasks() {
+        if (tls.tasksRunning) return;
+        tls.tasksRunning = true;
+        SSLEngine engine = tls.engine;
+        try {
+            loop.tlsTasks().execute(() -> {
+                try {
+                    for (Runnable task; (task = engine.getDelegatedTask()) != null; ) task.run();
+                } finally {
+                    loop.execute(this::tlsTasksDone);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            tls.tasksRunning = false;
+            close(new IOException("the transport is closing", e));
+        }
+    }
+
+    private void tlsTasksDone() {
+        tls.tasksRunning = false;
+        if (closed) return;
+        try {
+            tlsInput();
+        } catch (IOException e) {
+            close(e);
+            return;
+        }
+        flush();
+    }
+
+    /**
+     * Tells the peer the session ends — close_notify, or the alert of a failed handshake — if the
+     * socket takes it now. Never waits: a peer that does not read learns it from the TCP close.
+     */
+    private void closeTls() {
+        if (tls.tasksRunning || tls.filling) return;         // the engine is busy: a plain TCP close
+        try {
+            if (tls.outputPending()) tls.write(channel);
+            if (tls.outputPending()) return;
+            tls.engine.closeOutbound();
+            ByteBuffer out = tls.fill();
+            try {
+                while (tls.roomForRecord() && tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+                    SSLEngineResult r = tls.engine.wrap(EMPTY, out);
+                    if (r.bytesProduced() == 0 || r.getStatus() == SSLEngineResult.Status.CLOSED) break;
+                }
+            } finally {
+                tls.filled();
+            }
+            tls.write(channel);
+        } catch (IOException | RuntimeException e) {
+            // closing anyway
+        }
     }
 
     // ---------------------------------------------------------------- ending
@@ -319,7 +623,7 @@ public final class Connection {
     /** Closes once everything queued has been written (or at once if nothing is). */
     public void closeWhenFlushed() {
         closeWhenFlushed = true;
-        if (queue.isEmpty()) close(null);
+        if (!outputWaiting()) close(null);
     }
 
     /** Stops reading for good: the peer's further bytes are not read. */
@@ -337,12 +641,14 @@ public final class Connection {
     }
 
     /**
-     * Closes now: the socket goes, queued output is dropped (each item's callback runs), the
-     * handler hears {@link ConnectionHandler#closed} once. Idempotent.
+     * Closes now: the socket goes (after a TLS close_notify, if it fits), queued output is
+     * dropped (each item's callback runs), the handler hears {@link ConnectionHandler#closed}
+     * once. Idempotent.
      */
     public void close(Throwable cause) {
         if (closed) return;
         closed = true;
+        if (tls != null) closeTls();
         if (key != null) key.cancel();
         try {
             channel.close();

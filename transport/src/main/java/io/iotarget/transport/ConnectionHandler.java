@@ -25,10 +25,19 @@ public interface ConnectionHandler {
     /**
      * Where the next socket read should go instead of the loop's buffer: a large payload the
      * handler is filling (it then learns of the bytes through a {@link #received} call with an
-     * empty buffer). Asked only when nothing is kept; null (the default) reads as usual.
+     * empty buffer). Asked only when nothing is kept, and never under TLS; null (the default)
+     * reads as usual.
      */
     default ByteBuffer readTarget(Connection connection) {
         return null;
+    }
+
+    /**
+     * The TLS handshake that {@link Connection#startTls} began has finished:
+     * {@link Connection#tlsSession()} now tells who the peer is. Called once, before the first
+     * plaintext is {@linkplain #received received}.
+     */
+    default void tlsEstablished(Connection connection) {
     }
 
     /** The peer closed its sending side (end of stream). By default the connection closes. */

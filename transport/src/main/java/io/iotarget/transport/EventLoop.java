@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.PriorityQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -36,6 +37,13 @@ public final class EventLoop {
      */
     /** Bytes read from a socket per call: big enough for a burst of pipelined small requests. */
     static final int READ_BUFFER_BYTES = 64 * 1024;
+    /**
+     * Room beyond {@link #READ_BUFFER_BYTES} in the TLS plaintext buffer: more than one record's
+     * plaintext (2^14 bytes and its padding), so what a handler left plus one record always fit.
+     */
+    static final int TLS_RECORD_ROOM = 32 * 1024;
+    /** A file region sent under TLS is read in pieces of this size: one record's plaintext each. */
+    static final int TLS_FILE_CHUNK_BYTES = 16 * 1024;
     private static final System.Logger LOG = System.getLogger(EventLoop.class.getName());
     /** How often the loop looks for stalled peers; the send timeout is met within this much. */
     static final long SWEEP_NS = 250_000_000L;
@@ -51,6 +59,12 @@ public final class EventLoop {
     final ByteBuffer readBuffer = ByteBuffer.allocateDirect(READ_BUFFER_BYTES);
     /** The gather list of one write; loop thread only. */
     final ByteBuffer[] gather = new ByteBuffer[Connection.GATHER_MAX];
+    /** TLS connections' plaintext is unwrapped here; allocated with the loop's first TLS connection. */
+    private ByteBuffer tlsPlain;
+    /** A piece of a file region on its way into a TLS record; allocated when first needed. */
+    private ByteBuffer tlsFileChunk;
+    /** Where TLS connections run their engines' delegated tasks (key exchange, signatures, certificate checks). */
+    private final Executor tlsTasks;
     /** Loop thread only. */
     private final List<Connection> connections = new ArrayList<>();
     private final long sendTimeoutNs;
@@ -59,9 +73,10 @@ public final class EventLoop {
     private long lastErrorLogNs;
     private long timeoutSequence;
 
-    EventLoop(String name, long sendTimeoutNs) throws IOException {
+    EventLoop(String name, long sendTimeoutNs, Executor tlsTasks) throws IOException {
         this.selector = Selector.open();
         this.sendTimeoutNs = sendTimeoutNs;
+        this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }
 
@@ -146,6 +161,22 @@ public final class EventLoop {
 
     Selector selector() {
         return selector;
+    }
+
+    Executor tlsTasks() {
+        return tlsTasks;
+    }
+
+    /** Loop thread only. */
+    ByteBuffer tlsPlainBuffer() {
+        if (tlsPlain == null) tlsPlain = ByteBuffer.allocateDirect(READ_BUFFER_BYTES + TLS_RECORD_ROOM);
+        return tlsPlain;
+    }
+
+    /** Loop thread only. */
+    ByteBuffer tlsFileChunk() {
+        if (tlsFileChunk == null) tlsFileChunk = ByteBuffer.allocateDirect(TLS_FILE_CHUNK_BYTES);
+        return tlsFileChunk;
     }
 
     /** Stops the loop: its connections are closed and its thread ends. Any thread but the loop's. */

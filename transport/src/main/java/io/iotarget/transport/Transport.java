@@ -6,6 +6,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -44,6 +47,13 @@ public final class Transport implements AutoCloseable {
     }
 
     private final EventLoop[] loops;
+    /**
+     * TLS handshakes' heavy steps (key exchange, signing, checking certificates: about a
+     * millisecond each) run here, off the loops; half as many threads as loops, so a flood of
+     * handshakes leaves the loops at least half the cores. Threads start with the first TLS
+     * connection and then stay.
+     */
+    private final ThreadPoolExecutor tlsTasks;
     private final Listener.Limits limits;
     private final AtomicInteger next = new AtomicInteger();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
@@ -51,7 +61,11 @@ public final class Transport implements AutoCloseable {
     public Transport(Settings settings) throws IOException {
         int n = settings.loops() > 0 ? settings.loops() : Runtime.getRuntime().availableProcessors();
         this.loops = new EventLoop[n];
-        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos());
+        int tlsThreads = Math.max(1, n / 2);
+        AtomicInteger tlsThreadNumber = new AtomicInteger();
+        this.tlsTasks = new ThreadPoolExecutor(tlsThreads, tlsThreads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                task -> Thread.ofPlatform().daemon().name("iotarget-tls-" + tlsThreadNumber.getAndIncrement()).unstarted(task));
+        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), tlsTasks);
         for (EventLoop loop : loops) loop.start();
         this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());
     }
@@ -97,5 +111,6 @@ public final class Transport implements AutoCloseable {
         for (Listener l : listeners) l.close();
         List<EventLoop> all = new ArrayList<>(List.of(loops));
         for (EventLoop loop : all) loop.stop();
+        tlsTasks.shutdownNow();
     }
 }

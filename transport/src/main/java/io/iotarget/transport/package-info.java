@@ -18,12 +18,16 @@
  * may pause input (backpressure). Engine completions on other threads come back to a connection
  * through {@link io.iotarget.transport.EventLoop#execute}.
  *
- * <h2>3. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
+ * <h2>3. TLS</h2> A connection can switch to TLS in place for STARTTLS protocols
+ * ({@link io.iotarget.transport.Connection#startTls}); its handler keeps seeing and sending
+ * plaintext. Handshake computations run on the transport's few TLS threads, not on the loops.
+ *
+ * <h2>4. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
  * of unconsumed input; queued output only as long as it takes some of it within the send timeout;
  * one connection slot of the server-wide and per-host limits. Data buffers are the protocols'
  * (taken from the tenant's share of the buffer pool).
  *
- * <h2>4. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
+ * <h2>5. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
  * block (no disk IO, no locks held across IO, no long computation on the loop).
  */
 package io.iotarget.transport;

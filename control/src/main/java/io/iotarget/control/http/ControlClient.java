@@ -1,6 +1,7 @@
 package io.iotarget.control.http;
 
 import io.iotarget.control.http.ControlToken.TokenUnavailableException;
+import io.iotarget.transport.Pem;
 
 import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLContext;

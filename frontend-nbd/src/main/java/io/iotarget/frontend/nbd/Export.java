@@ -3,6 +3,8 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.Device;
 
+import java.util.List;
+
 /**
  * An enabled export as connections see it: immutable, taken when the export was enabled and
  * valid until it is disabled. Everything a connection charges and checks comes from here: the
@@ -14,8 +16,29 @@ import io.iotarget.model.Device;
  * @param device      the engine device behind the export
  * @param group       who pays for the export's IO
  * @param readOnly    writes, trims and write-zeroes fail with EPERM
+ * @param tls         only clients that started TLS may see and open it
+ * @param allowAnyClient any client may see and open it (over TLS when {@code tls}); when false
+ *                    only clients whose certificate is in {@code allowedClients} (nvmet's
+ *                    {@code attr_allow_any_host} and {@code allowed_hosts}); false only with {@code tls}
+ * @param allowedClients the client certificates that may see and open it; empty when {@code allowAnyClient}
  */
-record Export(String name, String description, Device device, Group group, boolean readOnly) {
+record Export(String name, String description, Device device, Group group, boolean readOnly, boolean tls,
+              boolean allowAnyClient, List<AllowedClient> allowedClients) {
+    /**
+     * Whether {@code client} may see this export (NBD_OPT_LIST) and open it (INFO, GO,
+     * EXPORT_NAME): a plaintext client only an export without {@code tls}; a TLS client any
+     * export that allows any client, and another only with a certificate on its list — an empty
+     * list admits nobody.
+     */
+    boolean admits(ClientIdentity client) {
+        if (!client.tls()) return !tls;
+        if (allowAnyClient) return true;
+        for (AllowedClient allowed : allowedClients) {
+            if (allowed.matches(client)) return true;
+        }
+        return false;
+    }
+
     /**
      * The transmission flags for this export. Multi-connection is safe: every connection goes
      * through the same engine device and there is no per-connection cache, so a FLUSH or FUA

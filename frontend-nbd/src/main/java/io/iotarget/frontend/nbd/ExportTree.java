@@ -9,10 +9,11 @@ import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,6 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The NBD front end's configuration, laid out like nvmet's configfs namespaces:
  *
  * <pre>
+ *  tls/
+ *    certificates       absolute path of the server's TLS credentials ({@link TlsCredentials}); "" = no TLS
  *  exports/
  *    &lt;name&gt;/            mkdir creates a disabled export; rmdir disables and removes it
  *      backend          engine device name (e.g. "default")           changeable only while disabled
@@ -29,8 +32,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  *      readonly         0 | 1                                          changeable only while disabled
  *      description      free text for NBD_OPT_LIST / NBD_INFO_DESCRIPTION
  *      max_connections  clients transmitting on it at once; 0 = no limit (default)
+ *      tls              0 | 1: seen and opened only by clients that started TLS
+ *      allow_any_client 1 | 0: any client may open it; 0: only those in allowed_clients (needs tls 1)
+ *      allowed_clients  client certificates that may see and open it, one per line ({@link AllowedClient});
+ *                       a write adds its lines, "-ENTRY" removes one, "" empties the list
  *      enable           0 | 1: offered to clients only when 1
  * </pre>
+ *
+ * {@code allow_any_client} and {@code allowed_clients} work as nvmet's {@code attr_allow_any_host}
+ * and {@code allowed_hosts}: a list can be written only while {@code allow_any_client} is 0, which
+ * can go back to 1 only once the list is empty — so taking the last client off a list leaves the
+ * export open to nobody, never to everybody. {@code tls}, {@code allow_any_client} and
+ * {@code allowed_clients} may change while the export is enabled: new
+ * negotiations see the change at once, and connections whose client may no longer open the
+ * export are ended the way a disable ends them. An export whose {@code tls} is 1 can be enabled
+ * only while {@code tls/certificates} is set, which then cannot be emptied (EBUSY); a new
+ * directory written there serves the handshakes that start after it.
  *
  * Enabling acquires the device ({@code engine.acquire}) and binds the group
  * ({@code controller.bind}), so neither can be removed under a live export. Disabling an
@@ -49,12 +66,17 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     /** What the empty export name means (nbd-server's default export). */
     static final String DEFAULT_EXPORT = "default";
     static final String EXPORTS = "exports";
-    private static final List<String> ATTRIBUTES = List.of("backend", "cgroup", "cgroup_id", "description", "enable", "max_connections", "readonly");
+    static final String TLS = "tls";
+    static final String CERTIFICATES = "certificates";
+    private static final List<String> ATTRIBUTES = List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id",
+                                                           "description", "enable", "max_connections", "readonly", "tls");
     private static final int MAX_NAME_BYTES = 255;
 
     private final Engine engine;
     private final Map<String, Entry> entries = new ConcurrentSkipListMap<>();
     private volatile boolean shuttingDown;
+    /** The server's TLS credentials, or null: no TLS. Written under the tree's lock, read by connections as they open. */
+    private volatile TlsCredentials tls;
 
     ExportTree(Engine engine) {
         this.engine = engine;
@@ -69,11 +91,15 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         String description = "";
         /** 0 = no limit; read lock-free by negotiating connections. */
         volatile int maxConnections;
+        boolean tls;
+        boolean allowAnyClient = true;
+        final List<AllowedClient> allowedClients = new ArrayList<>();
         /** The enabled export, or null while disabled. */
         volatile Export live;
         /** What the enabled export holds; null while disabled. */
         volatile Hold hold;
-        final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
+        /** Connections transmitting on the export, with who is at the other end. */
+        final Map<NbdConnection, ClientIdentity> connections = new ConcurrentHashMap<>();
 
         Entry(String name, Group root) {
             this.name = name;
@@ -152,28 +178,35 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         return shuttingDown;
     }
 
+    @Override
+    public TlsCredentials tls() {
+        return tls;
+    }
+
     /**
      * Registers a connection entering transmission on {@code export}, holding its device and
      * group until {@link Hold#detach}; null when the export was disabled meanwhile (the
-     * connection must then close). Pairs with {@link #disable}: either the disabler sees the
-     * connection or the connection sees the export gone.
+     * connection must then close), or when {@code client} may no longer open it. Pairs with
+     * {@link #disable} and {@link #republish}: either they see the connection or the
+     * connection sees the export gone (or changed).
      */
-    Hold attach(Export export, NbdConnection connection) {
+    Hold attach(Export export, NbdConnection connection, ClientIdentity client) {
         Entry e = entries.get(export.name());
         if (e == null) return null;
         Hold h = e.hold;
         Export live = e.live;
         // A new description republishes the export; a disable (or a re-enable on another binding) does not match.
         if (h == null || live == null || live.device() != export.device() || live.group() != export.group()
-            || live.readOnly() != export.readOnly() || !h.retain()) {
+            || live.readOnly() != export.readOnly() || !live.admits(client) || !h.retain()) {
             return null;
         }
         if (refusal(export) != null) {                  // another client took the last place meanwhile
             h.release();
             return null;
         }
-        e.connections.add(connection);
-        if (e.hold != h) {
+        e.connections.put(connection, client);
+        Export now = e.live;
+        if (e.hold != h || now == null || !now.admits(client)) {
             h.detach(connection);
             return null;
         }
@@ -195,7 +228,13 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     @Override
     public Kind kind(String path) throws ControlException {
         String[] p = split(path);
-        if (p.length <= 1) return Kind.DIRECTORY;
+        if (p.length == 0) return Kind.DIRECTORY;
+        if (p[0].equals(TLS)) {
+            if (p.length == 1) return Kind.DIRECTORY;
+            if (p.length == 2 && p[1].equals(CERTIFICATES)) return Kind.FILE;
+            throw noEntry(path);
+        }
+        if (p.length == 1) return Kind.DIRECTORY;
         entry(p[1], path);
         if (p.length == 2) return Kind.DIRECTORY;
         if (p.length == 3 && ATTRIBUTES.contains(p[2])) return Kind.FILE;
@@ -206,7 +245,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     public List<String> list(String path) throws ControlException {
         String[] p = split(path);
         if (kind(path) != Kind.DIRECTORY) throw new ControlException(Errno.ENOTDIR, path + " is not a directory");
-        if (p.length == 0) return List.of(EXPORTS + "/");
+        if (p.length == 0) return List.of(EXPORTS + "/", TLS + "/");
+        if (p[0].equals(TLS)) return List.of(CERTIFICATES);
         if (p.length == 1) {
             List<String> names = new ArrayList<>();
             for (String name : entries.keySet()) names.add(name + "/");
@@ -217,6 +257,10 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     @Override
     public synchronized String read(String path) throws ControlException {
+        if (isCertificates(path)) {
+            TlsCredentials t = tls;
+            return (t == null ? "" : t.directory().toString()) + "\n";
+        }
         Entry e = attributeEntry(path);
         return switch (split(path)[2]) {
             case "backend" -> (e.backend == null ? "" : e.backend) + "\n";
@@ -225,6 +269,13 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             case "readonly" -> (e.readOnly ? "1" : "0") + "\n";
             case "description" -> e.description + "\n";
             case "max_connections" -> e.maxConnections + "\n";
+            case "tls" -> (e.tls ? "1" : "0") + "\n";
+            case "allow_any_client" -> (e.allowAnyClient ? "1" : "0") + "\n";
+            case "allowed_clients" -> {
+                StringBuilder sb = new StringBuilder();
+                for (AllowedClient a : e.allowedClients) sb.append(a.text()).append('\n');
+                yield sb.toString();
+            }
             case "enable" -> (e.live != null ? "1" : "0") + "\n";
             default -> throw new AssertionError(path);
         };
@@ -232,23 +283,59 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     @Override
     public synchronized void write(String path, String value) throws ControlException {
+        if (isCertificates(path)) {
+            writeCertificates(stripNewline(value));
+            return;
+        }
         Entry e = attributeEntry(path);
         String attribute = split(path)[2];
         String v = stripNewline(value);
-        if (attribute.equals("enable")) {
-            boolean on = bool(attribute, v);
-            if (on && e.live == null) enable(e);
-            if (!on && e.live != null) disable(e);
-            return;
-        }
-        if (attribute.equals("description")) {
-            if (v.getBytes(StandardCharsets.UTF_8).length > NbdWire.MAX_STRING || v.indexOf('\0') >= 0) {
-                throw new ControlException(Errno.EINVAL, "description of " + v.length() + " characters (expected: at most 4096 bytes of UTF-8 without NUL)");
+        switch (attribute) {
+            case "enable" -> {
+                boolean on = bool(attribute, v);
+                if (on && e.live == null) enable(e);
+                if (!on && e.live != null) disable(e);
+                return;
             }
-            e.description = v;
-            Export live = e.live;
-            if (live != null) e.live = new Export(live.name(), v, live.device(), live.group(), live.readOnly());
-            return;
+            case "description" -> {
+                if (v.getBytes(StandardCharsets.UTF_8).length > NbdWire.MAX_STRING || v.indexOf('\0') >= 0) {
+                    throw new ControlException(Errno.EINVAL, "description of " + v.length() + " characters (expected: at most 4096 bytes of UTF-8 without NUL)");
+                }
+                e.description = v;
+                republish(e);
+                return;
+            }
+            case "tls" -> {
+                boolean on = bool(attribute, v);
+                if (e.live != null) checkTls(e, on, e.allowAnyClient);
+                e.tls = on;
+                republish(e);
+                return;
+            }
+            case "allow_any_client" -> {
+                boolean any = bool(attribute, v);
+                if (any && !e.allowedClients.isEmpty()) {
+                    throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allow_any_client=1: allowed_clients is not empty "
+                                                             + "(empty it first, as nvmet's allowed_hosts)");
+                }
+                if (e.live != null) checkTls(e, e.tls, any);
+                e.allowAnyClient = any;
+                republish(e);
+                return;
+            }
+            case "allowed_clients" -> {
+                List<AllowedClient> next = allowedClients(e.allowedClients, v);
+                if (e.allowAnyClient && !next.isEmpty()) {
+                    throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allowed_clients: allow_any_client is 1 "
+                                                             + "(write 0 first, as for nvmet's allowed_hosts)");
+                }
+                e.allowedClients.clear();
+                e.allowedClients.addAll(next);
+                republish(e);
+                return;
+            }
+            default -> {
+            }
         }
         if (attribute.equals("max_connections")) {
             // Applies to clients that connect from now on; those transmitting stay.
@@ -318,12 +405,76 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         entries.remove(e.name);
     }
 
+    // ------------------------------------------------------------ TLS
+
+    /** A directory of credentials to serve TLS with from now on, or "" for none (only while no enabled export needs TLS). */
+    private void writeCertificates(String v) throws ControlException {
+        if (v.isEmpty()) {
+            List<String> needing = new ArrayList<>();
+            for (Entry e : entries.values()) {
+                if (e.live != null && e.tls) needing.add(e.name);
+            }
+            if (!needing.isEmpty()) {
+                throw new ControlException(Errno.EBUSY, TLS + "/" + CERTIFICATES + ": enabled exports need TLS: " + String.join(", ", needing)
+                                                        + " (write their tls 0, or disable them, first)");
+            }
+            tls = null;
+            return;
+        }
+        Path directory;
+        try {
+            directory = Path.of(v);
+        } catch (InvalidPathException x) {
+            throw new ControlException(Errno.EINVAL, "certificates=" + v + " (expected: an absolute directory path)");
+        }
+        tls = TlsCredentials.load(directory);
+    }
+
+    /** An export's {@code tls} and {@code allow_any_client} as they would be: they must make sense together and with the server. */
+    private void checkTls(Entry e, boolean tlsOn, boolean allowAnyClient) throws ControlException {
+        String where = EXPORTS + "/" + e.name;
+        if (!tlsOn && !allowAnyClient) {
+            throw new ControlException(Errno.EINVAL, where + ": allow_any_client 0 needs tls 1 (a client certificate is only seen over TLS)");
+        }
+        if (tlsOn && tls == null) {
+            throw new ControlException(Errno.EINVAL, where + ": tls 1 needs the server's credentials in " + TLS + "/" + CERTIFICATES);
+        }
+    }
+
+    /**
+     * The allow list after writing {@code v}: each line adds an entry (once), "-ENTRY" removes
+     * one, an empty write empties the list. Every line is parsed before anything changes.
+     */
+    private static List<AllowedClient> allowedClients(List<AllowedClient> current, String v) throws ControlException {
+        List<AllowedClient> next = new ArrayList<>(current);
+        if (v.isBlank()) {
+            next.clear();
+            return next;
+        }
+        for (String line : v.split("\n")) {
+            String entry = line.strip();
+            if (entry.isEmpty()) continue;
+            if (entry.startsWith("-")) {
+                next.remove(AllowedClient.parse(entry.substring(1)));
+            } else {
+                AllowedClient a = AllowedClient.parse(entry);
+                if (!next.contains(a)) next.add(a);
+            }
+        }
+        return next;
+    }
+
     // ------------------------------------------------------------ enable / disable
 
     private void enable(Entry e) throws ControlException {
         if (e.backend == null) throw new ControlException(Errno.EINVAL, "enable=1: " + EXPORTS + "/" + e.name + "/backend is not set");
         Device device = engine.device(e.backend);
         if (device == null) throw new ControlException(Errno.ENODEV, "enable=1: backend " + e.backend + " no longer exists");
+        try {
+            checkTls(e, e.tls, e.allowAnyClient);
+        } catch (ControlException x) {
+            throw new ControlException(x.errno(), "enable=1: " + x.detail());
+        }
         engine.acquire(device);
         try {
             engine.controller().bind(e.group);
@@ -332,7 +483,22 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             throw new ControlException(x.errno(), "enable=1: cgroup " + e.group.path() + ": " + x.detail());
         }
         e.hold = new Hold(e, device, e.group);
-        e.live = new Export(e.name, e.description, device, e.group, e.readOnly);
+        e.live = new Export(e.name, e.description, device, e.group, e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
+    }
+
+    /**
+     * An enabled export whose description or access changed is published anew; connections
+     * whose client may no longer open it end as a disable ends them.
+     */
+    private void republish(Entry e) {
+        Export live = e.live;
+        if (live == null) return;
+        Export next = new Export(e.name, e.description, live.device(), live.group(), e.readOnly, e.tls, e.allowAnyClient,
+                                 List.copyOf(e.allowedClients));
+        e.live = next;
+        for (Map.Entry<NbdConnection, ClientIdentity> c : e.connections.entrySet()) {
+            if (!next.admits(c.getValue())) c.getKey().shutdown();
+        }
     }
 
     private void disable(Entry e) {
@@ -340,18 +506,25 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         if (h == null) return;
         e.live = null;
         e.hold = null;
-        for (NbdConnection c : e.connections) c.shutdown();
+        for (NbdConnection c : e.connections.keySet()) c.shutdown();
         h.release();
     }
 
     // ------------------------------------------------------------ paths
 
+    private static boolean isCertificates(String path) {
+        String[] p = components(path);
+        return p.length == 2 && p[0].equals(TLS) && p[1].equals(CERTIFICATES);
+    }
+
     private Entry attributeEntry(String path) throws ControlException {
         String[] p = split(path);
         if (p.length < 3) {
-            if (p.length == 2) entry(p[1], path);
+            if (p.length == 2 && p[0].equals(EXPORTS)) entry(p[1], path);
+            else if (p.length == 2) throw noEntry(path);        // tls/ holds certificates only
             throw new ControlException(Errno.EISDIR, path + " is a directory");
         }
+        if (!p[0].equals(EXPORTS)) throw noEntry(path);
         Entry e = entry(p[1], path);
         if (p.length > 3 || !ATTRIBUTES.contains(p[2])) throw noEntry(path);
         return e;
@@ -364,13 +537,14 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     private static ControlException noEntry(String path) {
-        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: exports/<name>/{" + String.join(",", ATTRIBUTES) + "})");
+        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + TLS + "/" + CERTIFICATES
+                                                  + " or exports/<name>/{" + String.join(",", ATTRIBUTES) + "})");
     }
 
-    /** Path components of a path that exists in shape (under exports/); ENOENT otherwise. */
+    /** Path components of a path that exists in shape (under exports/ or tls/); ENOENT otherwise. */
     private static String[] split(String path) throws ControlException {
         String[] parts = components(path);
-        if (parts.length > 0 && !parts[0].equals(EXPORTS)) throw noEntry(path);
+        if (parts.length > 0 && !parts[0].equals(EXPORTS) && !parts[0].equals(TLS)) throw noEntry(path);
         return parts;
     }
 

@@ -10,6 +10,7 @@ import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.EventLoop;
 
+import javax.net.ssl.SSLException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,8 +37,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * comes back; and its queued replies, for no longer than the transport's send timeout.
  *
  * <h2>Ending</h2>
- * A client that has not finished negotiating within the server's handshake limit is
- * disconnected. NBD_CMD_DISC, end of stream, or {@link #shutdown()} (export disabled, server
+ * A client that has not finished negotiating — its TLS handshake included — within the
+ * server's handshake limit is disconnected. NBD_CMD_DISC, end of stream, or {@link #shutdown()} (export disabled, server
  * closing) stop the decoding; requests in flight still finish and get their replies, then the
  * socket closes. A WRITE whose payload never fully arrives never runs. A request header with a
  * bad magic cannot be resynchronised: the connection closes at once. The export's device and
@@ -174,6 +175,11 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     }
 
     @Override
+    public void tlsEstablished(Connection c) {
+        negotiation.tlsEstablished(ClientIdentity.of(c.tlsSession()));
+    }
+
+    @Override
     public void inputEnded(Connection c) {
         if (phase == Phase.NEGOTIATING) {
             connection.close(null);
@@ -218,6 +224,15 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 connection.closeWhenFlushed();
                 return;
             }
+            if (next == Negotiation.Next.START_TLS) {
+                // What follows STARTTLS in the buffer is the client's TLS handshake: the connection takes it from here.
+                try {
+                    connection.startTls(negotiation.tlsCredentials().newEngine());
+                } catch (SSLException e) {
+                    connection.close(e);
+                }
+                return;
+            }
             if (next == Negotiation.Next.TRANSMIT) startTransmission();
         }
     }
@@ -225,7 +240,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private void startTransmission() {
         handshakeLimit.cancel();
         Export export = negotiation.export();
-        hold = server.exports().attach(export, this);
+        hold = server.exports().attach(export, this, negotiation.client());
         phase = Phase.TRANSMITTING;
         if (hold == null) {                             // disabled while we negotiated
             ending = true;

@@ -25,7 +25,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@linkplain #listen listens} on. Fixed-newstyle handshake (EXPORT_NAME, ABORT, LIST, INFO,
  * GO, STRUCTURED_REPLY, LIST/SET_META_CONTEXT with base:allocation), and every command
  * (READ, WRITE, DISC, FLUSH, TRIM, CACHE, WRITE_ZEROES with NO_HOLE and FAST_ZERO,
- * BLOCK_STATUS with REQ_ONE; FUA and DF), pipelined, many connections per export. Every
+ * BLOCK_STATUS with REQ_ONE; FUA and DF), pipelined, many connections per export; TLS with
+ * X.509 (NBD_OPT_STARTTLS) and exports open only to the client certificates they list. Every
  * data-moving command is an {@code IoRequest} on the export's device charged to the export's
  * group, submitted through {@link Engine#submit}. Connections live on the transport's event loops; see
  * {@link NbdConnection}.
@@ -77,7 +78,7 @@ public final class NbdServer implements AutoCloseable {
         return handshakeLimitNs;
     }
 
-    /** The exports: {@code exports/<name>/{backend,cgroup,cgroup_id,readonly,description,enable}}. */
+    /** The configuration: {@code tls/certificates} and {@code exports/<name>/...} ({@link ExportTree}). */
     public ConfigTree tree() {
         return exports;
     }

@@ -47,6 +47,7 @@ final class NbdWire {
     static final int REP_ERR_UNSUP = 0x8000_0001;
     static final int REP_ERR_POLICY = 0x8000_0002;
     static final int REP_ERR_INVALID = 0x8000_0003;
+    static final int REP_ERR_TLS_REQD = 0x8000_0005;
     static final int REP_ERR_UNKNOWN = 0x8000_0006;
     static final int REP_ERR_SHUTDOWN = 0x8000_0007;
     static final int REP_ERR_TOO_BIG = 0x8000_0009;

@@ -11,10 +11,30 @@ import java.util.function.Consumer;
  * to a sink as ready-to-send buffers, so tests drive it without sockets. The connection's
  * loop thread only.
  *
- * <p>Policy choices: no TLS (STARTTLS gets ERR_UNSUP, the NOTLS mode); the empty export name
- * means the export named {@value ExportTree#DEFAULT_EXPORT}, as nbd-server's default export;
- * INFO/GO always send NBD_INFO_BLOCK_SIZE (requests that break it get EINVAL, so a client
- * that did not ask is never refused); the only metadata context is {@code base:allocation}.
+ * <h2>TLS</h2>
+ * The mode is fixed when the connection opens, as the spec asks, from the server's credentials
+ * and exports then:
+ * <ul>
+ * <li>NOTLS (no credentials): STARTTLS gets ERR_UNSUP; nothing ever gets ERR_TLS_REQD.</li>
+ * <li>FORCEDTLS (credentials, and every enabled export needs TLS — nbdkit's {@code --tls=require},
+ * qemu-nbd with {@code --tls-creds}): before TLS every option but STARTTLS and ABORT gets
+ * ERR_TLS_REQD, and EXPORT_NAME hangs up.</li>
+ * <li>SELECTIVETLS (credentials, and some export is open without TLS): before TLS, LIST shows
+ * only the exports open without TLS; INFO/GO on any other name — TLS-only or unknown alike,
+ * so names cannot be probed — get ERR_TLS_REQD.</li>
+ * </ul>
+ * STARTTLS is answered ACK ({@link Next#START_TLS}: the connection switches) and forgets what was
+ * negotiated before it (structured replies, metadata contexts), since a man in the middle may
+ * have chosen them; a second STARTTLS gets ERR_INVALID. After TLS the client is who its
+ * certificate says ({@link ClientIdentity}): LIST shows only the exports it may open
+ * ({@link Export#admits}), and INFO, GO and the META_CONTEXT options answer for an export it may
+ * not open exactly as for one that does not exist (ERR_UNKNOWN, same message); EXPORT_NAME hangs
+ * up on it.
+ *
+ * <p>Other policy choices: the empty export name means the export named
+ * {@value ExportTree#DEFAULT_EXPORT}, as nbd-server's default export; INFO/GO always send
+ * NBD_INFO_BLOCK_SIZE (requests that break it get EINVAL, so a client that did not ask is never
+ * refused); the only metadata context is {@code base:allocation}.
  */
 final class Negotiation {
     /*  Option reply (20-byte header + data)
@@ -39,14 +59,22 @@ final class Negotiation {
 
         /** True while the server is closing: options get ERR_SHUTDOWN. */
         boolean shuttingDown();
+
+        /** The server's TLS credentials, or null when it serves no TLS. */
+        TlsCredentials tls();
     }
 
-    /** What the connection does after an event. */
-    enum Next { CONTINUE, TRANSMIT, CLOSE }
+    /** What the connection does after an event: go on, enter transmission, switch to TLS, or hang up. */
+    enum Next { CONTINUE, TRANSMIT, START_TLS, CLOSE }
 
     private final Exports exports;
     /** Why every option is refused (the connection is over a server limit), or null. */
     private final String refusal;
+    /** The credentials this connection may switch to TLS with, or null (NOTLS); taken once, as the mode. */
+    private final TlsCredentials tls;
+    /** FORCEDTLS: until TLS, every option but STARTTLS and ABORT gets ERR_TLS_REQD. */
+    private final boolean forcedTls;
+    private ClientIdentity client = ClientIdentity.PLAINTEXT;
     private boolean fixedNewstyle;
     private boolean noZeroes;
     private boolean structuredReplies;
@@ -57,6 +85,23 @@ final class Negotiation {
     Negotiation(Exports exports, String refusal) {
         this.exports = exports;
         this.refusal = refusal;
+        this.tls = exports.tls();
+        this.forcedTls = tls != null && exports.enabled().stream().allMatch(Export::tls);
+    }
+
+    /** The credentials for the switch that {@link Next#START_TLS} asks for. */
+    TlsCredentials tlsCredentials() {
+        return tls;
+    }
+
+    /** The TLS handshake finished: the client is {@code identity} from now on. */
+    void tlsEstablished(ClientIdentity identity) {
+        client = identity;
+    }
+
+    /** Who the client is: {@link ClientIdentity#PLAINTEXT} until TLS. */
+    ClientIdentity client() {
+        return client;
     }
 
     /** The export transmission runs on; set when {@link Next#TRANSMIT} was returned. */
@@ -114,6 +159,11 @@ final class Negotiation {
             out.accept(error(code, NbdWire.REP_ERR_SHUTDOWN, "server shutting down"));
             return Next.CONTINUE;
         }
+        if (code == NbdWire.OPT_STARTTLS) return startTls(data, out);
+        if (forcedTls && !client.tls()) {
+            out.accept(error(code, NbdWire.REP_ERR_TLS_REQD, "this server requires TLS first (NBD_OPT_STARTTLS)"));
+            return Next.CONTINUE;
+        }
         switch (code) {
             case NbdWire.OPT_LIST -> list(data, out);
             case NbdWire.OPT_INFO, NbdWire.OPT_GO -> {
@@ -133,11 +183,26 @@ final class Negotiation {
         return Next.CONTINUE;
     }
 
+    private Next startTls(byte[] data, Consumer<ByteBuffer> out) {
+        int code = NbdWire.OPT_STARTTLS;
+        if (tls == null) {
+            out.accept(error(code, NbdWire.REP_ERR_UNSUP, "this server has no TLS credentials"));
+            return Next.CONTINUE;
+        }
+        if (data.length != 0) return invalid(code, out, "NBD_OPT_STARTTLS takes no data");
+        if (client.tls()) return invalid(code, out, "TLS is already on");
+        structuredReplies = false;
+        metaExportName = null;
+        baseAllocationSelected = false;
+        out.accept(reply(code, NbdWire.REP_ACK, 0).flip());
+        return Next.START_TLS;
+    }
+
     private Next exportName(byte[] data, Consumer<ByteBuffer> out) {
-        // EXPORT_NAME cannot carry an error: an unknown export or a closing server means hanging up.
+        // EXPORT_NAME cannot carry an error: an unknown export, one this client may not open, or a closing server means hanging up.
         if (exports.shuttingDown() || data.length > NbdWire.MAX_STRING) return Next.CLOSE;
         Export export = exports.find(new String(data, StandardCharsets.UTF_8));
-        if (export == null || exports.refusal(export) != null) return Next.CLOSE;
+        if (export == null || !export.admits(client) || exports.refusal(export) != null) return Next.CLOSE;
         ByteBuffer b = ByteBuffer.allocate(EXPORT_NAME_REPLY_BYTES + (noZeroes ? 0 : EXPORT_NAME_ZEROES));
         b.putLong(export.device().sizeBytes()).putShort((short) export.transmissionFlags(structuredReplies));
         out.accept(b.clear());
@@ -151,6 +216,7 @@ final class Negotiation {
             return;
         }
         for (Export e : exports.enabled()) {
+            if (!e.admits(client)) continue;
             byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
             byte[] description = e.description().getBytes(StandardCharsets.UTF_8);
             out.accept(reply(NbdWire.OPT_LIST, NbdWire.REP_SERVER, 4 + name.length + description.length)
@@ -181,8 +247,13 @@ final class Negotiation {
             if (type == NbdWire.INFO_DESCRIPTION) wantDescription = true;
         }
         Export export = exports.find(name);
-        if (export == null) {
-            out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
+        if (export == null || !export.admits(client)) {
+            if (tls != null && !client.tls()) {
+                // SELECTIVETLS: the same answer for a TLS-only export and an unknown name, so names cannot be probed.
+                out.accept(error(code, NbdWire.REP_ERR_TLS_REQD, "no export named '" + name + "' is open without TLS (NBD_OPT_STARTTLS first)"));
+            } else {
+                out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
+            }
             return Next.CONTINUE;
         }
         String refusal = code == NbdWire.OPT_GO ? exports.refusal(export) : null;
@@ -254,7 +325,7 @@ final class Negotiation {
             return;
         }
         Export export = exports.find(name);
-        if (export == null) {
+        if (export == null || !export.admits(client)) {
             out.accept(error(code, NbdWire.REP_ERR_UNKNOWN, "no export named '" + name + "'"));
             return;
         }

@@ -12,9 +12,9 @@ import java.nio.charset.StandardCharsets;
  * including what a well-behaved client never would.
  */
 final class RawClient implements AutoCloseable {
-    final Socket socket;
-    final DataInputStream in;
-    final DataOutputStream out;
+    Socket socket;
+    DataInputStream in;
+    DataOutputStream out;
 
     RawClient(int port) throws IOException {
         socket = new Socket("127.0.0.1", port);
@@ -31,6 +31,31 @@ final class RawClient implements AutoCloseable {
         out.writeInt(clientFlags);
         out.flush();
         return this;
+    }
+
+    /** NBD_OPT_STARTTLS, then the TLS handshake as a client of {@code context}: from here on everything goes over TLS. */
+    RawClient startTls(javax.net.ssl.SSLContext context) throws IOException {
+        option(NbdWire.OPT_STARTTLS, new byte[0]);
+        expect(optionReply().type(), NbdWire.REP_ACK);
+        javax.net.ssl.SSLSocket tls = (javax.net.ssl.SSLSocket) context.getSocketFactory().createSocket(socket, "localhost", socket.getPort(), true);
+        tls.startHandshake();
+        socket = tls;
+        in = new DataInputStream(new java.io.BufferedInputStream(tls.getInputStream()));
+        out = new DataOutputStream(new java.io.BufferedOutputStream(tls.getOutputStream()));
+        return this;
+    }
+
+    /** The export names NBD_OPT_LIST answers with, in order. */
+    java.util.List<String> list() throws IOException {
+        option(NbdWire.OPT_LIST, new byte[0]);
+        java.util.List<String> names = new java.util.ArrayList<>();
+        while (true) {
+            OptionReply r = optionReply();
+            if (r.type() == NbdWire.REP_ACK) return names;
+            if (r.type() != NbdWire.REP_SERVER) throw new IOException("LIST failed: type 0x" + Integer.toHexString(r.type()) + " " + r.text());
+            int length = java.nio.ByteBuffer.wrap(r.data()).getInt();
+            names.add(new String(r.data(), 4, length, StandardCharsets.UTF_8));
+        }
     }
 
     void option(int code, byte[] data) throws IOException {

@@ -1,0 +1,208 @@
+package io.iotarget.testkit;
+
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedKeyManager;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.Principal;
+import java.security.PrivateKey;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.util.List;
+
+/**
+ * A throwaway X.509 certificate authority for TLS tests, made with openssl when the test runs
+ * (no key is ever committed). Credentials come in the directory layout of QEMU's
+ * {@code tls-creds-x509}, which libnbd and nbdkit read too: {@code ca-cert.pem} plus
+ * {@code server-cert.pem}/{@code server-key.pem} for a server, {@code client-cert.pem}/
+ * {@code client-key.pem} for a client. Keys are EC P-256, certificates valid for two days.
+ */
+public final class TestPki {
+    public static final String CA_CERT = "ca-cert.pem";
+    public static final String CA_CRL = "ca-crl.pem";
+    public static final String SERVER_CERT = "server-cert.pem";
+    public static final String SERVER_KEY = "server-key.pem";
+    public static final String CLIENT_CERT = "client-cert.pem";
+    public static final String CLIENT_KEY = "client-key.pem";
+
+    private final Path dir;
+    private final Path caKey;
+    private final Path caCert;
+
+    private TestPki(Path dir) {
+        this.dir = dir;
+        this.caKey = dir.resolve("ca-key.pem");
+        this.caCert = dir.resolve(CA_CERT);
+    }
+
+    /** A new CA named {@code name} in {@code dir} (created); skips the test when openssl is missing. */
+    public static TestPki create(Path dir, String name) throws IOException, InterruptedException {
+        Tools.require("openssl", "/usr/bin/openssl");
+        Files.createDirectories(dir);
+        TestPki pki = new TestPki(dir);
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", pki.caKey.toString(), "-out", pki.caCert.toString(), "-days", "2", "-subj", "/CN=" + name,
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+        Files.writeString(dir.resolve("index.txt"), "");
+        Files.writeString(dir.resolve("crlnumber"), "01\n");
+        Files.writeString(dir.resolve("ca.cnf"), "[ca]\ndefault_ca=test\n[test]\ndatabase=" + dir.resolve("index.txt")
+                                                 + "\ncrlnumber=" + dir.resolve("crlnumber") + "\ndefault_md=sha256\ndefault_crl_days=2\n");
+        return pki;
+    }
+
+    public Path caCert() {
+        return caCert;
+    }
+
+    /** A server's directory {@code name}: the CA, and a certificate for 127.0.0.1 and localhost. */
+    public Path server(String name) throws IOException, InterruptedException {
+        Path d = credentials(name);
+        issue(d.resolve(SERVER_CERT), d.resolve(SERVER_KEY), "/CN=localhost",
+                "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n");
+        return d;
+    }
+
+    /** A client's directory {@code name}: the CA, and a client certificate with subject {@code subject} ("/O=a/CN=b"). */
+    public Path client(String name, String subject) throws IOException, InterruptedException {
+        Path d = credentials(name);
+        issue(d.resolve(CLIENT_CERT), d.resolve(CLIENT_KEY), subject, "extendedKeyUsage=clientAuth\n");
+        return d;
+    }
+
+    /** A client's directory {@code name} with only the CA: it checks the server and shows no certificate. */
+    public Path anonymousClient(String name) throws IOException, InterruptedException {
+        return credentials(name);
+    }
+
+    /** Revokes {@code certFile} and writes the CA's revocation list into {@code into}/ca-crl.pem. */
+    public void revoke(Path certFile, Path into) throws IOException, InterruptedException {
+        String cnf = dir.resolve("ca.cnf").toString();
+        openssl("ca", "-config", cnf, "-keyfile", caKey.toString(), "-cert", caCert.toString(), "-revoke", certFile.toString());
+        openssl("ca", "-config", cnf, "-keyfile", caKey.toString(), "-cert", caCert.toString(), "-gencrl",
+                "-out", into.resolve(CA_CRL).toString());
+    }
+
+    /** The SHA-256 fingerprint of a certificate as openssl prints it: 32 colon-separated upper-case hex pairs. */
+    public static String fingerprint(Path certFile) throws IOException, InterruptedException {
+        String out = openssl("x509", "-in", certFile.toString(), "-noout", "-fingerprint", "-sha256").strip();
+        return out.substring(out.indexOf('=') + 1);
+    }
+
+    /** The subject of a certificate in RFC 2253 form ("CN=b,O=a"), as qemu's tls-authz lists match it. */
+    public static String subject(Path certFile) throws IOException, InterruptedException {
+        String out = openssl("x509", "-in", certFile.toString(), "-noout", "-subject", "-nameopt", "RFC2253").strip();
+        return out.substring(out.indexOf('=') + 1);
+    }
+
+    /**
+     * A JDK TLS 1.3 client of a client directory: it trusts the directory's ca-cert.pem and shows
+     * its client certificate, if it has one, to any server — the JDK's own key manager withholds a
+     * certificate the server's CA did not issue, which would hide what the server does with it.
+     */
+    public static SSLContext clientContext(Path credentials) throws IOException, InterruptedException, GeneralSecurityException {
+        KeyStore trusted = KeyStore.getInstance("PKCS12");
+        trusted.load(null, null);
+        try (InputStream in = Files.newInputStream(credentials.resolve(CA_CERT))) {
+            trusted.setCertificateEntry("ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        TrustManagerFactory trust = TrustManagerFactory.getInstance("PKIX");
+        trust.init(trusted);
+        KeyManager[] keys = null;
+        if (Files.exists(credentials.resolve(CLIENT_CERT))) {
+            Path p12 = credentials.resolve("client.p12");
+            openssl("pkcs12", "-export", "-in", credentials.resolve(CLIENT_CERT).toString(), "-inkey", credentials.resolve(CLIENT_KEY).toString(),
+                    "-passout", "pass:test", "-out", p12.toString());
+            KeyStore mine = KeyStore.getInstance("PKCS12");
+            try (InputStream in = Files.newInputStream(p12)) {
+                mine.load(in, "test".toCharArray());
+            }
+            KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            factory.init(mine, "test".toCharArray());
+            keys = new KeyManager[]{new ShowAlways((X509ExtendedKeyManager) factory.getKeyManagers()[0])};
+        }
+        SSLContext context = SSLContext.getInstance("TLSv1.3");
+        context.init(keys, trust.getTrustManagers(), null);
+        return context;
+    }
+
+    /** A client key manager that offers its one certificate whatever issuers the server names. */
+    private static final class ShowAlways extends X509ExtendedKeyManager {
+        private final X509ExtendedKeyManager keys;
+        private final String alias;
+
+        ShowAlways(X509ExtendedKeyManager keys) {
+            this.keys = keys;
+            this.alias = keys.getClientAliases("EC", null)[0];
+        }
+
+        @Override
+        public String chooseClientAlias(String[] keyType, Principal[] issuers, Socket socket) {
+            return alias;
+        }
+
+        @Override
+        public String chooseEngineClientAlias(String[] keyType, Principal[] issuers, SSLEngine engine) {
+            return alias;
+        }
+
+        @Override
+        public String[] getClientAliases(String keyType, Principal[] issuers) {
+            return new String[]{alias};
+        }
+
+        @Override
+        public String[] getServerAliases(String keyType, Principal[] issuers) {
+            return null;
+        }
+
+        @Override
+        public String chooseServerAlias(String keyType, Principal[] issuers, Socket socket) {
+            return null;
+        }
+
+        @Override
+        public X509Certificate[] getCertificateChain(String name) {
+            return keys.getCertificateChain(name);
+        }
+
+        @Override
+        public PrivateKey getPrivateKey(String name) {
+            return keys.getPrivateKey(name);
+        }
+    }
+
+    private Path credentials(String name) throws IOException {
+        Path d = dir.resolve(name);
+        Files.createDirectories(d);
+        Files.copy(caCert, d.resolve(CA_CERT));
+        return d;
+    }
+
+    private void issue(Path cert, Path key, String subject, String extensions) throws IOException, InterruptedException {
+        Path request = Files.createTempFile(dir, "req", ".csr");
+        Path ext = Files.createTempFile(dir, "ext", ".cnf");
+        Files.writeString(ext, "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n" + extensions);
+        openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key.toString(), "-out", request.toString(), "-subj", subject);
+        openssl("x509", "-req", "-in", request.toString(), "-CA", caCert.toString(), "-CAkey", caKey.toString(),
+                "-CAcreateserial", "-days", "2", "-extfile", ext.toString(), "-out", cert.toString());
+    }
+
+    private static String openssl(String... args) throws IOException, InterruptedException {
+        String[] command = new String[args.length + 1];
+        command[0] = "openssl";
+        System.arraycopy(args, 0, command, 1, args.length);
+        Tools.Result r = Tools.run(60, List.of(command));
+        if (r.exit() != 0) throw new IOException(String.join(" ", command) + " exited " + r.exit() + ":\n" + r.out());
+        return r.out();
+    }
+}
