@@ -151,7 +151,7 @@ class NbdDecoderFuzzTest {
 
     private static final Group ROOT = new IoController(Clock.SYSTEM).root();
     private static final Export DEFAULT = new Export("default", "the default export",
-            new Device(0, new DeviceNumber(259, 0), "default", 1 << 20, 512, false, 1), ROOT, false);
+            new Device(0, new DeviceNumber(259, 0), "default", 1 << 20, 512, false, 1), ROOT, false, false, true, List.of());
 
     private static final Negotiation.Exports EXPORTS = new Negotiation.Exports() {
         @Override
@@ -166,6 +166,11 @@ class NbdDecoderFuzzTest {
 
         @Override
         public String refusal(Export export) {
+            return null;
+        }
+
+        @Override
+        public TlsCredentials tls() {
             return null;
         }
 
