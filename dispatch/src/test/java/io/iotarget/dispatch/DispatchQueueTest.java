@@ -2,6 +2,7 @@ package io.iotarget.dispatch;
 
 import io.iotarget.backend.ForwardingBackend;
 import io.iotarget.backend.NullBackend;
+import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.IoGroup;
@@ -76,7 +77,7 @@ class DispatchQueueTest {
             public void completed(IoRequest io, IoStatus status) {
                 done.add(status);
             }
-        });
+        }, null, Clock.SYSTEM);
         IoRequest running = new IoRequest().set(IoOp.READ, 0, 0, 512, ByteBuffer.allocate(512)).target(device, GROUP);
         Thread submitter = Thread.ofPlatform().start(() -> queue.dispatch(running));
         assertTrue(backend.entered.await(5, TimeUnit.SECONDS));
