@@ -42,7 +42,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * next SQE or ends the request: it frees the slot (or gives it to the oldest backlogged
  * request) and then calls the request's {@link Completion}. Requests that completion starts
  * (the dispatch queue's next waiting request) are gathered and submitted by the same enter
- * that waits for the next completions. The CQ head is released after each CQE is read.
+ * that waits for the next completions; when it gathered nothing it waits with
+ * {@code to_submit = 0}, because any submitting enter takes the ring's mutex (uring_lock):
+ * entering with work to submit on every wait made the completion thread and the submitters
+ * spin on that mutex for a quarter of all CPU time (17.7 µs of CPU per 4 KiB read at QD32,
+ * against 4.9 µs without). The CQ head is released after each CQE is read.
  *
  * <h2>4. Why one ring per engine</h2>
  * A ring per device would size each ring to its device's queue depth and need no backlog, but
@@ -344,7 +348,7 @@ final class IoRing implements AutoCloseable {
         plugs.set(own);
         boolean stop = false;
         while (!stop) {
-            long rc = LinuxCalls.syscall(LinuxCalls.SYS_IO_URING_ENTER, ringFd, entries, 1, ENTER_GETEVENTS, 0, 0);
+            long rc = LinuxCalls.syscall(LinuxCalls.SYS_IO_URING_ENTER, ringFd, own.gathered ? entries : 0, 1, ENTER_GETEVENTS, 0, 0);
             own.gathered = false;
             if (rc < 0 && rc != -BackendErrors.EINTR && rc != -BackendErrors.EAGAIN && rc != -BackendErrors.EBUSY) {
                 LOG.log(System.Logger.Level.ERROR, "io_uring_enter(GETEVENTS) failed: " + BackendErrors.name((int) -rc));
