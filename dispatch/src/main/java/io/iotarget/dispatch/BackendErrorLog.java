@@ -1,6 +1,7 @@
 package io.iotarget.dispatch;
 
 import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.ErrnoException;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
@@ -51,7 +52,7 @@ final class BackendErrorLog {
         }
         lines++;
         String message = "backend error on " + device.name() + " (" + device.number() + "): " + io.op() + " offset=" + io.offset()
-                + " length=" + io.length() + ": " + BackendErrors.name(errno) + ": " + cause.getMessage();
+                + " length=" + io.length() + ": " + (cause instanceof ErrnoException ? "" : BackendErrors.name(errno) + ": ") + cause.getMessage();
         // An errno says all there is; a RuntimeException is a bug whose stack trace matters.
         if (cause.getCause() instanceof RuntimeException) {
             logger.log(System.Logger.Level.WARNING, message, cause);
