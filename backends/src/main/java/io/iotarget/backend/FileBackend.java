@@ -22,12 +22,23 @@ import java.nio.file.StandardOpenOption;
  * which the dispatch layer checks).
  *
  * <h2>1. Requests</h2>
- * {@link #blocking()}: requests go through {@link #start}. Reads, writes, flushes, discards and
- * write-zeroes go on the engine's io_uring when it has one; everything else (verify, compare,
- * prefetch, zeroing a file system cannot do with fallocate), and everything on the thread
- * engine, runs the synchronous calls below on an IO thread. Those use pread/pwrite/fdatasync
- * on the descriptor, so every failure carries its errno (ENOSPC on a full file system becomes
- * {@link IoStatus#NO_SPACE}).
+ * {@link #blocking()}: requests go through {@link #start}, which never waits for the disk:
+ * <ol>
+ *   <li>On a buffered file a plain read or write (no FUA, no PREFLUSH, direct memory) is tried
+ *   on the submitting thread with RWF_NOWAIT, which completes only when the page cache can
+ *   serve it without waiting for the disk, for memory or for a lock, and otherwise fails with
+ *   EAGAIN: a cached read costs a copy, not a hand-off to another thread (~1 µs of CPU against
+ *   5-15 µs through the ring). On tmpfs and ramfs, which have no RWF_NOWAIT and no device to
+ *   wait for, plain reads and writes always run there, as the memory backend's do (with swap,
+ *   touching a swapped-out page reads it back on that thread).
+ *   <li>What would wait goes on the engine's io_uring: reads, writes, flushes, discards and
+ *   write-zeroes.
+ *   <li>The rest runs the synchronous calls below on the engine's IO threads: verify, compare,
+ *   prefetch, zeroing a file system cannot do with fallocate, buffered writes io_uring would
+ *   only punt to its kernel workers (see {@code onRing}), and everything on the thread engine.
+ *   Those use pread/pwrite/fdatasync on the descriptor.
+ * </ol>
+ * Every failure carries its errno (ENOSPC on a full file system becomes {@link IoStatus#NO_SPACE}).
  *
  * <h2>2. Buffers</h2>
  * The kernel reads and writes a request's buffer in place when it is direct memory (and, on an
@@ -69,12 +80,17 @@ public final class FileBackend implements Backend {
     private final boolean regularFile;
     /** For regions: a second, buffered descriptor of a buffered regular file; null otherwise. */
     private final FileChannel regionChannel;
+    /** A buffered file on tmpfs or ramfs: memory, no device to wait for. */
+    private final boolean memoryFileSystem;
     /** fallocate's PUNCH_HOLE and ZERO_RANGE work here: file systems support them separately (tmpfs only punches). */
     private volatile boolean punchWorks = true;
     private volatile boolean zeroRangeWorks = true;
+    /** Buffered reads and writes with RWF_NOWAIT work here (each is cleared by the first EOPNOTSUPP; ext4 has no buffered NOWAIT writes). */
+    private volatile boolean nowaitWrites = true;
+    private volatile boolean nowaitReads = true;
 
     private FileBackend(Path path, int fd, long sizeBytes, int logicalBlockSize, boolean readOnly, boolean direct,
-                        boolean regularFile, FileChannel regionChannel) {
+                        boolean regularFile, FileChannel regionChannel, boolean memoryFileSystem) {
         this.path = path;
         this.fd = fd;
         this.sizeBytes = sizeBytes;
@@ -83,6 +99,7 @@ public final class FileBackend implements Backend {
         this.direct = direct;
         this.regularFile = regularFile;
         this.regionChannel = regionChannel;
+        this.memoryFileSystem = memoryFileSystem;
     }
 
     /**
@@ -98,8 +115,10 @@ public final class FileBackend implements Backend {
         try {
             long size = LinuxCalls.lseek(fd, 0, LinuxCalls.SEEK_END);
             if (size < 0) throw new ErrnoException("lseek(" + path + ", SEEK_END)", (int) -size);
+            long fsType = LinuxCalls.fileSystemType(fd);
+            boolean memory = !direct && regular && (fsType == LinuxCalls.TMPFS_MAGIC || fsType == LinuxCalls.RAMFS_MAGIC);
             if (regular && !direct) channel = FileChannel.open(path, StandardOpenOption.READ);
-            return new FileBackend(path, fd, size, logicalBlockSize, readOnly, direct, regular, channel);
+            return new FileBackend(path, fd, size, logicalBlockSize, readOnly, direct, regular, channel, memory);
         } catch (IOException | RuntimeException e) {
             LinuxCalls.close(fd);
             throw e;
@@ -153,15 +172,22 @@ public final class FileBackend implements Backend {
     @Override
     public IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
         if (io.op() == IoOp.READ && io.views() != null && region(io)) return IoStatus.OK;
+        if (withoutWaiting(io)) return IoStatus.OK;
         IoRing ring = ioEngine.ring();
         if (ring != null && onRing(io)) return ring.start(this, io, done);
         return Backend.super.start(io, ioEngine, done);
     }
 
-    /** Whether the ring does this request; the rest runs on the IO pool. */
+    /**
+     * Whether the ring does this request; the rest runs on the IO pool. Buffered writes on a
+     * file system without RWF_NOWAIT writes (ext4) are not the ring's: io_uring would hand each
+     * to one of its kernel workers, one at a time per file, and the pool did them at twice the
+     * rate for half the CPU (4 KiB at QD32: 410k against 191k IOPS, 3.1 against 8.3 µs per IO).
+     */
     private boolean onRing(IoRequest io) {
         return switch (io.op()) {
-            case READ, PASSTHROUGH_IN, WRITE, PASSTHROUGH_OUT, FLUSH -> true;
+            case READ, PASSTHROUGH_IN, FLUSH -> true;
+            case WRITE, PASSTHROUGH_OUT -> direct || nowaitWrites;
             case DISCARD -> punchWorks;
             case WRITE_ZEROES -> (io.hasFlag(IoFlags.NO_UNMAP) ? zeroRangeWorks : punchWorks)
                     && !(io.hasFlag(IoFlags.FAST_ZERO) && !zeroesFast());
@@ -169,15 +195,55 @@ public final class FileBackend implements Backend {
         };
     }
 
+    /**
+     * Does a buffered file's plain read or write here and now if the kernel can without waiting
+     * (RWF_NOWAIT); false when it would wait, or failed, or was short: the asynchronous path
+     * then does the whole request (again, for a short one: the same bytes to the same place)
+     * and reports any failure.
+     */
+    private boolean withoutWaiting(IoRequest io) {
+        if (direct || (io.flags() & (IoFlags.FUA | IoFlags.PREFLUSH)) != 0) return false;
+        boolean write;
+        switch (io.op()) {
+            case READ, PASSTHROUGH_IN -> {
+                if (!nowaitReads) return false;
+                write = false;
+            }
+            case WRITE, PASSTHROUGH_OUT -> {
+                if (!nowaitWrites) return false;
+                write = true;
+            }
+            default -> {
+                return false;
+            }
+        }
+        ByteBuffer data = io.data();
+        if (!data.isDirect() || io.length() == 0) return false;
+        MemorySegment buffer = MemorySegment.ofBuffer(data);
+        if (memoryFileSystem) {
+            long n = write ? LinuxCalls.pwrite(fd, buffer, io.offset()) : LinuxCalls.pread(fd, buffer, io.offset());
+            return n == io.length();
+        }
+        long n = LinuxCalls.transferV2(write, fd, buffer, io.offset(), LinuxCalls.RWF_NOWAIT);
+        if (n == -BackendErrors.EOPNOTSUPP) {                   // this file system cannot tell: ask it no more
+            if (write) nowaitWrites = false;
+            else nowaitReads = false;
+        }
+        return n == io.length();
+    }
+
+    /** cachestat(2) says every page of the range is in the page cache; false when it cannot tell. */
+    private boolean cached(long offset, long length) {
+        if (!cachestatWorks) return false;
+        int cached = LinuxCalls.cachestat(fd, offset, length);
+        if (cached == -BackendErrors.ENOSYS || cached == -BackendErrors.EPERM) cachestatWorks = false;
+        return cached == 1;
+    }
+
     /** Offers the read as a region when it may be one; true when the receiver took it. */
     private boolean region(IoRequest io) {
-        if (regionChannel == null || io.length() < REGION_MIN_BYTES || !cachestatWorks) return false;
-        int cached = LinuxCalls.cachestat(fd, io.offset(), io.length());
-        if (cached < 0) {
-            if (cached == -BackendErrors.ENOSYS || cached == -BackendErrors.EPERM) cachestatWorks = false;
-            return false;
-        }
-        return cached == 1 && io.views().region(regionChannel, io.offset(), io.length());
+        return regionChannel != null && io.length() >= REGION_MIN_BYTES && cached(io.offset(), io.length())
+                && io.views().region(regionChannel, io.offset(), io.length());
     }
 
     /** True when the kernel can use {@code buffer} in place: direct memory, aligned on O_DIRECT files. */

@@ -62,12 +62,17 @@ final class LinuxCalls {
     private static final VarHandle ERRNO_HANDLE = CALL_STATE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     /** cachestat's {@code struct cachestat_range} (16 bytes) followed by its {@code struct cachestat} (5 × u64). */
     private static final long CACHESTAT_BYTES = 16 + 5 * 8;
+    /** {@code struct iovec { void *iov_base; size_t iov_len; }}. */
+    private static final long IOVEC_BYTES = 16;
+
+    /** preadv2/pwritev2 flag: fail with EAGAIN instead of waiting (for the disk, for page cache room, for a lock). */
+    static final int RWF_NOWAIT = 0x08;
 
     /** Where a thread's calls leave errno, and scratch memory for the structs a call takes. */
-    private record PerThread(MemorySegment callState, MemorySegment cachestat) {
+    private record PerThread(MemorySegment callState, MemorySegment cachestat, MemorySegment iovec) {
         static PerThread allocate() {
             Arena arena = Arena.ofAuto();
-            return new PerThread(arena.allocate(CALL_STATE_LAYOUT), arena.allocate(CACHESTAT_BYTES, 8));
+            return new PerThread(arena.allocate(CALL_STATE_LAYOUT), arena.allocate(CACHESTAT_BYTES, 8), arena.allocate(IOVEC_BYTES, 8));
         }
     }
 
@@ -77,9 +82,14 @@ final class LinuxCalls {
     private static final MethodHandle CLOSE = downcall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle PREAD = downcall("pread64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle PWRITE = downcall("pwrite64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle PREADV2 = downcall("preadv2",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle PWRITEV2 = downcall("pwritev2",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle FDATASYNC = downcall("fdatasync", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle FALLOCATE = downcall("fallocate",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle FSTATFS = downcall("fstatfs", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
     private static final MethodHandle LSEEK = downcall("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     /** posix_fadvise returns the error number itself and leaves errno alone. */
     private static final MethodHandle FADVISE = downcall("posix_fadvise",
@@ -180,6 +190,27 @@ final class LinuxCalls {
         }
     }
 
+    /**
+     * preadv2(2) or pwritev2(2) of one buffer (a native segment) with {@code flags} (RWF_*):
+     * bytes transferred, or -errno.
+     */
+    static long transferV2(boolean write, int fd, MemorySegment buffer, long offset, int flags) {
+        try {
+            PerThread t = PER_THREAD.get();
+            MemorySegment iov = t.iovec();
+            iov.set(JAVA_LONG, 0, buffer.address());
+            iov.set(JAVA_LONG, 8, buffer.byteSize());
+            MemorySegment state = t.callState();
+            long n = write ? (long) PWRITEV2.invokeExact(state, fd, iov, 1, offset, flags)
+                    : (long) PREADV2.invokeExact(state, fd, iov, 1, offset, flags);
+            return n < 0 ? -errno(state) : n;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
     static void fdatasync(int fd) throws ErrnoException {
         try {
             MemorySegment state = state();
@@ -197,6 +228,26 @@ final class LinuxCalls {
             MemorySegment state = state();
             int rc = (int) FALLOCATE.invokeExact(state, fd, mode, offset, length);
             if (rc != 0) throw new ErrnoException("fallocate(mode=0x" + Integer.toHexString(mode) + ")", errno(state));
+        } catch (ErrnoException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** {@code struct statfs} is 120 bytes on x86-64 and arm64; {@code f_type} comes first. */
+    private static final long STATFS_BYTES = 128;
+    static final long TMPFS_MAGIC = 0x01021994L;
+    static final long RAMFS_MAGIC = 0x858458f6L;
+
+    /** fstatfs(2)'s f_type: which file system holds the descriptor. */
+    static long fileSystemType(int fd) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(STATFS_BYTES, 8);
+            MemorySegment state = state();
+            int rc = (int) FSTATFS.invokeExact(state, fd, buf);
+            if (rc != 0) throw new ErrnoException("fstatfs", errno(state));
+            return buf.get(JAVA_LONG, 0);
         } catch (ErrnoException | RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -190,4 +190,50 @@ class FileIoTest {
         });
         assertEquals(true, hole[0], "the discard punched a hole");
     }
+
+    /** A buffered read the page cache can serve completes on the submitting thread; one that would wait for the disk goes to an IO thread. */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(value = IoEngine.Kind.class, names = {"IO_URING", "THREADS"})
+    void shouldServeCachedBufferedReadsOnTheSubmittingThread(IoEngine.Kind kind) throws Exception {
+        IoEngine engine = engine(kind);
+        Path f = file(dir);
+        FileBackend backend = backend(f, false);
+        ByteBuffer dst = aligned(65536).limit(65536);
+        Requests.Done done = new Requests.Done();
+        assertEquals(IoStatus.OK, backend.start(new io.iotarget.model.IoRequest().set(IoOp.READ, 0, 8192, 65536, dst), engine, done),
+                "cached: done at once, no completion to wait for");
+        assertEquals(-1, ByteBuffer.wrap(random(SIZE, 1), 8192, 65536).mismatch(dst));
+
+        backend.flush();
+        assertEquals(0, LinuxCalls.fadvise(backend.fd(), 0, SIZE, LinuxCalls.POSIX_FADV_DONTNEED));
+        assumeTrue(LinuxCalls.cachestat(backend.fd(), 1 << 20, 65536) == 0, "the page cache kept the pages");
+        dst = aligned(65536).limit(65536);
+        assertEquals(null, backend.start(new io.iotarget.model.IoRequest().set(IoOp.READ, 0, 1 << 20, 65536, dst), engine, done),
+                "evicted: the read would wait, so it goes to the IO engine");
+        assertEquals(IoStatus.OK, done.get(10, java.util.concurrent.TimeUnit.SECONDS));
+        assertEquals(true, done.thread != Thread.currentThread(), "completed on an IO thread");
+        assertEquals(-1, ByteBuffer.wrap(random(SIZE, 1), 1 << 20, 65536).mismatch(dst));
+    }
+
+    /** tmpfs is memory: plain reads and writes complete on the submitting thread, as on the memory backend; FUA still goes to the IO engine. */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(value = IoEngine.Kind.class, names = {"IO_URING", "THREADS"})
+    void shouldRunPlainTmpfsIoOnTheSubmittingThread(IoEngine.Kind kind) throws Exception {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm) && Files.isWritable(shm), "needs tmpfs at /dev/shm");
+        IoEngine engine = engine(kind);
+        Path f = file(shm);
+        FileBackend backend = backend(f, false);
+        byte[] data = random(8192, 5);
+        Requests.Done done = new Requests.Done();
+        ByteBuffer src = aligned(8192).put(0, data).limit(8192);
+        assertEquals(IoStatus.OK, backend.start(new io.iotarget.model.IoRequest().set(IoOp.WRITE, 0, 4096, 8192, src), engine, done));
+        ByteBuffer dst = aligned(8192).limit(8192);
+        assertEquals(IoStatus.OK, backend.start(new io.iotarget.model.IoRequest().set(IoOp.READ, 0, 4096, 8192, dst), engine, done));
+        assertEquals(-1, ByteBuffer.wrap(data).mismatch(dst));
+        assertEquals(-1, ByteBuffer.wrap(data).mismatch(ByteBuffer.wrap(onDisk(f, 4096, 8192))));
+        assertEquals(null, backend.start(new io.iotarget.model.IoRequest().set(IoOp.WRITE, IoFlags.FUA, 4096, 8192, src.clear().limit(8192)), engine, done),
+                "FUA waits for durability: asynchronous");
+        assertEquals(IoStatus.OK, done.get(10, java.util.concurrent.TimeUnit.SECONDS));
+    }
 }

@@ -146,13 +146,13 @@ class IoRingTest {
     }
 
     private static IoRequest read(int block) {
-        return new IoRequest().set(IoOp.READ, 0, (long) block * BLOCK, BLOCK, ByteBuffer.allocateDirect(BLOCK));
+        return new IoRequest().set(IoOp.READ, 0, (long) block * BLOCK, BLOCK, ByteBuffer.allocateDirect(BLOCK * 2).alignedSlice(BLOCK).limit(BLOCK));
     }
 
     @Test
     void shouldLeaveNoThreadAndNoDescriptorBehindWhenClosed() throws Exception {
         long fdsBefore = openDescriptors();
-        try (FileBackend file = sparseFile(1 << 20, false)) {
+        try (FileBackend file = sparseFile(1 << 20, true)) {
             for (IoEngine.Kind kind : List.of(IoEngine.Kind.IO_URING, IoEngine.Kind.THREADS)) {
                 IoEngine engine = IoEngine.open(kind);
                 List<Requests.Done> all = new ArrayList<>();
