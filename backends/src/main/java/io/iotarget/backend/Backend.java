@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
 
 import java.io.IOException;
@@ -10,8 +12,13 @@ import java.nio.ByteBuffer;
  * once; ranges are checked by the caller (they always lie inside {@link #sizeBytes()}), and
  * concurrent operations on overlapping ranges have no defined order, as on a disk.
  *
- * <p>Failures are {@link IOException}s; the dispatch layer turns them into an
- * {@code IO_ERROR} completion.
+ * <p>Two ways in, chosen by {@link #blocking()}: the dispatch layer runs a request of a
+ * non-blocking backend (memory, null) on the submitting thread through the synchronous calls
+ * ({@link RequestRunner}), and hands a request of a blocking one to {@link #start}, which
+ * must return at once and report the end on an IO thread.
+ *
+ * <p>Failures are {@link IOException}s, {@link ErrnoException}s where the OS gave an errno;
+ * {@link BackendErrors} turns them into the request's {@link IoStatus}.
  */
 public interface Backend extends AutoCloseable {
     /** "null", "memory" or "file": the config's backend type. */
@@ -29,9 +36,25 @@ public interface Backend extends AutoCloseable {
         return false;
     }
 
-    /** True when calls may block for a device's latency (so they should not run on a timer thread). */
+    /**
+     * True when the synchronous calls may block for a device's latency: requests then go
+     * through {@link #start} and never run on the submitting thread.
+     */
     default boolean blocking() {
         return false;
+    }
+
+    /**
+     * Starts a request of a {@linkplain #blocking() blocking} backend without waiting for it.
+     * Returns null when the request is under way: {@code done} then hears its end once, later,
+     * on an IO thread. Returns a status (and {@code done} is never called) when it ended at
+     * once on this thread, and throws when it failed at once.
+     *
+     * <p>This default runs {@link RequestRunner} on the engine's IO pool, one pool thread per
+     * request in flight; the file backend overrides it with io_uring.
+     */
+    default IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
+        return ioEngine.threads().execute(this, io, done);
     }
 
     /** Fills {@code dst} from its position to its limit with the bytes at {@code offset}; position unchanged. */

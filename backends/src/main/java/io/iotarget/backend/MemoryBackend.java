@@ -163,7 +163,7 @@ public final class MemoryBackend implements Backend {
     }
 
     @Override
-    public void write(long offset, ByteBuffer src, boolean fua) throws NoSpaceException {
+    public void write(long offset, ByteBuffer src, boolean fua) throws ErrnoException {
         int at = src.position();
         int remaining = src.remaining();
         while (remaining > 0) {
@@ -187,7 +187,7 @@ public final class MemoryBackend implements Backend {
     }
 
     @Override
-    public void writeZeroes(long offset, long length, boolean mayUnmap) throws NoSpaceException {
+    public void writeZeroes(long offset, long length, boolean mayUnmap) throws ErrnoException {
         if (mayUnmap) {
             zero(offset, length, true);
             return;
@@ -253,14 +253,14 @@ public final class MemoryBackend implements Backend {
         return (ByteBuffer) CHUNKS.getAcquire(chunks, index);
     }
 
-    private ByteBuffer chunkForWrite(int index) throws NoSpaceException {
+    private ByteBuffer chunkForWrite(int index) throws ErrnoException {
         ByteBuffer chunk = chunk(index);
         if (chunk != null) return chunk;
         ByteBuffer fresh;
         try {
             fresh = ByteBuffer.allocateDirect(CHUNK_BYTES);
         } catch (OutOfMemoryError e) {
-            throw new NoSpaceException("memory backend: cannot allocate a " + CHUNK_BYTES + "-byte chunk", e);
+            throw new ErrnoException("memory backend: allocating a " + CHUNK_BYTES + "-byte chunk", BackendErrors.ENOSPC, e);
         }
         ByteBuffer witness = (ByteBuffer) CHUNKS.compareAndExchange(chunks, index, (ByteBuffer) null, fresh);
         return witness == null ? fresh : witness;

@@ -16,8 +16,8 @@ import java.util.concurrent.locks.LockSupport;
  * the work. Because completions are placed on the timeline rather than after each sleep, late
  * wake-ups do not slow the device down while calls are queued.
  *
- * <p>Any thread. {@link #blocking()} is true: the engine runs released requests on virtual
- * threads, and callers should submit from virtual threads too.
+ * <p>Any thread. {@link #blocking()} is true: its requests run on the engine's IO threads,
+ * never on the submitting thread.
  */
 public final class PacedBackend extends ForwardingBackend {
     private static final long NS_PER_SEC = 1_000_000_000L;

@@ -70,7 +70,12 @@ public final class Server implements AutoCloseable {
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
         ServerSettings settings = ConfigLoader.serverSettings(config);
         SSLContext tls = tls(settings);
-        Engine engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings.engine());
+        Engine engine;
+        try {
+            engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings.engine());
+        } catch (java.io.UncheckedIOException e) {
+            throw new ConfigException("server.io_engine = \"io_uring\": " + e.getMessage() + " (" + e.getCause().getMessage() + "); use \"auto\" or \"threads\"");
+        }
         Transport transport = new Transport(settings.transport());
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);

@@ -1,37 +1,46 @@
 package io.iotarget.dispatch;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.NoSpaceException;
+import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.Completion;
+import io.iotarget.backend.IoEngine;
+import io.iotarget.backend.RequestRunner;
+import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
-import io.iotarget.model.IoFlags;
-import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Runs admitted requests of one device on its backend, at most {@link #depth()} at once (like
- * a blk-mq tag set). A request runs on the thread that dispatches it when a slot is free;
- * otherwise it waits in FIFO order and the next thread to finish a request runs it.
+ * a blk-mq tag set); beyond that they wait in FIFO order. How a request runs depends on the
+ * backend:
+ * <ul>
+ *   <li>non-blocking (memory, null): on the thread that dispatches it, to the end, before
+ *   {@link #dispatch} returns — no thread hop;
+ *   <li>{@linkplain Backend#blocking() blocking} (files, block devices, paced): started with
+ *   {@link Backend#start}, and the dispatching thread returns at once; the end arrives on an
+ *   IO thread of the engine's {@link IoEngine}, which reports it and starts the requests
+ *   waiting for the freed slot.
+ * </ul>
+ * Either way the {@link Listener} hears of each request twice, and a finished request's slot
+ * goes to the oldest waiting request on whichever thread finished it.
  *
- * <p>Any thread. Backend failures become an {@link IoStatus}; nothing thrown escapes.
+ * <p>Any thread. Backend failures become an {@link IoStatus} ({@link BackendErrors}) and are
+ * logged, at most {@link BackendErrorLog#LINES_PER_SECOND} lines a second per device; nothing
+ * thrown escapes.
  */
 public final class DispatchQueue {
-    /** Verify and compare read through a scratch buffer of this size. */
-    private static final int SCRATCH_BYTES = 1 << 20;
-    private static final ThreadLocal<ByteBuffer> SCRATCH = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(SCRATCH_BYTES));
-
     /** Hears when a request starts and ends on the backend. */
     public interface Listener {
-        /** Just before the backend call. */
+        /** Just before the request goes to the backend; on the dispatching thread. */
         void issued(IoRequest io);
 
-        /** After the backend call, with its outcome. */
+        /** With its outcome; on the dispatching thread or an IO thread. Must not block. */
         void completed(IoRequest io, IoStatus status);
     }
 
@@ -39,17 +48,40 @@ public final class DispatchQueue {
     private final Backend backend;
     private final int depth;
     private final Listener listener;
+    private final IoEngine ioEngine;
+    private final boolean inline;
+    private final BackendErrorLog errorLog;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<IoRequest> waiting = new ConcurrentLinkedQueue<>();
     private final LongAdder backendErrors = new LongAdder();
+    private final Completion completion = new Completion() {
+        @Override
+        public void completed(IoRequest io, IoStatus status) {
+            finish(io, status);
+            drain();
+        }
+
+        @Override
+        public void failed(IoRequest io, IOException cause) {
+            finish(io, failure(io, cause));
+            drain();
+        }
+    };
     private volatile boolean closed;
 
-    public DispatchQueue(Device device, Backend backend, int depth, Listener listener) {
+    /**
+     * @param ioEngine where blocking backends run their requests
+     * @param clock    for the error log's rate limit
+     */
+    public DispatchQueue(Device device, Backend backend, int depth, Listener listener, IoEngine ioEngine, Clock clock) {
         if (depth < 1) throw new IllegalArgumentException("depth " + depth);
         this.device = device;
         this.backend = backend;
         this.depth = depth;
         this.listener = listener;
+        this.ioEngine = ioEngine;
+        this.inline = !backend.blocking();
+        this.errorLog = new BackendErrorLog(device, clock);
     }
 
     public Device device() {
@@ -69,7 +101,7 @@ public final class DispatchQueue {
         return inFlight.get();
     }
 
-    /** Backend calls that failed unexpectedly (IO errors, and anything a backend threw). */
+    /** Backend calls that failed (every errno, full file systems included). */
     public long backendErrors() {
         return backendErrors.sum();
     }
@@ -78,7 +110,7 @@ public final class DispatchQueue {
      * Stops the queue before its backend is closed: requests waiting for a slot, and any that
      * arrive later, complete {@link IoStatus#ABORTED} without touching the backend; requests
      * already on the backend are waited for. Not from a thread that is running one of this
-     * queue's requests.
+     * queue's requests, nor from an IO thread.
      */
     public void close() {
         closed = true;
@@ -91,19 +123,20 @@ public final class DispatchQueue {
                 return;
             }
         }
+        errorLog.flush();
     }
 
-    /** Runs the request now if a slot is free, else queues it behind the others. */
+    /** Starts the request now if a slot is free, else queues it behind the others. */
     public void dispatch(IoRequest io) {
         if (waiting.isEmpty() && tryAcquire()) {
-            run(io);
+            start(io);
         } else {
             waiting.add(io);
         }
         drain();
     }
 
-    /** Runs queued requests while slots are free. */
+    /** Starts queued requests while slots are free. */
     private void drain() {
         while (!waiting.isEmpty() && tryAcquire()) {
             IoRequest next = waiting.poll();
@@ -112,7 +145,7 @@ public final class DispatchQueue {
                 if (waiting.isEmpty()) return;
                 continue;
             }
-            run(next);
+            start(next);
         }
     }
 
@@ -125,68 +158,35 @@ public final class DispatchQueue {
         return true;
     }
 
-    private void run(IoRequest io) {
+    /** Runs or starts a request that holds a slot; a request that ended here is finished here. */
+    private void start(IoRequest io) {
         // After taking a slot (inFlight is volatile), so close() either sees this request or it sees closed.
         if (closed) {
-            inFlight.decrementAndGet();
-            listener.completed(io, IoStatus.ABORTED);
+            finish(io, IoStatus.ABORTED);
             return;
         }
         listener.issued(io);
-        IoStatus status = execute(io);
+        IoStatus status;
+        try {
+            status = inline ? RequestRunner.run(backend, io) : backend.start(io, ioEngine, completion);
+        } catch (IOException e) {
+            status = failure(io, e);
+        } catch (RuntimeException | Error e) {
+            // An Error too (a backend out of memory): the request fails, its slot and the thread go on.
+            status = failure(io, new IOException("unexpected failure in " + backend.kind() + " backend", e));
+        }
+        if (status != null) finish(io, status);
+    }
+
+    private void finish(IoRequest io, IoStatus status) {
         inFlight.decrementAndGet();
         listener.completed(io, status);
     }
 
-    private IoStatus execute(IoRequest io) {
-        try {
-            if (io.hasFlag(IoFlags.PREFLUSH)) backend.flush();
-            long offset = io.offset();
-            long length = io.length();
-            boolean fua = io.hasFlag(IoFlags.FUA);
-            switch (io.op()) {
-                case READ -> {
-                    if (io.views() == null || !backend.readViews(offset, (int) length, io.views())) backend.read(offset, io.data());
-                }
-                case PASSTHROUGH_IN -> backend.read(offset, io.data());
-                case WRITE, PASSTHROUGH_OUT -> backend.write(offset, io.data(), fua);
-                case FLUSH -> backend.flush();
-                case DISCARD -> backend.discard(offset, length);
-                case WRITE_ZEROES -> {
-                    if (io.hasFlag(IoFlags.FAST_ZERO) && !backend.zeroesFast()) return IoStatus.NOT_FAST;
-                    backend.writeZeroes(offset, length, !io.hasFlag(IoFlags.NO_UNMAP));
-                }
-                case CACHE -> backend.prefetch(offset, length);
-                case VERIFY -> readThrough(offset, length, null);
-                case COMPARE -> {
-                    if (!readThrough(offset, length, io.data())) return IoStatus.COMPARE_FAILED;
-                }
-            }
-            if (fua && (io.op() == IoOp.DISCARD || io.op() == IoOp.WRITE_ZEROES)) backend.flush();
-            return IoStatus.OK;
-        } catch (NoSpaceException e) {
-            return IoStatus.NO_SPACE;
-        } catch (IOException | RuntimeException | Error e) {
-            // An Error too (a backend out of memory): the request fails, its slot and the thread go on.
-            backendErrors.increment();
-            return IoStatus.IO_ERROR;
-        }
-    }
-
-    /** Reads the range through scratch memory; with {@code expected}, compares; false on a difference. */
-    private boolean readThrough(long offset, long length, ByteBuffer expected) throws IOException {
-        ByteBuffer scratch = SCRATCH.get();
-        long done = 0;
-        while (done < length) {
-            int n = (int) Math.min(length - done, scratch.capacity());
-            scratch.clear().limit(n);
-            backend.read(offset + done, scratch);
-            if (expected != null) {
-                int at = expected.position() + (int) done;
-                if (scratch.mismatch(expected.slice(at, n)) >= 0) return false;
-            }
-            done += n;
-        }
-        return true;
+    private IoStatus failure(IoRequest io, IOException cause) {
+        int errno = BackendErrors.errno(cause);
+        backendErrors.increment();
+        errorLog.report(io, errno, cause);
+        return BackendErrors.status(errno);
     }
 }

@@ -1,6 +1,7 @@
 package io.iotarget.engine;
 
 import io.iotarget.backend.Backend;
+import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
@@ -16,15 +17,19 @@ import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 
 /**
  * One iotarget instance: devices (backend + dispatch queue), the IO controller, and the single
  * entry point of the request path, {@link #submit}. Also the embedded Java API (see
  * {@link #open}).
+ *
+ * <p>Backend IO of files and block devices runs on the engine's {@link IoEngine} (io_uring, or
+ * a pool of IO threads where io_uring is unavailable): {@link #submit} starts it and returns,
+ * and the request completes on an IO thread. Memory and null devices complete during
+ * {@link #submit} unless a policy delays them.
  *
  * <p>Any thread. Device registration is rare and synchronized; {@link #submit} is lock-free
  * unless a policy applies to the request.
@@ -47,12 +52,12 @@ public final class Engine implements AutoCloseable {
     private final CountedErrorHandler errors = new CountedErrorHandler("iotarget-releaser");
     private final HeldCompletions held = new HeldCompletions(errors);
     private final BufferPool buffers;
-    private final ExecutorService blockingDispatch = Executors.newVirtualThreadPerTaskExecutor();
+    private final IoEngine ioEngine;
     private volatile DispatchQueue[] queues = new DispatchQueue[0];
     /** Front-end users (exports, namespaces) per device index; guarded by this. */
     private final java.util.Map<Integer, Integer> users = new java.util.HashMap<>();
 
-    /** An engine on the system clock with its releaser thread running. */
+    /** An engine on the system clock with its releaser thread running, on io_uring where it works. */
     public Engine() {
         this(Clock.SYSTEM, true);
     }
@@ -66,20 +71,32 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * How much memory the engine's data buffers may hold.
+     * How the engine's backend IO runs and how much memory its data buffers may hold.
      *
      * @param bufferMemoryBytes the buffer pool's capacity (the config's {@code server.buffer_memory})
      * @param bufferShareBytes  most one group's requests may hold at once ({@code server.buffer_share})
+     * @param ioEngine          how file and block-device IO runs ({@code server.io_engine})
      */
-    public record Settings(long bufferMemoryBytes, long bufferShareBytes) {
-        /** The pool's defaults: a quarter of RAM (within 128 MiB-16 GiB), a quarter of that per group. */
+    public record Settings(long bufferMemoryBytes, long bufferShareBytes, IoEngine.Kind ioEngine) {
+        /** The pool's defaults (a quarter of RAM within 128 MiB-16 GiB, a quarter of that per group), io_uring where it works. */
         public static Settings defaults() {
             long capacity = BufferPool.defaultCapacity();
-            return new Settings(capacity, BufferPool.defaultShare(capacity));
+            return new Settings(capacity, BufferPool.defaultShare(capacity), IoEngine.Kind.AUTO);
+        }
+
+        /** These settings with another IO engine. */
+        public Settings ioEngine(IoEngine.Kind kind) {
+            return new Settings(bufferMemoryBytes, bufferShareBytes, kind);
         }
     }
 
+    /** @throws UncheckedIOException {@link IoEngine.Kind#IO_URING} was asked for and is unavailable */
     public Engine(Clock clock, boolean releaserThread, Settings settings) {
+        try {
+            this.ioEngine = IoEngine.open(settings.ioEngine());
+        } catch (IOException e) {
+            throw new UncheckedIOException("io engine " + settings.ioEngine() + " unavailable", e);
+        }
         this.clock = clock;
         this.buffers = new BufferPool(settings.bufferMemoryBytes(), settings.bufferShareBytes());
         this.controller = new IoController(clock);
@@ -111,6 +128,20 @@ public final class Engine implements AutoCloseable {
         return errors.count();
     }
 
+    /** The IO engine in use: {@link IoEngine.Kind#IO_URING} or {@link IoEngine.Kind#THREADS}. */
+    public IoEngine.Kind ioEngine() {
+        return ioEngine.kind();
+    }
+
+    /**
+     * Gathers the calling thread's backend submissions until the plug is closed, then hands
+     * them to the kernel in one call (see {@link IoEngine#plug()}); front ends plug around
+     * each batch of decoded commands. Nestable; close on the same thread, before blocking.
+     */
+    public IoEngine.Plug plug() {
+        return ioEngine.plug();
+    }
+
     // ---------------------------------------------------------------- devices
 
     /**
@@ -134,7 +165,7 @@ public final class Engine implements AutoCloseable {
         if (number == null) number = nextFreeNumber(current);
         int alignment = backend.needsAlignedIo() ? backend.logicalBlockSize() : 1;
         Device device = new Device(index, number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
-        DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Completion());
+        DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Hooks(), ioEngine, clock);
         controller.registerDevice(device);
         DispatchQueue[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
         next[index] = queue;
@@ -177,7 +208,7 @@ public final class Engine implements AutoCloseable {
     /**
      * Removes a device: requests parked in the controller or waiting for the device fail with
      * {@link IoStatus#ABORTED}, requests running on the backend are waited for, and the backend
-     * is closed.
+     * is closed. Not from an IO thread (a completion callback).
      *
      * @throws ControlException EBUSY while an export or namespace uses it
      */
@@ -223,7 +254,8 @@ public final class Engine implements AutoCloseable {
 
     /**
      * Submits a request. Its callback runs exactly once: on this thread when the request is
-     * refused or nothing delays it, later on another thread when a policy parks it.
+     * refused, or on a memory or null device when nothing delays it; later on another thread
+     * when a policy parks it or the device is a file or block device (an IO thread).
      */
     public void submit(IoRequest io) {
         long now = clock.nanoTime();
@@ -273,16 +305,11 @@ public final class Engine implements AutoCloseable {
         return Math.min(controller.nextReleaseNs(), held.nextNs());
     }
 
+    /** A request a policy released: dispatch never blocks, so the releaser itself dispatches it. */
     private void dispatchReleased(IoRequest io) {
         DispatchQueue queue = queue(io.device());
         if (queue == null) {
             finish(io, IoStatus.ABORTED);
-        } else if (queue.backend().blocking() && releaser != null) {
-            try {
-                blockingDispatch.execute(() -> queue.dispatch(io));
-            } catch (java.util.concurrent.RejectedExecutionException | OutOfMemoryError e) {
-                queue.dispatch(io);                     // no thread to be had: on the releaser, late rather than never
-            }
         } else {
             queue.dispatch(io);
         }
@@ -295,7 +322,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /** Dispatch hooks: issue and completion times for the policies, then the creator's callback. */
-    private final class Completion implements DispatchQueue.Listener {
+    private final class Hooks implements DispatchQueue.Listener {
         @Override
         public void issued(IoRequest io) {
             long now = clock.nanoTime();
@@ -334,7 +361,9 @@ public final class Engine implements AutoCloseable {
 
     /**
      * Stops: requests still parked in the controller fail with {@link IoStatus#ABORTED} (so
-     * nobody waits for them forever), held completions are reported, backends are closed.
+     * nobody waits for them forever), held completions are reported, requests on the backends
+     * are waited for, backends are closed, and the IO engine ends its threads and closes its
+     * ring. Not from an IO thread.
      */
     @Override
     public void close() {
@@ -343,7 +372,6 @@ public final class Engine implements AutoCloseable {
             if (q != null) controller.unregisterDevice(q.device(), clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
         }
         held.deliverDue(Long.MAX_VALUE);
-        blockingDispatch.close();
         for (DispatchQueue q : queues) {
             if (q == null) continue;
             q.close();
@@ -353,6 +381,8 @@ public final class Engine implements AutoCloseable {
                 // closing: nothing left to tell
             }
         }
+        held.deliverDue(Long.MAX_VALUE);
+        ioEngine.close();
         buffers.close();
     }
 }

@@ -1,13 +1,15 @@
 /**
  * The engine wires the layers into one request path and owns what the lower layers must not:
- * the clock, the one thread that releases parked requests, and the device registry.
+ * the clock, the one thread that releases parked requests, the IO engine (io_uring or IO
+ * threads) and the device registry.
  *
  * <pre>
- *  submit(io) ─► RequestCheck ─► IoController.admit ─┬─ true ──► DispatchQueue ─► Backend
+ *  submit(io) ─► RequestCheck ─► IoController.admit ─┬─ true ──► DispatchQueue ─┬─ memory/null: on this thread
+ *                                                    │                          └─ file: IoEngine (io_uring / IO threads)
  *                                                    └─ parked ─► Releaser (timer thread)
  *                                                                  └─ releaseDue ─► DispatchQueue
- *  DispatchQueue completion ─► IoController.complete ─┬─ io.callback()
- *                                                     └─ held (iocost's issuer delay) ─► Releaser ─► io.callback()
+ *  DispatchQueue completion (submitter or IO thread) ─► IoController.complete ─┬─ io.callback()
+ *                                       └─ held (iocost's issuer delay) ─► Releaser ─► io.callback()
  * </pre>
  *
  * {@link io.iotarget.engine.Engine} is also the embedded Java API: {@link

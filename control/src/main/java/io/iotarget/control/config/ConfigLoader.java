@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.engine.Engine;
@@ -144,7 +145,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
-                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share");
+                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -190,7 +191,20 @@ public final class ConfigLoader {
             throw new ConfigException("server.buffer_share = " + Sizes.describe(bufferShare) + ": expected from " + Sizes.describe(MIN_BUFFER_SHARE)
                                       + " (one group's largest NBD transfer) to server.buffer_memory, " + Sizes.describe(bufferMemory));
         }
-        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport, new Engine.Settings(bufferMemory, bufferShare));
+        IoEngine.Kind ioEngine = ioEngine(server.get("io_engine"));
+        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport,
+                                  new Engine.Settings(bufferMemory, bufferShare, ioEngine));
+    }
+
+    /** {@code server.io_engine}: auto (io_uring where it works), io_uring (or refuse to start), threads. */
+    private static IoEngine.Kind ioEngine(JsonNode v) throws ConfigException {
+        if (v == null) return IoEngine.Kind.AUTO;
+        return switch (v.isTextual() ? v.textValue() : "") {
+            case "auto" -> IoEngine.Kind.AUTO;
+            case "io_uring" -> IoEngine.Kind.IO_URING;
+            case "threads" -> IoEngine.Kind.THREADS;
+            default -> throw new ConfigException("server.io_engine = " + v + ": expected \"auto\", \"io_uring\" or \"threads\"");
+        };
     }
 
     /** Smallest pool that still serves a few of the largest transfers (NBD's 32 MiB). */

@@ -7,6 +7,7 @@ import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
 
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -80,6 +81,8 @@ final class Command implements Backend.ExtentSink, ViewSink {
     /** The backend's buffers holding a READ's data, when it shared them; else the data is in {@link #data}. */
     private final ByteBuffer[] views = new ByteBuffer[MAX_VIEWS];
     private int viewCount;
+    private FileChannel regionChannel;
+    private long regionPosition;
 
     void start(int type, int flags, long cookie, long offset, long length) {
         this.type = type;
@@ -116,6 +119,24 @@ final class Command implements Backend.ExtentSink, ViewSink {
         views[viewCount++] = bytes;
     }
 
+    /** A page-cache file backend offers the read as a file range: the reply sends it with sendfile(2). */
+    @Override
+    public boolean region(FileChannel channel, long position, long length) {
+        if (length != this.length) return false;
+        regionChannel = channel;
+        regionPosition = position;
+        return true;
+    }
+
+    /** The file range a READ's data is sent from (zero-copy), or null when its data is in buffers. */
+    FileChannel region() {
+        return regionChannel;
+    }
+
+    long regionPosition() {
+        return regionPosition;
+    }
+
     /** Buffers {@link #encodeReply} may add for this command: the header and the payload pieces. */
     int replyBuffers() {
         return 2 + viewCount;
@@ -125,6 +146,7 @@ final class Command implements Backend.ExtentSink, ViewSink {
     void clearViews() {
         java.util.Arrays.fill(views, 0, viewCount, null);
         viewCount = 0;
+        regionChannel = null;
     }
 
     // ------------------------------------------------------------ block status
@@ -182,7 +204,9 @@ final class Command implements Backend.ExtentSink, ViewSink {
                     simpleHeader(0);
                 }
                 reply.flip();
-                if (viewCount == 0) {
+                if (regionChannel != null) {
+                    return at;                          // the data follows from the file (see region())
+                } else if (viewCount == 0) {
                     out[at++] = data.position(0);
                 } else {
                     System.arraycopy(views, 0, out, at, viewCount);

@@ -140,6 +140,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             return;
         }
         decoding = true;
+        // One submission to the kernel for the whole batch (io_uring), as blk_start_plug gathers bios.
+        var plug = engine.plug();
         try {
             int events = 0;
             while (!ending) {
@@ -162,6 +164,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 }
             }
         } finally {
+            plug.close();
             decoding = false;
         }
         flushReplies();
@@ -431,8 +434,10 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 recycle(c);
             } else {
                 int parts = c.encodeReply(structured, replyParts, 0);
+                boolean fromFile = c.region() != null && c.io.status() == io.iotarget.model.IoStatus.OK;
                 for (int i = 0; i < parts - 1; i++) connection.send(replyParts[i]);
-                connection.send(replyParts[parts - 1], c.sent);
+                connection.send(replyParts[parts - 1], fromFile ? null : c.sent);
+                if (fromFile) connection.sendFile(c.region(), c.regionPosition(), c.length, c.sent);
                 java.util.Arrays.fill(replyParts, 0, parts, null);
             }
             c = next;

@@ -12,8 +12,6 @@ import io.iotarget.model.IoGroup;
  * @param device   the engine device its IO goes to
  * @param group    who pays for its IO: the bound group, or the root when unbound
  * @param readOnly writes are refused with Namespace Is Write Protected
- * @param blocking the backend blocks for the device's latency (files, block devices): IO is
- *                 submitted from a virtual thread per command, not from the queue's reader
  * @param lbaShift log2 of the LBA size (9 or 12)
  * @param blocks   NSZE: the device size in LBAs
  * @param uuid     16 bytes (NS descriptor type 3)
@@ -21,7 +19,7 @@ import io.iotarget.model.IoGroup;
  * @param inFlight its IO commands on the engine, drained when it is disabled
  * @param buffers  its group's share of the buffer pool, where its commands' data buffers come from
  */
-record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, boolean blocking, int lbaShift, long blocks,
+record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
                        BufferAccount buffers) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */

@@ -23,7 +23,7 @@ import java.nio.ByteOrder;
  * tag is back on the free list. Each hand-off to and from the engine is a release/acquire pair
  * (the response queue's exchange), so the fields themselves are plain.
  */
-final class CommandSlot implements IoCallback, Runnable {
+final class CommandSlot implements IoCallback {
     /** What the writer is to send for the slot. */
     static final int EVENT_R2T = 1;
     static final int EVENT_RESPONSE = 2;
@@ -76,7 +76,6 @@ final class CommandSlot implements IoCallback, Runnable {
     volatile int phase;
     private IoRequest[] requests = {new IoRequest()};
     private int submitCount;
-    private Engine submitEngine;
 
     // Reader-side command state.
     /** Bytes the command transfers (either way); its data lies in {@link #data()} [0, dataLength). */
@@ -211,33 +210,16 @@ final class CommandSlot implements IoCallback, Runnable {
 
     /**
      * Submits requests 0..count-1 (built with {@link #request}) through the engine; the
-     * slot responds once the last one completes. Reader thread; {@code count} &gt; 0.
-     *
-     * @param ownThread run the submission (and with it a blocking backend's call) on a new
-     *                  virtual thread, so the reader goes on receiving: a queue's commands on a
-     *                  file or block device then overlap as nvmet's asynchronous kiocbs do
+     * slot responds once the last one completes. Loop thread; {@code count} &gt; 0. The fields
+     * are read once, before the first submit: once the last request is submitted the command may
+     * complete (on another thread) and the slot go back to the free list.
      */
-    void submitAll(int count, Engine engine, boolean ownThread) {
+    void submitAll(int count, Engine engine) {
         phase = ENGINE;
         FIRST_ERROR.setOpaque(this, (IoStatus) null);
         PENDING.setRelease(this, count);
         submitCount = count;
-        submitEngine = engine;
-        if (ownThread) Thread.startVirtualThread(this);
-        else run();
-    }
-
-    /**
-     * The submission itself: on the reader, or on the command's own virtual thread. The fields
-     * are read once, before the first submit: once the last request is submitted the command
-     * may complete and the slot carry the queue's next command, while this thread is still in
-     * the engine (running other requests the device had waiting) and only then returns here.
-     */
-    @Override
-    public void run() {
         IoRequest[] batch = requests;
-        int count = submitCount;
-        Engine engine = submitEngine;
         for (int i = 0; i < count; i++) engine.submit(batch[i]);
     }
 

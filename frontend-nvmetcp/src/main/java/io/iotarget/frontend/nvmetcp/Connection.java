@@ -129,9 +129,12 @@ final class Connection implements PduHandler, ConnectionHandler {
             return;
         }
         decoding = true;
+        // One submission to the kernel for the whole batch (io_uring), as blk_start_plug gathers bios.
+        var plug = target.engine().plug();
         try {
             decoder.decode(in);
         } finally {
+            plug.close();
             decoding = false;
         }
         sendResponses();

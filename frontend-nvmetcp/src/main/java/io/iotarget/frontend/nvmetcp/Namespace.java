@@ -105,7 +105,7 @@ final class Namespace {
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         var payer = group != null ? group : engine.controller().root();
         active = new ActiveNamespace(nsid, device, payer,
-                readOnly || device.readOnly(), engine.backend(device).blocking(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
+                readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
                 new InFlightCommands(), engine.buffers().account(payer));
     }
 
