@@ -24,6 +24,7 @@ public final class RequestCheck {
         if (!device.contains(io.offset(), io.length())) return IoStatus.OUT_OF_RANGE;
         int align = device.ioAlignment();
         if (align > 1 && ((io.offset() | io.length()) & (align - 1)) != 0) return IoStatus.INVALID;
+        if (io.isDataLater()) return op == IoOp.WRITE && io.data() == null ? IoStatus.OK : IoStatus.INVALID;
         if (op.carriesData()) {
             // A read may come without a buffer when it offers views to a backend that always shares.
             if (io.data() == null) return op == IoOp.READ && io.views() != null ? IoStatus.OK : IoStatus.INVALID;

@@ -270,7 +270,39 @@ public final class Engine implements AutoCloseable {
             finish(io, IoStatus.ABORTED);
             return;
         }
-        if (controller.admit(io, now)) queue.dispatch(io);
+        if (controller.admit(io, now)) proceed(io, queue);
+    }
+
+    /** An admitted request goes to its device, or back to its creator for its data first. */
+    private static void proceed(IoRequest io, DispatchQueue queue) {
+        if (io.isDataLater()) io.callback().admitted(io);
+        else queue.dispatch(io);
+    }
+
+    /**
+     * A {@linkplain IoRequest#dataLater() data-later} request whose data has arrived
+     * ({@link IoRequest#data(ByteBuffer)}) runs now. Any thread.
+     */
+    public void dispatchAdmitted(IoRequest io) {
+        DispatchQueue queue = queue(io.device());
+        if (queue == null || io.data() == null || io.data().remaining() != io.length()) {
+            abandon(io);
+            return;
+        }
+        queue.dispatch(io);
+    }
+
+    /**
+     * A {@linkplain IoRequest#dataLater() data-later} request whose data will never come (its
+     * connection closed): the policies see it complete, and it ends {@link IoStatus#ABORTED}
+     * without reaching the backend. Any thread.
+     */
+    public void abandon(IoRequest io) {
+        long now = clock.nanoTime();
+        io.completeNs(now);
+        io.status(IoStatus.ABORTED);
+        controller.complete(io, now, this::dispatchReleased);
+        io.callback().complete(io);
     }
 
     /**
@@ -311,7 +343,7 @@ public final class Engine implements AutoCloseable {
         if (queue == null) {
             finish(io, IoStatus.ABORTED);
         } else {
-            queue.dispatch(io);
+            proceed(io, queue);
         }
     }
 

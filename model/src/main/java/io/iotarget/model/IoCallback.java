@@ -8,4 +8,13 @@ public interface IoCallback {
      * own thread when nothing delayed it). Must not block.
      */
     void complete(IoRequest io);
+
+    /**
+     * A {@linkplain IoRequest#dataLater() data-later} request passed the policies: fetch its
+     * data, then dispatch it. Any thread (the submitter's, or the releaser's when a policy
+     * held it); must not block.
+     */
+    default void admitted(IoRequest io) {
+        throw new IllegalStateException("a data-later request needs a callback that handles admission: " + io);
+    }
 }

@@ -28,6 +28,7 @@ public final class IoRequest {
     private Object attachment;
     private long tag;
     private ViewSink views;
+    private boolean dataLater;
 
     // Set by the engine.
     private IoStatus status;
@@ -84,6 +85,28 @@ public final class IoRequest {
         return views;
     }
 
+    /**
+     * Admission before data (NVMe/TCP's R2T): the request passes the controller's policies
+     * without its data; once admitted the engine calls {@link IoCallback#admitted} instead of
+     * running it, the creator fetches the data, hands it over with {@link #data(ByteBuffer)} and
+     * calls {@code Engine.dispatchAdmitted} (or {@code Engine.abandon} if it never comes). So a
+     * write that io.max holds back holds no data buffer while it waits. Writes only.
+     */
+    public IoRequest dataLater() {
+        this.dataLater = true;
+        return this;
+    }
+
+    public boolean isDataLater() {
+        return dataLater;
+    }
+
+    /** The data of a {@link #dataLater()} request, once it is there ({@code length} bytes between position and limit). */
+    public IoRequest data(ByteBuffer data) {
+        this.data = data;
+        return this;
+    }
+
     /** Clears everything so the object can describe the next IO. */
     public void reset() {
         op = null;
@@ -97,6 +120,7 @@ public final class IoRequest {
         attachment = null;
         tag = 0;
         views = null;
+        dataLater = false;
         status = null;
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;

@@ -82,6 +82,8 @@ final class CommandSlot implements IoCallback {
     int dataLength;
     /** Host-to-controller bytes still expected through R2T/H2CData, and bytes received so far. */
     boolean awaitingData;
+    /** A data-later write the engine admitted, now waiting for its buffer or its data (loop thread). */
+    boolean admittedWaiting;
     /** Set once the R2T is encoded: only then may H2CData arrive (a host that sends earlier would have the slot queued twice). */
     boolean r2tSent;
     int received;
@@ -139,6 +141,7 @@ final class CommandSlot implements IoCallback {
         dataLength = 0;
         awaitingData = false;
         r2tSent = false;
+        admittedWaiting = false;
         received = 0;
         namespace = null;
         startLba = 0;
@@ -230,6 +233,21 @@ final class CommandSlot implements IoCallback {
     void cancel(Engine engine) {
         IoRequest[] batch = requests;
         for (int i = 0; i < submitCount; i++) engine.cancel(batch[i]);
+    }
+
+    /**
+     * Engine callback for a write admitted before its data (R2T after admission): over to the
+     * queue's loop, which takes the buffer and sends the R2T. Any thread.
+     */
+    @Override
+    public void admitted(IoRequest io) {
+        connection.admitted(this);
+    }
+
+    /** The admitted data-later write, now that its data is in the slot. Loop thread. */
+    IoRequest dataLaterRequest() {
+        IoRequest io = requests[0];
+        return io.isDataLater() ? io : null;
     }
 
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */

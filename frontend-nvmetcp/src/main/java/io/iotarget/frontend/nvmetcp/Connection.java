@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.buffer.PooledBuffer;
+import io.iotarget.model.IoRequest;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.frontend.nvmetcp.pdu.PduDecoder;
 import io.iotarget.frontend.nvmetcp.pdu.PduEncoder;
@@ -261,6 +262,26 @@ final class Connection implements PduHandler, ConnectionHandler {
         return null;
     }
 
+    /** A write whose data comes through R2T passes the policies before it gets a buffer and its R2T. */
+    private boolean admittedFirst(CommandSlot slot) {
+        return slot.awaitingData && !ownsData(slot) && Sqe.opcode(slot.sqe) == IoCommands.WRITE;
+    }
+
+    /** The engine admitted a data-later write (any thread): over to the loop. */
+    void admitted(CommandSlot slot) {
+        socket.loop().execute(() -> {
+            IoRequest io = slot.dataLaterRequest();
+            if (socket.isClosed()) {
+                target.engine().abandon(io);             // its data will never come
+                return;
+            }
+            slot.admittedWaiting = true;
+            if (!takeBuffer(slot) || !slot.hasBuffer()) return;    // the pool serves it later (bufferArrived)
+            slot.event = CommandSlot.EVENT_R2T;
+            queue(slot);
+        });
+    }
+
     /**
      * Commands whose small data lives in the slot itself, not in a tenant's pool share: the
      * admin queue's, and fabrics commands (Connect, AUTH_Send/Receive) on any queue.
@@ -291,7 +312,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     }
 
     private void bufferArrived(CommandSlot slot, PooledBuffer buffer) {
-        if (socket.isClosed() || slot.phase != CommandSlot.RECEIVING) {
+        if (socket.isClosed() || (slot.phase != CommandSlot.RECEIVING && !slot.admittedWaiting)) {
             buffer.release();
             return;
         }
@@ -328,6 +349,10 @@ final class Connection implements PduHandler, ConnectionHandler {
         current = null;
         if (slot == null) return;
         if (slot.status == Status.SUCCESS) slot.status = precheck(slot);
+        if (slot.status == Status.SUCCESS && admittedFirst(slot)) {
+            execute(slot);                               // buffer and R2T once the policies let it run (admitted)
+            return;
+        }
         if (slot.status == Status.SUCCESS && !slot.hasBuffer() && takeBuffer(slot) && !slot.hasBuffer()) return;   // waits for the pool
         if (slot.status != Status.SUCCESS) {
             respond(slot);
@@ -377,7 +402,13 @@ final class Connection implements PduHandler, ConnectionHandler {
         slot.received += currentDataLength;
         if (slot.received < slot.dataLength) return;
         slot.awaitingData = false;
-        slot.data();                                     // position 0, limit dataLength again
+        ByteBuffer data = slot.data();                   // position 0, limit dataLength again
+        IoRequest admitted = slot.admittedWaiting ? slot.dataLaterRequest() : null;
+        if (admitted != null) {
+            slot.admittedWaiting = false;
+            target.engine().dispatchAdmitted(admitted.data(data));
+            return;
+        }
         execute(slot);
     }
 
@@ -526,7 +557,13 @@ final class Connection implements PduHandler, ConnectionHandler {
         // reached the engine (waiting for its buffer or its data) is freed here.
         for (int i = 0; i < slotCount; i++) {
             CommandSlot slot = slots[i];
-            if (slot.phase == CommandSlot.ENGINE && slot.namespace != null) slot.cancel(target.engine());
+            if (slot.phase == CommandSlot.ENGINE && slot.admittedWaiting) {
+                slot.admittedWaiting = false;
+                cancelWait(slot);
+                target.engine().abandon(slot.dataLaterRequest());
+            } else if (slot.phase == CommandSlot.ENGINE && slot.namespace != null) {
+                slot.cancel(target.engine());
+            }
             if (slot.phase == CommandSlot.RECEIVING) {
                 slot.namespace = null;
                 if (slot.bufferWaiter != null) cancelWait(slot);

@@ -101,6 +101,13 @@ final class IoCommands {
             }
             case WRITE -> {
                 connection.count(Connection.COUNT_WRITES, length);
+                if (slot.awaitingData) {
+                    // Through R2T: the write passes io.max and iocost first and asks for its data
+                    // only once admitted, so while it waits it holds no buffer (CommandSlot.admitted).
+                    slot.request(0).set(IoOp.WRITE, fua, offset, length, null).target(ns.device(), ns.group())
+                            .callback(slot, null, 0).dataLater();
+                    yield submit(slot, ns, 1);
+                }
                 yield submitOne(slot, ns, IoOp.WRITE, fua, offset, length, slot.data());
             }
             case COMPARE -> {
