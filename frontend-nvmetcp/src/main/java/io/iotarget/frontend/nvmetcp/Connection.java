@@ -276,7 +276,8 @@ final class Connection implements PduHandler, ConnectionHandler {
                 return;
             }
             slot.admittedWaiting = true;
-            if (!takeBuffer(slot) || !slot.hasBuffer()) return;    // the pool serves it later (bufferArrived)
+            takeBuffer(slot);
+            if (!slot.hasBuffer()) return;               // the pool serves it later (bufferArrived)
             slot.event = CommandSlot.EVENT_R2T;
             queue(slot);
         });
@@ -296,7 +297,8 @@ final class Connection implements PduHandler, ConnectionHandler {
      * command failed (no such namespace: status set).
      */
     private boolean takeBuffer(CommandSlot slot) {
-        ActiveNamespace ns = controller.subsystem.table.find(Sqe.nsid(slot.sqe));
+        // A command already in the engine keeps the namespace it was submitted to, even if disabled since.
+        ActiveNamespace ns = slot.namespace != null ? slot.namespace : controller.subsystem.table.find(Sqe.nsid(slot.sqe));
         if (ns == null) {
             slot.status = Status.INVALID_NAMESPACE | Status.DNR;
             return false;
