@@ -381,13 +381,18 @@ public final class BufferPool implements AutoCloseable {
         return mine;
     }
 
+    /**
+     * Calls the waiter; whatever it throws, an Error included, is reported and the round goes
+     * on. Were it to escape, {@link #serveRequests} would stay above 0 and no take of any
+     * account would ever be served again.
+     */
     private void deliver(Waiting served) {
         try {
             served.waiter.available(served.buffer);
-        } catch (RuntimeException e) {
+        } catch (Throwable t) {
             count(BufferCounter.WAITER_FAILURES);
             Thread thread = Thread.currentThread();
-            thread.getUncaughtExceptionHandler().uncaughtException(thread, e);
+            thread.getUncaughtExceptionHandler().uncaughtException(thread, t);
         }
     }
 

@@ -336,6 +336,43 @@ class BufferPoolTest {
     }
 
     @Test
+    void shouldKeepServingEveryAccountAfterAWaiterThrowsAnError() {
+        BufferPool pool = pool(8 * KiB, 4 * KiB);
+        BufferAccount account = pool.account(group(2));
+        BufferAccount other = pool.account(group(3));
+        PooledBuffer held = account.tryTake(4096);
+        PooledBuffer otherHeld = other.tryTake(4096);
+        PooledBuffer[] thrower = new PooledBuffer[1];
+        assertNull(account.take(4096, buffer -> {
+            thrower[0] = buffer;
+            throw new StackOverflowError("test: a waiter out of stack");
+        }));
+        List<Throwable> reported = new ArrayList<>();
+        Thread.UncaughtExceptionHandler before = Thread.currentThread().getUncaughtExceptionHandler();
+        Thread.currentThread().setUncaughtExceptionHandler((thread, e) -> reported.add(e));
+        try {
+            held.release();                                     // serves the thrower: reported, not thrown
+        } finally {
+            Thread.currentThread().setUncaughtExceptionHandler(before);
+        }
+        assertEquals(1, reported.size());
+        assertTrue(reported.getFirst() instanceof StackOverflowError);
+        assertEquals(1, pool.counter(BufferCounter.WAITER_FAILURES));
+        // The round ended normally: later takes of both accounts are served.
+        List<String> log = new ArrayList<>();
+        RecordingWaiter next = new RecordingWaiter("next", log);
+        RecordingWaiter otherNext = new RecordingWaiter("other", log);
+        assertNull(account.take(4096, next));
+        assertNull(other.take(4096, otherNext));
+        thrower[0].release();
+        otherHeld.release();
+        assertEquals(List.of("next", "other"), log);
+        next.only().release();
+        otherNext.only().release();
+        assertEquals(0, pool.inUseBytes());
+    }
+
+    @Test
     void shouldGiveBackBuffersIdleForAFullTrimPeriod() {
         BufferPool pool = pool(64 * MiB, 64 * MiB);
         BufferAccount account = pool.account(group(2));
