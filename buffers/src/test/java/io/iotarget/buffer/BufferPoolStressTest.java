@@ -69,6 +69,14 @@ class BufferPoolStressTest {
         return buffer.buffer().duplicate().clear();
     }
 
+    /** Mostly up to 64 KiB, one in 8 up to 256 KiB, one in 32 below the 8 bytes of an owner mark. */
+    private static int size(SplittableRandom random) {
+        int kind = random.nextInt(32);
+        if (kind == 0) return 1 + random.nextInt(7);
+        if (kind <= 4) return 1 + random.nextInt(MiB / 4);
+        return 1 + random.nextInt(64 * KiB);
+    }
+
     @Test
     void shouldKeepExactTotalsUnderConcurrentTakeReleaseAndCancel() throws Exception {
         BufferPool pool = new BufferPool(CAPACITY, SHARE);
@@ -111,7 +119,7 @@ class BufferPoolStressTest {
                         }
                         int choice = random.nextInt(100);
                         BufferAccount account = accounts[random.nextInt(ACCOUNTS)];
-                        int bytes = random.nextInt(8) == 0 ? 1 + random.nextInt(MiB / 4) : 1 + random.nextInt(64 * KiB);
+                        int bytes = size(random);
                         if (choice < 40 && held.size() < 16) {
                             CountingWaiter waiter = new CountingWaiter(account, inbox);
                             PooledBuffer buffer = account.take(bytes, waiter);
