@@ -44,9 +44,11 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
 
 /**
  * iocost on one device, the kernel's {@code ioc}: the cost model and QoS parameters, the
- * device's virtual clock (vtime advancing at vrate), the active groups and their weights, the
- * period timer and the groups' wait timers. The algorithm is the package documentation's; the
- * method names follow the kernel's functions so the two can be read side by side.
+ * device's virtual clock (vtime advancing at vrate), the active groups, their budgets, debts
+ * and waiters, the period timer and the groups' wait timers. The weight arithmetic — hweights,
+ * propagation, donation — is {@link HierarchicalWeights}'. The algorithm is the package
+ * documentation's; the method names follow the kernel's functions so the two can be read side
+ * by side.
  *
  * <p>Threads: every method runs under the device's lock (the controller's hooks, and
  * configuration changes through {@code IoController.configure}), except {@link #applies},
@@ -116,9 +118,8 @@ final class CostDevice implements DevicePolicy {
     private long curPeriod;
     private int busyLevel;
 
-    // ---- weights
-    private boolean weightsUpdated;
-    private int hweightGen;
+    // ---- groups
+    private final HierarchicalWeights weights = new HierarchicalWeights();
     private final ArrayList<CostGroup> activeGroups = new ArrayList<>();
 
     // ---- wait timers
@@ -177,7 +178,6 @@ final class CostDevice implements DevicePolicy {
         periodAtVtime = 0;
         vnow = 0;
         curPeriod = 0;
-        hweightGen = 0;
         config = DEFAULT_CONFIG;
         refreshParams(true);
     }
@@ -212,8 +212,8 @@ final class CostDevice implements DevicePolicy {
         long weight = g.cfgWeight != 0 ? g.cfgWeight : policy.defaultWeight(g.deviceGroup.group()) * WEIGHT_ONE;
         if (weight != g.weight && g.active != 0) {
             stampNow(nowNs);
-            propagateWeights(g, weight, g.inuse, true);
-            commitWeights();
+            propagateWeights(g, weight, g.inuse);
+            weights.commit();
         }
         g.weight = weight;
     }
@@ -350,79 +350,14 @@ final class CostDevice implements DevicePolicy {
     }
 
     /**
-     * __propagate_weights: sets the group's active and inuse weights and walks up, updating
-     * each parent's child sums and the parent's own weights, until a level does not change. An
-     * inner node's inuse follows its children's inuse/active ratio. With {@code save}, the
-     * current budget is remembered for in-period inuse raises.
+     * __propagate_weights with {@code save}: the group's new active and inuse weights go up the
+     * tree ({@link HierarchicalWeights#propagate}), and its current budget is remembered for
+     * in-period inuse raises. Takes effect at the next {@code weights.commit()}. (The kernel's
+     * calls without save — deactivation, debt — are plain {@code weights.propagate}.)
      */
-    private void propagateWeights(CostGroup g, long active, long inuse, boolean save) {
-        if (!g.onActiveList && g.childActiveSum != 0) {
-            inuse = MulDiv.ceil(active, g.childInuseSum, g.childActiveSum);
-        } else {
-            inuse = Math.min(Math.max(inuse, 1), active);
-        }
-        g.lastInuse = g.inuse;
-        if (save) g.savedMargin = vnow - g.vtime;
-        if (active == g.active && inuse == g.inuse) return;
-        for (int lvl = g.level - 1; lvl >= 0; lvl--) {
-            CostGroup parent = g.ancestors[lvl];
-            CostGroup child = g.ancestors[lvl + 1];
-            parent.childActiveSum += active - child.active;
-            parent.childInuseSum += inuse - child.inuse;
-            child.active = active;
-            child.inuse = inuse;
-            long parentActive = 0;
-            long parentInuse = 0;
-            if (parent.childActiveSum != 0) {
-                parentActive = parent.weight;
-                parentInuse = MulDiv.ceil(parentActive, parent.childInuseSum, parent.childActiveSum);
-            }
-            if (parentActive == parent.active && parentInuse == parent.inuse) break;
-            active = parentActive;
-            inuse = parentInuse;
-        }
-        weightsUpdated = true;
-    }
-
-    /** commit_weights: publishes the propagations since the last commit (lazy hweight recompute). */
-    private void commitWeights() {
-        if (weightsUpdated) {
-            hweightGen++;
-            weightsUpdated = false;
-        }
-    }
-
-    /** current_hweight: the group's share of the device, active and in use, cached per generation. */
-    private void currentHweight(CostGroup g) {
-        if (g.hweightGen == hweightGen) return;
-        long hwa = WEIGHT_ONE;
-        long hwi = WEIGHT_ONE;
-        for (int lvl = 0; lvl < g.level; lvl++) {
-            CostGroup parent = g.ancestors[lvl];
-            CostGroup child = g.ancestors[lvl + 1];
-            long activeSum = parent.childActiveSum;
-            long inuseSum = parent.childInuseSum;
-            if (activeSum == 0 || inuseSum == 0) continue;
-            hwa = hwa * child.active / Math.max(child.active, activeSum);
-            hwi = hwi * child.inuse / Math.max(child.inuse, inuseSum);
-        }
-        g.hweightActive = Math.max(hwa, 1);
-        g.hweightInuse = Math.max(hwi, 1);
-        g.hweightGen = hweightGen;
-    }
-
-    /** current_hweight_max: the hweight_inuse the group would get with inuse raised to active. */
-    private long currentHweightMax(CostGroup g) {
-        long hwm = WEIGHT_ONE;
-        long inuse = g.active;
-        for (int lvl = g.level - 1; lvl >= 0; lvl--) {
-            CostGroup parent = g.ancestors[lvl];
-            CostGroup child = g.ancestors[lvl + 1];
-            long childInuseSum = parent.childInuseSum + inuse - child.inuse;
-            hwm = hwm * inuse / Math.max(childInuseSum, 1);
-            inuse = MulDiv.ceil(parent.active, childInuseSum, Math.max(parent.childActiveSum, 1));
-        }
-        return Math.max(hwm, 1);
+    private void propagateWeights(CostGroup g, long active, long inuse) {
+        g.savedMargin = vnow - g.vtime;
+        weights.propagate(g, active, inuse);
     }
 
     // ================================================================ activation
@@ -446,11 +381,11 @@ final class CostDevice implements DevicePolicy {
         long delta = (vnow - marginTarget) - g.vtime;
         g.vtime += delta;
         g.doneVtime += delta;
-        g.hweightGen = hweightGen - 1;
+        weights.invalidate(g);
         activeGroups.add(g);
         g.onActiveList = true;
-        propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight, true);
-        commitWeights();
+        propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight);
+        weights.commit();
         g.activatedAtUs = nowUs;
         if (!running) {
             running = true;
@@ -463,7 +398,7 @@ final class CostDevice implements DevicePolicy {
 
     /** Leaves the active tree: its weights leave its parents' sums (commit follows). */
     private void deactivate(CostGroup g) {
-        propagateWeights(g, 0, 0, false);
+        weights.propagate(g, 0, 0);
         activeGroups.remove(g);
         g.onActiveList = false;
         disarmWaitTimer(g);
@@ -519,8 +454,8 @@ final class CostDevice implements DevicePolicy {
         }
         // A group with waiters uses its full weight: snap back any donation.
         if (g.absVdebt == 0 && g.inuse != g.active) {
-            propagateWeights(g, g.active, g.active, true);
-            commitWeights();
+            propagateWeights(g, g.active, g.active);
+            weights.commit();
         }
         io.policyCost(absCost);
         g.waiters.addLast(io);
@@ -551,7 +486,7 @@ final class CostDevice implements DevicePolicy {
      * back in steps of 25% of its active weight until the IO fits.
      */
     private long adjustInuseAndCalcCost(CostGroup g, long vtime, long absCost) {
-        currentHweight(g);
+        weights.currentHweight(g);
         long cost = absCostToCost(absCost, g.hweightInuse);
         long margin = vnow - vtime - cost;
         if (g.absVdebt != 0) return cost;
@@ -560,9 +495,9 @@ final class CostDevice implements DevicePolicy {
         long step = Math.ceilDiv(g.active * INUSE_ADJ_STEP_PCT, 100);
         do {
             newInuse += step;
-            propagateWeights(g, g.active, newInuse, true);
-            commitWeights();
-            currentHweight(g);
+            propagateWeights(g, g.active, newInuse);
+            weights.commit();
+            weights.currentHweight(g);
             cost = absCostToCost(absCost, g.hweightInuse);
         } while (after(vtime + cost, vnow) && g.inuse != g.active);
         return cost;
@@ -624,7 +559,7 @@ final class CostDevice implements DevicePolicy {
      * @return true when {@code self} was committed
      */
     private boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self) {
-        currentHweight(g);
+        weights.currentHweight(g);
         long hwa = g.hweightActive;
         long vbudget = vnow - g.vtime;
         if (payDebt && g.absVdebt != 0 && vbudget > 0) {
@@ -640,7 +575,7 @@ final class CostDevice implements DevicePolicy {
             // Nothing waits less than the debt: the budget stays at or below zero.
             vbudget = Math.min(0, vbudget - absCostToCost(g.absVdebt, hwa));
         }
-        currentHweight(g);
+        weights.currentHweight(g);
         long hwi = g.hweightInuse;
         boolean selfCommitted = false;
         IoRequest next;
@@ -682,7 +617,7 @@ final class CostDevice implements DevicePolicy {
     private boolean kickDelay(CostGroup g) {
         long elapsedUs = nowUs - g.delayAtUs;
         long delay = g.delayUs != 0 ? shiftRight(g.delayUs, elapsedUs / MILLION) : 0;
-        currentHweight(g);
+        weights.currentHweight(g);
         long vover = g.vtime + absCostToCost(g.absVdebt, g.hweightActive) - vnow;
         long voverPct = vover > 0 ? MulDiv.floor(vover, 100, periodUs * vtimeBaseRate) : 0;
         long newDelay;
@@ -717,8 +652,8 @@ final class CostDevice implements DevicePolicy {
     private void incurDebt(CostGroup g, long absCost) {
         if (g.absVdebt == 0 && absCost != 0) {
             g.indebtSinceUs = nowUs;
-            propagateWeights(g, g.active, 0, false);
-            commitWeights();
+            weights.propagate(g, g.active, 0);
+            weights.commit();
         }
         g.absVdebt = saturatedAdd(g.absVdebt, absCost);
         g.absVusage = saturatedAdd(g.absVusage, absCost);
@@ -730,8 +665,8 @@ final class CostDevice implements DevicePolicy {
         if (g.absVdebt == 0) {
             g.localStat[INDEBT] += nowUs - g.indebtSinceUs;
             g.indebtSinceUs = NOT_SET;
-            propagateWeights(g, g.active, g.lastInuse, false);
-            commitWeights();
+            weights.propagate(g, g.active, g.lastInuse);
+            weights.commit();
         }
     }
 
@@ -748,7 +683,7 @@ final class CostDevice implements DevicePolicy {
 
     /** Commits and resumes every waiter of the group at once (group removed, iocost disabled). */
     private void releaseWaiters(CostGroup g, Resumer resumer) {
-        currentHweight(g);
+        weights.currentHweight(g);
         IoRequest io;
         while ((io = g.waiters.pollFirst()) != null) {
             long absCost = io.policyCost();
@@ -812,7 +747,7 @@ final class CostDevice implements DevicePolicy {
         for (CostGroup g : activeGroups) {
             long vdone = g.doneVtime;
             long vtime = g.vtime;
-            currentHweight(g);
+            weights.currentHweight(g);
             long hwActive = g.hweightActive;
             long hwInuse = g.hweightInuse;
             // IOs in flight for more than a period are not seen by the latency samples: while
@@ -831,7 +766,7 @@ final class CostDevice implements DevicePolicy {
                 }
                 long usageDurUs = after(g.activatedAtUs, periodAtUs) ? Math.max(nowUs - g.activatedAtUs, 1) : Math.max(nowUs - periodAtUs, 1);
                 long usage = Math.clamp(MulDiv.ceil(usageUs, WEIGHT_ONE, usageDurUs), 1, WEIGHT_ONE);
-                long hwm = currentHweightMax(g);
+                long hwm = weights.currentHweightMax(g);
                 long newHwi = hweightAfterDonation(g, hwInuse, hwm, usage);
                 // Donating needs hweight_after_donation ≥ 1 below hwa, which hwa < 2 cannot give.
                 if (newHwi < hwm && hwActive >= 2) {
@@ -839,16 +774,22 @@ final class CostDevice implements DevicePolicy {
                     g.hweightAfterDonation = newHwi;
                     surpluses.add(g);
                 } else {
-                    propagateWeights(g, g.active, g.active, true);
+                    propagateWeights(g, g.active, g.active);
                     nrShortages++;
                 }
             } else {
                 nrShortages++;
             }
         }
-        // 4. Donors give their surplus to the groups short of budget.
-        if (!surpluses.isEmpty() && nrShortages > 0) transferSurpluses();
-        commitWeights();
+        // 4. Donors give their surplus to the groups short of budget; a debtor's inuse stays
+        // at 1, which debt handling owns.
+        if (!surpluses.isEmpty() && nrShortages > 0) {
+            weights.transferSurpluses(surpluses);
+            for (CostGroup g : surpluses) {
+                if (g.absVdebt == 0) propagateWeights(g, g.active, weights.inuseAfterDonation(g));
+            }
+        }
+        weights.commit();
         surpluses.clear();
         // 5. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
         if (rqWaitPct > RQ_WAIT_BUSY_PCT || missedPpm[LinearModel.READ] > ppmReadThreshold || missedPpm[LinearModel.WRITE] > ppmWriteThreshold) {
@@ -932,13 +873,13 @@ final class CostDevice implements DevicePolicy {
                 // back through vtimeErr); it starts with the target when it comes back.
                 long excess = vnow - g.vtime - marginTarget;
                 if (excess > 0) {
-                    currentHweight(g);
+                    weights.currentHweight(g);
                     vtimeErr -= MulDiv.floor(excess, g.hweightInuse, WEIGHT_ONE);
                 }
                 deactivate(g);
             }
         }
-        commitWeights();
+        weights.commit();
         return nrDebtors;
     }
 
@@ -946,7 +887,7 @@ final class CostDevice implements DevicePolicy {
     private void flushStats() {
         for (CostGroup g : activeGroups) {
             flushStat(g);
-            buildInnerWalk(g);
+            g.buildInnerWalk(innerWalk);
         }
         for (int i = innerWalk.size() - 1; i >= 0; i--) {
             CostGroup inner = innerWalk.get(i);
@@ -972,23 +913,11 @@ final class CostDevice implements DevicePolicy {
     }
 
     /**
-     * iocg_build_inner_walk: appends the group's ancestors not yet on the walk, root first, so
-     * that the walk lists inner nodes parents before children.
-     */
-    private void buildInnerWalk(CostGroup g) {
-        int lvl = g.level - 1;
-        while (lvl >= 0 && !g.ancestors[lvl].onWalk) lvl--;
-        while (++lvl <= g.level - 1) {
-            CostGroup inner = g.ancestors[lvl];
-            inner.onWalk = true;
-            innerWalk.add(inner);
-        }
-    }
-
-    /**
      * hweight_after_donation: the hweight_inuse that, spending {@code usage} next period, leaves
-     * the group again with the target budget; {@code hwm} means "no donation". Budget above
-     * the target is thrown away here (and given back to the device through vtimeErr).
+     * the group again with the target budget ({@link HierarchicalWeights#hweightAfterDonation});
+     * {@code hwm} means "no donation": for a group with waiters or below margin.min. A debtor
+     * gets 1 (it donates everything). Budget above the target is thrown away here (and given
+     * back to the device through vtimeErr).
      */
     private long hweightAfterDonation(CostGroup g, long oldHwi, long hwm, long usage) {
         if (g.absVdebt != 0) return 1;
@@ -999,90 +928,7 @@ final class CostDevice implements DevicePolicy {
             g.doneVtime += excess;
             vtimeErr -= MulDiv.floor(excess, oldHwi, WEIGHT_ONE);
         }
-        // usage = (1 - target + delta) * new_hwi, delta being the budget left as a fraction of the period.
-        long delta = WEIGHT_ONE * (vnow - g.vtime) / (vnow - periodAtVtime);
-        long target = WEIGHT_ONE * MARGIN_TARGET_PCT / 100;
-        long newHwi = WEIGHT_ONE * usage / (WEIGHT_ONE - target + delta);
-        return Math.clamp(newHwi, 1, hwm);
-    }
-
-    /**
-     * transfer_surpluses ("Andy's method"): lowers the donors' inuse weights so that each ends
-     * at its hweight_after_donation while every non-donor keeps its share relative to the other
-     * non-donors. b = hweight_active of a subtree, t = its donors' part, t' = what they keep;
-     * gamma = (1 − t'_root) / (1 − t_root) scales the non-donating parts up.
-     */
-    private void transferSurpluses() {
-        // Keep the donors' after-donation sum below the whole, scaling down those above their hwa.
-        long afterSum = 0;
-        long overSum = 0;
-        for (CostGroup g : surpluses) {
-            currentHweight(g);
-            afterSum += g.hweightAfterDonation;
-            if (g.hweightAfterDonation > g.hweightActive) overSum += g.hweightAfterDonation;
-        }
-        long overTarget = overSum - (afterSum - (WEIGHT_ONE - 1));
-        if (afterSum >= WEIGHT_ONE && overTarget > 0) {
-            for (CostGroup g : surpluses) {
-                if (g.hweightAfterDonation > g.hweightActive) g.hweightAfterDonation = g.hweightAfterDonation * overTarget / overSum;
-            }
-        }
-        for (CostGroup g : surpluses) buildInnerWalk(g);
-        CostGroup root = innerWalk.getFirst();
-        for (CostGroup inner : innerWalk) {
-            inner.childAdjustedSum = 0;
-            inner.hweightDonating = 0;
-            inner.hweightAfterDonation = 0;
-        }
-        // b_t and b'_t of every inner node: sums of its donors'.
-        for (CostGroup g : surpluses) {
-            CostGroup parent = g.parent();
-            parent.hweightDonating += g.hweightDonating;
-            parent.hweightAfterDonation += g.hweightAfterDonation;
-        }
-        for (int i = innerWalk.size() - 1; i >= 0; i--) {
-            CostGroup inner = innerWalk.get(i);
-            if (inner.level == 0) continue;
-            CostGroup parent = inner.parent();
-            parent.hweightDonating += inner.hweightDonating;
-            parent.hweightAfterDonation += inner.hweightAfterDonation;
-        }
-        // b of the inner nodes, and the donation values kept in range after the round-ups.
-        for (CostGroup inner : innerWalk) {
-            if (inner.level > 0) {
-                CostGroup parent = inner.parent();
-                inner.hweightActive = MulDiv.ceil(parent.hweightActive, inner.active, Math.max(parent.childActiveSum, 1));
-            }
-            inner.hweightDonating = Math.min(inner.hweightDonating, inner.hweightActive);
-            inner.hweightAfterDonation = Math.min(inner.hweightAfterDonation, inner.hweightDonating - 1);
-        }
-        long gamma = Math.ceilDiv((WEIGHT_ONE - root.hweightAfterDonation) * WEIGHT_ONE,
-                WEIGHT_ONE - Math.min(root.hweightDonating, WEIGHT_ONE - 1));
-        // Adjusted hweight_inuse (b'), inuse (w') and child sums (s') of the inner nodes, top-down.
-        for (CostGroup inner : innerWalk) {
-            if (inner.level == 0) {
-                inner.childAdjustedSum = MulDiv.ceil(inner.childActiveSum, WEIGHT_ONE - inner.hweightDonating,
-                        Math.max(WEIGHT_ONE - inner.hweightAfterDonation, 1));
-                continue;
-            }
-            CostGroup parent = inner.parent();
-            inner.hweightInuse = Math.ceilDiv(gamma * (inner.hweightActive - inner.hweightDonating), WEIGHT_ONE) + inner.hweightAfterDonation;
-            long inuse = MulDiv.ceil(parent.childAdjustedSum, inner.hweightInuse, Math.max(parent.hweightInuse, 1));
-            long st = MulDiv.ceil(inner.childActiveSum, inner.hweightDonating, Math.max(inner.hweightActive, 1));
-            long sf = inner.childActiveSum - st;
-            long wpt = MulDiv.ceil(inner.active, inner.hweightDonating, Math.max(inner.hweightActive, 1));
-            long wptp = MulDiv.ceil(inuse, inner.hweightAfterDonation, Math.max(inner.hweightInuse, 1));
-            inner.childAdjustedSum = sf + MulDiv.ceil(st, wptp, Math.max(wpt, 1));
-        }
-        // The donors' new inuse; a debtor keeps inuse 1, which debt handling owns.
-        for (CostGroup g : surpluses) {
-            if (g.absVdebt != 0) continue;
-            CostGroup parent = g.parent();
-            long inuse = MulDiv.ceil(parent.childAdjustedSum, g.hweightAfterDonation, Math.max(parent.hweightInuse, 1));
-            propagateWeights(g, g.active, inuse, true);
-        }
-        for (CostGroup inner : innerWalk) inner.onWalk = false;
-        innerWalk.clear();
+        return HierarchicalWeights.hweightAfterDonation(usage, vnow - g.vtime, vnow - periodAtVtime, hwm);
     }
 
     /**
@@ -1138,7 +984,7 @@ final class CostDevice implements DevicePolicy {
         releaseWaiters(g, resumer);
         if (g.onActiveList) {
             deactivate(g);
-            commitWeights();
+            weights.commit();
         }
     }
 

@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 
 import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
 
@@ -11,7 +12,9 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * iocost's state of one (group, device) pair, the kernel's {@code ioc_gq}: weights, the group's
  * vtime cursor, debt and delay, the requests waiting for budget, and usage statistics. All
  * fields belong to the device's {@link CostDevice} and are touched under the device lock,
- * except the {@code shown*} statistics, which io.stat reads without it.
+ * except the {@code shown*} statistics, which io.stat reads without it. The weights (but
+ * {@code cfgWeight} and {@code weight}, which io.weight sets) and the hierarchical weights are
+ * computed by the device's {@link HierarchicalWeights}; everything else by the device itself.
  */
 final class CostGroup {
     /** Timestamps (µs) that are not running. */
@@ -41,8 +44,6 @@ final class CostGroup {
     long inuse;
     /** inuse before the last change, restored when a debt is paid off or on reactivation. */
     long lastInuse;
-    /** Budget when weights were last propagated with "save": in-period raises compare against it. */
-    long savedMargin;
 
     /** Byte offset just past the last costed IO, for telling sequential from random; 0 = none yet. */
     long cursor;
@@ -54,6 +55,8 @@ final class CostGroup {
     long doneVtime;
     /** Absolute cost of IO that went out without budget (META), to repay before anything waits less. */
     long absVdebt;
+    /** Budget when weights were last propagated with "save": in-period raises of inuse compare against it. */
+    long savedMargin;
 
     // ---- delay (the kernel's blkcg delay for debtors)
     /** Current delay, µs, halving every second after delayAtUs. */
@@ -74,12 +77,17 @@ final class CostGroup {
     // ---- hierarchical weights (child sums of this node's active children)
     long childActiveSum;
     long childInuseSum;
+    /** s' of Andy's method: the child sum that gives the children their after-donation shares (transfer only). */
     long childAdjustedSum;
-    /** hweight cache: valid while hweightGen equals the device's. */
+    /** hweight cache: valid while hweightGen equals the weights' generation. */
     int hweightGen;
+    /** The group's share of the device by active weight: its active over its active siblings', × its parent's, up to the root. */
     long hweightActive = WEIGHT_ONE;
+    /** The same by inuse weight, the share it spends at: an IO costs abs_cost / hweightInuse. During a transfer, an inner node's b'. */
     long hweightInuse = WEIGHT_ONE;
+    /** Donation at a period end: a donor's hweight_active, the donating part (b_t in Andy's method), summed up the tree. */
     long hweightDonating;
+    /** The hweight_inuse a donor keeps (b'_t), summed up the tree. */
     long hweightAfterDonation;
     /** On the current inner-node walk (timer only). */
     boolean onWalk;
@@ -122,6 +130,21 @@ final class CostGroup {
 
     boolean isRoot() {
         return level == 0;
+    }
+
+    /**
+     * iocg_build_inner_walk: appends the group's ancestors not yet on the walk, root first, and
+     * marks them {@link #onWalk}, so that a walk built from several groups lists the inner nodes
+     * parents before children. Whoever built the walk clears the marks.
+     */
+    void buildInnerWalk(ArrayList<CostGroup> walk) {
+        int lvl = level - 1;
+        while (lvl >= 0 && !ancestors[lvl].onWalk) lvl--;
+        while (++lvl <= level - 1) {
+            CostGroup inner = ancestors[lvl];
+            inner.onWalk = true;
+            walk.add(inner);
+        }
     }
 
     void publishStats() {

@@ -34,7 +34,9 @@
  *         └─ y (200)                  y:  200/300           = 2/3
  * </pre>
  * Only groups that issued recently are active; only leaves of the active tree issue (IO of a
- * group with active children goes out uncontrolled, as root IO does).
+ * group with active children goes out uncontrolled, as root IO does). The weight arithmetic —
+ * hweights, a weight change going up the tree, donation (section 5) — is
+ * {@link io.iotarget.iocontrol.policy.cost.HierarchicalWeights}, which knows nothing of time.
  *
  * <h2>3. Budget and margins</h2>
  * {@code vnow − vtime} is a group's budget. A group activates with half a period's worth
@@ -109,8 +111,9 @@
  *       sequential 128 KiB write cost 1/8192 s, so 128 MiB takes 0.125 s at 100% and 12.5 s
  *       at 1%, whether written with WRITE or PASSTHROUGH_OUT.</li>
  * </ul>
- * {@code CostArithmeticTest} checks these numbers one by one; {@code CostSimulationTest}
- * checks the shares on a simulated device of known capacity.
+ * {@code HierarchicalWeightsTest} checks the weight numbers on the weight arithmetic alone,
+ * {@code CostArithmeticTest} all of them through the controller on a manual clock;
+ * {@code CostSimulationTest} checks the shares on a simulated device of known capacity.
  *
  * <h2>8. Configuration and choices</h2>
  * <ul>
