@@ -50,6 +50,13 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * documentation's; the method names follow the kernel's functions so the two can be read side
  * by side.
  *
+ * <p>Time enters only through the entry points' {@code nowNs}. Those that use the device clock
+ * — {@link #admit}, {@link #releaseDue}, {@link #cancel}, {@link #onGroupOffline},
+ * {@link #weightUpdated} — turn it into one {@link DeviceNow} ({@link #deviceNow}, the kernel's
+ * {@code ioc_now()}) and pass that down: a method without a {@code DeviceNow} or {@code nowNs}
+ * parameter does not depend on the time. {@link #onComplete} and the io.cost.* writes use
+ * {@code nowNs} as it is (a latency sample; how long a built-in set has looked wrong).
+ *
  * <p>Threads: every method runs under the device's lock (the controller's hooks, and
  * configuration changes through {@code IoController.configure}), except {@link #applies},
  * {@link #config()} and {@link #appendStat}, which read only volatile fields. Nothing here reads
@@ -60,9 +67,13 @@ final class CostDevice implements DevicePolicy {
     /*
      * Maintainers' notes. Time: the kernel keeps its device clock in µs (ioc_now.now) and so do
      * we, so that vtime arithmetic gives the kernel's numbers to the unit; timers are engine
-     * ns. Vtime values wrap like the kernel's u64: compare them with after()/before(), never
-     * with < and >. Weights are × WEIGHT_ONE. The kernel's two locks (ioc->lock and the
-     * per-group waitq lock) collapse into the device lock, which every hook already holds.
+     * ns. A DeviceNow is taken once per entry point, as the kernel calls ioc_now() once per hook,
+     * and passed last, as the kernel passes its struct ioc_now *now. No method reads the time of
+     * the hook in progress from a field (nowScratch is only what deviceNow hands out; periodAtUs,
+     * delayAtUs and the like are times things happened).
+     * Vtime values wrap like the kernel's u64: compare them with after()/before(), never with
+     * < and >. Weights are × WEIGHT_ONE. The kernel's two locks (ioc->lock and the per-group
+     * waitq lock) collapse into the device lock, which every hook already holds.
      */
 
     /** policyFlags mark (above the controller's stage bits): the request went out as debt while a delay was in effect. */
@@ -140,12 +151,9 @@ final class CostDevice implements DevicePolicy {
     private long autopTooFastAtNs = NOT_SET;
     private long autopTooSlowAtNs = NOT_SET;
 
-    // ---- the time of the hook in progress (ioc_now)
-    private long nowNs;
-    private long nowUs;
-    private long vnow;
-
-    // ---- scratch for the period timer, reused to keep it allocation-free
+    // ---- scratch, reused to keep the IO path and the timers allocation-free
+    /** What {@link #deviceNow} fills in and hands out; nothing else reads it. */
+    private final DeviceNow nowScratch = new DeviceNow();
     private final long[] missedPpm = new long[2];
     private final ArrayList<CostGroup> surpluses = new ArrayList<>();
     private final ArrayList<CostGroup> innerWalk = new ArrayList<>();
@@ -167,61 +175,63 @@ final class CostDevice implements DevicePolicy {
 
     // ================================================================ configuration
 
-    /** blk_iocost_init: the first write to io.cost.qos or io.cost.model for the device. */
-    private void initialize() {
+    /**
+     * blk_iocost_init: the first write to io.cost.qos or io.cost.model for the device. The device
+     * clock starts at vtime 0 now; it runs once a group activates.
+     */
+    private void initialize(long nowNs) {
         if (config != null) return;
         running = false;
         vtimeBaseRate = VTIME_PER_USEC;
         vtimeRate = VTIME_PER_USEC;
         shownBaseRate = vtimeBaseRate;
-        periodAtUs = nowUs;
+        periodAtUs = Math.floorDiv(nowNs, NS_PER_US);
         periodAtVtime = 0;
-        vnow = 0;
         curPeriod = 0;
         config = DEFAULT_CONFIG;
-        refreshParams(true);
+        refreshParams(true, nowNs);
     }
 
     /** blk_iocost_init on a write to io.cost.qos or io.cost.model that names the device, before its tokens are read. */
     void setUp(long nowNs) {
-        stampNow(nowNs);
-        initialize();
+        initialize(nowNs);
     }
 
     /** An io.cost.qos write that parsed: enable, ctrl and, when {@code user}, the QoS parameters. */
     void writeQos(boolean enable, boolean user, QosParams qos, long nowNs) {
-        stampNow(nowNs);
-        initialize();
+        initialize(nowNs);
         CostConfig c = config;
         if (c.enabled() && !enable && hasWaiters()) releaseAllWaiters = true;
         config = new CostConfig(enable, user, user ? qos : c.qos(), c.userModel(), c.model(), c.autop());
-        refreshParams(true);
+        refreshParams(true, nowNs);
     }
 
     /** An io.cost.model write that parsed. */
     void writeModel(boolean user, LinearModel model, long nowNs) {
-        stampNow(nowNs);
-        initialize();
+        initialize(nowNs);
         CostConfig c = config;
         config = new CostConfig(c.enabled(), c.userQos(), c.qos(), user, user ? model : c.model(), c.autop());
-        refreshParams(true);
+        refreshParams(true, nowNs);
     }
 
     /** weight_updated: the group's io.weight (default or per-device) changed. */
     void weightUpdated(CostGroup g, long nowNs) {
         long weight = g.cfgWeight != 0 ? g.cfgWeight : policy.defaultWeight(g.deviceGroup.group()) * WEIGHT_ONE;
         if (weight != g.weight && g.active != 0) {
-            stampNow(nowNs);
-            propagateWeights(g, weight, g.inuse);
+            propagateWeights(g, weight, g.inuse, deviceNow(nowNs));
             weights.commit();
         }
         g.weight = weight;
     }
 
-    /** ioc_refresh_params: picks the built-in set and recomputes what derives from the parameters. */
-    private boolean refreshParams(boolean force) {
+    /**
+     * ioc_refresh_params: picks the built-in set and recomputes what derives from the
+     * parameters. {@code nowNs} times how long vrate has said the set is wrong (the kernel's
+     * ioc_autop_idx reads its own clock for it, not ioc_now).
+     */
+    private boolean refreshParams(boolean force, long nowNs) {
         CostConfig c = config;
-        AutoParams idx = autopIndex();
+        AutoParams idx = autopIndex(nowNs);
         if (idx == c.autop() && !force) return false;
         // As the kernel: a new built-in set restarts vtime_rate at 100% (until the next refresh of vrate).
         if (idx != c.autop()) vtimeRate = VTIME_PER_USEC;
@@ -236,8 +246,8 @@ final class CostDevice implements DevicePolicy {
         return true;
     }
 
-    /** ioc_autop_idx: SSD_DFL, stepping up or down when vrate says the model is far off. */
-    private AutoParams autopIndex() {
+    /** ioc_autop_idx: SSD_DFL, stepping up or down when vrate has said for AUTOP_CYCLE_NS that the model is far off. */
+    private AutoParams autopIndex(long nowNs) {
         CostConfig c = config;
         AutoParams idx = c.autop();
         if (c.userQos() || c.userModel()) return idx;
@@ -285,25 +295,29 @@ final class CostDevice implements DevicePolicy {
 
     // ================================================================ the device clock
 
-    /** ioc_now: the hook's time in µs and the device's vtime at that moment. */
-    private void stampNow(long ns) {
-        nowNs = ns;
-        nowUs = Math.floorDiv(ns, NS_PER_US);
-        vnow = periodAtVtime + (nowUs - periodAtUs) * vtimeRate;
+    /**
+     * ioc_now: the entry point's instant — the engine's {@code nowNs}, in µs, and the device's
+     * vtime then: vtime at the period's start plus the µs since, at vrate. Call once per entry
+     * point, before anything changes the period or vrate, and pass the result down.
+     */
+    private DeviceNow deviceNow(long nowNs) {
+        long nowUs = Math.floorDiv(nowNs, NS_PER_US);
+        return nowScratch.set(nowNs, nowUs, periodAtVtime + (nowUs - periodAtUs) * vtimeRate);
     }
 
-    private void startPeriod() {
-        periodAtUs = nowUs;
-        periodAtVtime = vnow;
-        periodTimerNs = nowNs + periodUs * NS_PER_US;
+    /** ioc_start_period: the period starts at {@code now}, and its timer is set for one period later. */
+    private void startPeriod(DeviceNow now) {
+        periodAtUs = now.nowUs();
+        periodAtVtime = now.vnow();
+        periodTimerNs = now.nowNs() + periodUs * NS_PER_US;
     }
 
     /**
      * ioc_refresh_vrate: budget thrown away this period (vtimeErr) is handed back by running
      * the clock faster for the rest of it, so that trimming budgets does not waste the device.
      */
-    private void refreshVrate() {
-        long periodLeftUs = periodAtUs + periodUs - nowUs;
+    private void refreshVrate(DeviceNow now) {
+        long periodLeftUs = periodAtUs + periodUs - now.nowUs();
         long periodVtime = periodUs * vtimeBaseRate;
         if (periodLeftUs > 0) {
             long compensation = Math.clamp(-(vtimeErr / periodLeftUs), -(vtimeBaseRate >> 1), vtimeBaseRate);
@@ -351,12 +365,12 @@ final class CostDevice implements DevicePolicy {
 
     /**
      * __propagate_weights with {@code save}: the group's new active and inuse weights go up the
-     * tree ({@link HierarchicalWeights#propagate}), and its current budget is remembered for
-     * in-period inuse raises. Takes effect at the next {@code weights.commit()}. (The kernel's
-     * calls without save — deactivation, debt — are plain {@code weights.propagate}.)
+     * tree ({@link HierarchicalWeights#propagate}), and its budget at {@code now} is remembered
+     * for in-period inuse raises. Takes effect at the next {@code weights.commit()}. (The
+     * kernel's calls without save — deactivation, debt — are plain {@code weights.propagate}.)
      */
-    private void propagateWeights(CostGroup g, long active, long inuse) {
-        g.savedMargin = vnow - g.vtime;
+    private void propagateWeights(CostGroup g, long active, long inuse, DeviceNow now) {
+        g.savedMargin = now.vnow() - g.vtime;
         weights.propagate(g, active, inuse);
     }
 
@@ -368,7 +382,7 @@ final class CostDevice implements DevicePolicy {
      * then goes out uncontrolled, as root IO does) for a group that has active descendants or
      * an active ancestor: only leaves of the active tree issue.
      */
-    private boolean activate(CostGroup g) {
+    private boolean activate(CostGroup g, DeviceNow now) {
         if (g.onActiveList) {
             g.activePeriod = curPeriod;
             return true;
@@ -378,20 +392,20 @@ final class CostDevice implements DevicePolicy {
         for (int i = g.level - 1; i > 0; i--) {
             if (g.ancestors[i].onActiveList) return false;
         }
-        long delta = (vnow - marginTarget) - g.vtime;
+        long delta = (now.vnow() - marginTarget) - g.vtime;
         g.vtime += delta;
         g.doneVtime += delta;
         weights.invalidate(g);
         activeGroups.add(g);
         g.onActiveList = true;
-        propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight);
+        propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight, now);
         weights.commit();
-        g.activatedAtUs = nowUs;
+        g.activatedAtUs = now.nowUs();
         if (!running) {
             running = true;
-            dfgvPeriodAtUs = nowUs;
+            dfgvPeriodAtUs = now.nowUs();
             dfgvPeriodRemUs = 0;
-            startPeriod();
+            startPeriod(now);
         }
         return true;
     }
@@ -438,28 +452,28 @@ final class CostDevice implements DevicePolicy {
         if (g.isRoot() || c == null || !c.enabled()) return true;
         long absCost = absCost(io, g, c.model());
         if (absCost == 0) return true;
-        stampNow(nowNs);
-        if (!activate(g)) return true;
+        DeviceNow now = deviceNow(nowNs);
+        if (!activate(g, now)) return true;
         g.cursor = io.offset() + io.length();
         long vtime = g.vtime;
-        long cost = adjustInuseAndCalcCost(g, vtime, absCost);
-        if (g.waiters.isEmpty() && g.absVdebt == 0 && !after(vtime + cost, vnow)) {
+        long cost = adjustInuseAndCalcCost(g, vtime, absCost, now);
+        if (g.waiters.isEmpty() && g.absVdebt == 0 && !after(vtime + cost, now.vnow())) {
             commit(g, io, absCost, cost);
             return true;
         }
         if (mustNotWait(io)) {
-            incurDebt(g, absCost);
-            if (kickDelay(g)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
+            incurDebt(g, absCost, now);
+            if (kickDelay(g, now)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
             return true;
         }
         // A group with waiters uses its full weight: snap back any donation.
         if (g.absVdebt == 0 && g.inuse != g.active) {
-            propagateWeights(g, g.active, g.active);
+            propagateWeights(g, g.active, g.active, now);
             weights.commit();
         }
         io.policyCost(absCost);
         g.waiters.addLast(io);
-        return kickWaitq(g, true, resumer, io);
+        return kickWaitq(g, true, resumer, io, now);
     }
 
     /**
@@ -485,21 +499,21 @@ final class CostDevice implements DevicePolicy {
      * budget fell below margin.low (and below what it was at the last adjustment) takes weight
      * back in steps of 25% of its active weight until the IO fits.
      */
-    private long adjustInuseAndCalcCost(CostGroup g, long vtime, long absCost) {
+    private long adjustInuseAndCalcCost(CostGroup g, long vtime, long absCost, DeviceNow now) {
         weights.currentHweight(g);
         long cost = absCostToCost(absCost, g.hweightInuse);
-        long margin = vnow - vtime - cost;
+        long margin = now.vnow() - vtime - cost;
         if (g.absVdebt != 0) return cost;
         if (margin >= g.savedMargin || margin >= marginLow || g.inuse == g.active) return cost;
         long newInuse = g.inuse;
         long step = Math.ceilDiv(g.active * INUSE_ADJ_STEP_PCT, 100);
         do {
             newInuse += step;
-            propagateWeights(g, g.active, newInuse);
+            propagateWeights(g, g.active, newInuse, now);
             weights.commit();
             weights.currentHweight(g);
             cost = absCostToCost(absCost, g.hweightInuse);
-        } while (after(vtime + cost, vnow) && g.inuse != g.active);
+        } while (after(vtime + cost, now.vnow()) && g.inuse != g.active);
         return cost;
     }
 
@@ -525,7 +539,8 @@ final class CostDevice implements DevicePolicy {
      * ioc_rqos_done_bio and ioc_rqos_done: the request's cost is no longer in flight, and its
      * latency is a QoS sample — from leaving the controller to completion, minus the transfer
      * time the model predicts for its size, against rlat/wlat; the time it waited for a queue
-     * slot adds to rq_wait.
+     * slot adds to rq_wait. Needs no device time, only the engine's {@code nowNs}, as the
+     * kernel's done hook reads only the clock.
      */
     @Override
     public long onComplete(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
@@ -558,19 +573,19 @@ final class CostDevice implements DevicePolicy {
      * @param self a request being admitted right now: committed here, not resumed
      * @return true when {@code self} was committed
      */
-    private boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self) {
+    private boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self, DeviceNow now) {
         weights.currentHweight(g);
         long hwa = g.hweightActive;
-        long vbudget = vnow - g.vtime;
+        long vbudget = now.vnow() - g.vtime;
         if (payDebt && g.absVdebt != 0 && vbudget > 0) {
             long absVpay = Math.min(costToAbsCost(vbudget, hwa), g.absVdebt);
             long vpay = absCostToCost(absVpay, hwa);
             g.vtime += vpay;
             g.doneVtime += vpay;
-            payDebt(g, absVpay);
+            payDebt(g, absVpay, now);
             vbudget -= vpay;
         }
-        if (g.absVdebt != 0 || g.delayUs != 0) kickDelay(g);
+        if (g.absVdebt != 0 || g.delayUs != 0) kickDelay(g, now);
         if (g.absVdebt != 0) {
             // Nothing waits less than the debt: the budget stays at or below zero.
             vbudget = Math.min(0, vbudget - absCostToCost(g.absVdebt, hwa));
@@ -591,16 +606,16 @@ final class CostDevice implements DevicePolicy {
         }
         if (g.waiters.isEmpty()) {
             if (g.waitSinceUs != NOT_SET) {
-                g.localStat[WAIT] += nowUs - g.waitSinceUs;
+                g.localStat[WAIT] += now.nowUs() - g.waitSinceUs;
                 g.waitSinceUs = NOT_SET;
             }
             return selfCommitted;
         }
-        if (g.waitSinceUs == NOT_SET) g.waitSinceUs = nowUs;
+        if (g.waitSinceUs == NOT_SET) g.waitSinceUs = now.nowUs();
         // The first remaining waiter fits once vtime has run for the shortage; wake a slack later
         // so that several waiters leave together.
         long shortage = -vbudget;
-        long expires = nowNs + Math.ceilDiv(shortage, vtimeBaseRate) * NS_PER_US + timerSlackNs;
+        long expires = now.nowNs() + Math.ceilDiv(shortage, vtimeBaseRate) * NS_PER_US + timerSlackNs;
         if (g.waitTimerNs != NOT_ARMED && Math.abs(g.waitTimerNs - expires) <= timerSlackNs) return selfCommitted;
         g.waitTimerNs = expires;
         waitTimersChanged = true;
@@ -614,11 +629,11 @@ final class CostDevice implements DevicePolicy {
      *
      * @return true when a delay is in effect
      */
-    private boolean kickDelay(CostGroup g) {
-        long elapsedUs = nowUs - g.delayAtUs;
+    private boolean kickDelay(CostGroup g, DeviceNow now) {
+        long elapsedUs = now.nowUs() - g.delayAtUs;
         long delay = g.delayUs != 0 ? shiftRight(g.delayUs, elapsedUs / MILLION) : 0;
         weights.currentHweight(g);
-        long vover = g.vtime + absCostToCost(g.absVdebt, g.hweightActive) - vnow;
+        long vover = g.vtime + absCostToCost(g.absVdebt, g.hweightActive) - now.vnow();
         long voverPct = vover > 0 ? MulDiv.floor(vover, 100, periodUs * vtimeBaseRate) : 0;
         long newDelay;
         if (voverPct <= MIN_DELAY_THR_PCT) newDelay = 0;
@@ -626,16 +641,16 @@ final class CostDevice implements DevicePolicy {
         else newDelay = MIN_DELAY_US + (MAX_DELAY_US - MIN_DELAY_US) * (voverPct - MIN_DELAY_THR_PCT) / (MAX_DELAY_THR_PCT - MIN_DELAY_THR_PCT);
         if (newDelay > delay) {
             g.delayUs = newDelay;
-            g.delayAtUs = nowUs;
+            g.delayAtUs = now.nowUs();
             delay = newDelay;
         }
         if (delay >= MIN_DELAY_US) {
-            if (g.indelaySinceUs == NOT_SET) g.indelaySinceUs = nowUs;
+            if (g.indelaySinceUs == NOT_SET) g.indelaySinceUs = now.nowUs();
             g.issuerDelayUs = delay;
             return true;
         }
         if (g.indelaySinceUs != NOT_SET) {
-            g.localStat[INDELAY] += nowUs - g.indelaySinceUs;
+            g.localStat[INDELAY] += now.nowUs() - g.indelaySinceUs;
             g.indelaySinceUs = NOT_SET;
         }
         g.delayUs = 0;
@@ -649,9 +664,9 @@ final class CostDevice implements DevicePolicy {
     }
 
     /** iocg_incur_debt: while in debt the group donates everything (inuse 1) until it has paid. */
-    private void incurDebt(CostGroup g, long absCost) {
+    private void incurDebt(CostGroup g, long absCost, DeviceNow now) {
         if (g.absVdebt == 0 && absCost != 0) {
-            g.indebtSinceUs = nowUs;
+            g.indebtSinceUs = now.nowUs();
             weights.propagate(g, g.active, 0);
             weights.commit();
         }
@@ -660,10 +675,10 @@ final class CostDevice implements DevicePolicy {
     }
 
     /** iocg_pay_debt: paid in full, the group gets its weight back. */
-    private void payDebt(CostGroup g, long absVpay) {
+    private void payDebt(CostGroup g, long absVpay, DeviceNow now) {
         g.absVdebt -= Math.min(absVpay, g.absVdebt);
         if (g.absVdebt == 0) {
-            g.localStat[INDEBT] += nowUs - g.indebtSinceUs;
+            g.localStat[INDEBT] += now.nowUs() - g.indebtSinceUs;
             g.indebtSinceUs = NOT_SET;
             weights.propagate(g, g.active, g.lastInuse);
             weights.commit();
@@ -682,7 +697,7 @@ final class CostDevice implements DevicePolicy {
     }
 
     /** Commits and resumes every waiter of the group at once (group removed, iocost disabled). */
-    private void releaseWaiters(CostGroup g, Resumer resumer) {
+    private void releaseWaiters(CostGroup g, Resumer resumer, DeviceNow now) {
         weights.currentHweight(g);
         IoRequest io;
         while ((io = g.waiters.pollFirst()) != null) {
@@ -691,7 +706,7 @@ final class CostDevice implements DevicePolicy {
             resumer.resume(io);
         }
         if (g.waitSinceUs != NOT_SET) {
-            g.localStat[WAIT] += nowUs - g.waitSinceUs;
+            g.localStat[WAIT] += now.nowUs() - g.waitSinceUs;
             g.waitSinceUs = NOT_SET;
         }
         disarmWaitTimer(g);
@@ -711,34 +726,40 @@ final class CostDevice implements DevicePolicy {
         return Math.min(running ? periodTimerNs : NOT_ARMED, earliestWaitTimerNs);
     }
 
+    /**
+     * The timers that are due: the release of every waiter after {@code enable=0}, the period's
+     * end, then the groups' wait timers (iocg_waitq_timer_fn). All see the one instant taken on
+     * entry; a period that ends here restarts at that instant, so its vnow is the new period's
+     * start.
+     */
     @Override
     public void releaseDue(long nowNs, Resumer resumer) {
-        stampNow(nowNs);
+        DeviceNow now = deviceNow(nowNs);
         if (releaseAllWaiters) {
             releaseAllWaiters = false;
-            for (CostGroup g : activeGroups) releaseWaiters(g, resumer);
+            for (CostGroup g : activeGroups) releaseWaiters(g, resumer, now);
         }
-        if (running && nowNs >= periodTimerNs) periodTimer(resumer);
+        if (running && nowNs >= periodTimerNs) periodTimer(resumer, now);
         if (nextWakeNs() > nowNs) return;
         for (CostGroup g : activeGroups) {
             if (g.waitTimerNs > nowNs) continue;
-            // iocg_waitq_timer_fn
             g.waitTimerNs = NOT_ARMED;
             waitTimersChanged = true;
-            kickWaitq(g, g.absVdebt != 0, resumer, null);
+            kickWaitq(g, g.absVdebt != 0, resumer, null, now);
         }
     }
 
     /** ioc_timer_fn: the end of a period. The steps are numbered as in the package documentation. */
-    private void periodTimer(Resumer resumer) {
+    private void periodTimer(Resumer resumer, DeviceNow now) {
         QosParams qos = config.qos();
         long ppmReadThreshold = MILLION - qos.readPpm();
         long ppmWriteThreshold = MILLION - qos.writePpm();
+        long vnow = now.vnow();
         // 1. How were the latencies, and how long did requests wait for a queue slot?
         long rqWaitPct = latencyStats();
         long periodVtime = vnow - periodAtVtime;
         // 2. Wake waiters that may be oversleeping, deactivate idle groups.
-        int nrDebtors = checkGroups(resumer);
+        int nrDebtors = checkGroups(resumer, now);
         flushStats();
         // 3. Usage, surpluses and shortages.
         int nrShortages = 0;
@@ -764,17 +785,17 @@ final class CostDevice implements DevicePolicy {
                     long inflightUs = Math.ceilDiv(costToAbsCost(vtime - vdone, hwInuse), vtimeBaseRate);
                     usageUs = Math.max(usageUs, inflightUs);
                 }
-                long usageDurUs = after(g.activatedAtUs, periodAtUs) ? Math.max(nowUs - g.activatedAtUs, 1) : Math.max(nowUs - periodAtUs, 1);
+                long usageDurUs = after(g.activatedAtUs, periodAtUs) ? Math.max(now.nowUs() - g.activatedAtUs, 1) : Math.max(now.nowUs() - periodAtUs, 1);
                 long usage = Math.clamp(MulDiv.ceil(usageUs, WEIGHT_ONE, usageDurUs), 1, WEIGHT_ONE);
                 long hwm = weights.currentHweightMax(g);
-                long newHwi = hweightAfterDonation(g, hwInuse, hwm, usage);
+                long newHwi = hweightAfterDonation(g, hwInuse, hwm, usage, now);
                 // Donating needs hweight_after_donation ≥ 1 below hwa, which hwa < 2 cannot give.
                 if (newHwi < hwm && hwActive >= 2) {
                     g.hweightDonating = hwActive;
                     g.hweightAfterDonation = newHwi;
                     surpluses.add(g);
                 } else {
-                    propagateWeights(g, g.active, g.active);
+                    propagateWeights(g, g.active, g.active, now);
                     nrShortages++;
                 }
             } else {
@@ -786,7 +807,7 @@ final class CostDevice implements DevicePolicy {
         if (!surpluses.isEmpty() && nrShortages > 0) {
             weights.transferSurpluses(surpluses);
             for (CostGroup g : surpluses) {
-                if (g.absVdebt == 0) propagateWeights(g, g.active, weights.inuseAfterDonation(g));
+                if (g.absVdebt == 0) propagateWeights(g, g.active, weights.inuseAfterDonation(g), now);
             }
         }
         weights.commit();
@@ -809,19 +830,19 @@ final class CostDevice implements DevicePolicy {
         busyLevel = Math.clamp(busyLevel, -BUSY_LEVEL_MAX, BUSY_LEVEL_MAX);
         // 6. Move vrate, maybe switch built-in sets, forgive debts on an idle device.
         adjustBaseVrate(nrLagging);
-        refreshParams(false);
-        forgiveDebts(usageUsSum, nrDebtors, resumer);
+        refreshParams(false, now.nowNs());
+        forgiveDebts(usageUsSum, nrDebtors, resumer, now);
         // 7. Next period, or idle when no group is active.
         curPeriod++;
         if (!activeGroups.isEmpty()) {
-            startPeriod();
+            startPeriod(now);
         } else {
             busyLevel = 0;
             vtimeErr = 0;
             running = false;
             periodTimerNs = NOT_ARMED;
         }
-        refreshVrate();
+        refreshVrate(now);
     }
 
     /** ioc_lat_stat: fills missedPpm per direction and returns rq_wait as % of the period; resets the samples. */
@@ -844,7 +865,8 @@ final class CostDevice implements DevicePolicy {
      *
      * @return the number of groups in debt or delay
      */
-    private int checkGroups(Resumer resumer) {
+    private int checkGroups(Resumer resumer, DeviceNow now) {
+        long nowUs = now.nowUs();
         int nrDebtors = 0;
         for (int i = 0; i < activeGroups.size(); ) {
             CostGroup g = activeGroups.get(i);
@@ -865,13 +887,13 @@ final class CostDevice implements DevicePolicy {
                 g.indelaySinceUs = nowUs;
             }
             if (!g.waiters.isEmpty() || g.absVdebt != 0 || g.delayUs != 0) {
-                kickWaitq(g, true, resumer, null);
+                kickWaitq(g, true, resumer, null, now);
                 if (g.absVdebt != 0 || g.delayUs != 0) nrDebtors++;
                 i++;
             } else {
                 // Idle a whole period: the budget above the target is thrown away (and given
                 // back through vtimeErr); it starts with the target when it comes back.
-                long excess = vnow - g.vtime - marginTarget;
+                long excess = now.vnow() - g.vtime - marginTarget;
                 if (excess > 0) {
                     weights.currentHweight(g);
                     vtimeErr -= MulDiv.floor(excess, g.hweightInuse, WEIGHT_ONE);
@@ -919,8 +941,9 @@ final class CostDevice implements DevicePolicy {
      * gets 1 (it donates everything). Budget above the target is thrown away here (and given
      * back to the device through vtimeErr).
      */
-    private long hweightAfterDonation(CostGroup g, long oldHwi, long hwm, long usage) {
+    private long hweightAfterDonation(CostGroup g, long oldHwi, long hwm, long usage, DeviceNow now) {
         if (g.absVdebt != 0) return 1;
+        long vnow = now.vnow();
         if (!g.waiters.isEmpty() || after(g.vtime, vnow - marginMin)) return hwm;
         long excess = vnow - g.vtime - marginTarget;
         if (excess > 0) {
@@ -936,7 +959,8 @@ final class CostDevice implements DevicePolicy {
      * every debt and delay once per DFGV_PERIOD_US elapsed, so a debtor is not left paying on
      * an idle device.
      */
-    private void forgiveDebts(long usageUsSum, int nrDebtors, Resumer resumer) {
+    private void forgiveDebts(long usageUsSum, int nrDebtors, Resumer resumer, DeviceNow now) {
+        long nowUs = now.nowUs();
         if (nrDebtors == 0) {
             dfgvPeriodAtUs = nowUs;
             dfgvPeriodRemUs = 0;
@@ -960,7 +984,7 @@ final class CostDevice implements DevicePolicy {
             if (g.absVdebt == 0 && g.delayUs == 0) continue;
             if (g.absVdebt != 0) g.absVdebt = Math.max(shiftRight(g.absVdebt, cycles), 1);
             if (g.delayUs != 0) g.delayUs = Math.max(shiftRight(g.delayUs, cycles), 1);
-            kickWaitq(g, true, resumer, null);
+            kickWaitq(g, true, resumer, null, now);
         }
     }
 
@@ -971,8 +995,7 @@ final class CostDevice implements DevicePolicy {
     public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         if (!g.waiters.removeIf(r -> r == io)) return false;
-        stampNow(nowNs);
-        kickWaitq(g, false, resumer, null);
+        kickWaitq(g, false, resumer, null, deviceNow(nowNs));
         return true;
     }
 
@@ -980,8 +1003,7 @@ final class CostDevice implements DevicePolicy {
     @Override
     public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
-        stampNow(nowNs);
-        releaseWaiters(g, resumer);
+        releaseWaiters(g, resumer, deviceNow(nowNs));
         if (g.onActiveList) {
             deactivate(g);
             weights.commit();

@@ -159,6 +159,26 @@
  *       latency-bound with few requests outstanding, or capped by io.max) donates it.</li>
  * </ul>
  *
+ * <h2>11. Reading the code</h2>
+ * <ul>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.CostDevice}: the kernel's {@code ioc} — the
+ *       device clock, activation, the IO path, waiting and debt, the period timer (sections
+ *       1, 3, 4, 6). Its methods carry the kernel's function names.</li>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.HierarchicalWeights}: sections 2 and 5's
+ *       arithmetic ({@code propagate_weights}, {@code current_hweight},
+ *       {@code transfer_surpluses}), on the {@link io.iotarget.iocontrol.policy.cost.CostGroup}
+ *       nodes, the kernel's {@code ioc_gq}.</li>
+ *   <li>Time: nothing here reads a clock; every entry point of {@code CostDevice} gets the
+ *       engine's {@code nowNs}. Those that use the device clock — admit, the timers
+ *       ({@code releaseDue}), an io.weight change, a group removed, a cancel — turn it once
+ *       into a {@link io.iotarget.iocontrol.policy.cost.DeviceNow} (ns, µs and vnow, the
+ *       kernel's {@code struct ioc_now}) and pass that to every method that needs the time,
+ *       as the kernel passes {@code now}; a completion and the io.cost.* writes need only
+ *       {@code nowNs}, as the kernel's reads its clock there. No method reads the time from a
+ *       field (the device reuses one {@code DeviceNow}, so as to allocate nothing, and only
+ *       the entry points fill it).</li>
+ * </ul>
+ *
  * <p>Threads: all state of a device lives under the device's lock (the kernel's ioc lock and
  * waitq locks in one); io.stat and the io.cost.* reads take published snapshots.
  */
