@@ -2,11 +2,11 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;

@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.tree.KernelParse;
 
 /** The kernel's kstrtobool and kstrtoint as configfs attributes apply them (the rest is {@link KernelParse}'s). */
 final class KernelText {

@@ -5,10 +5,10 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 import java.util.ArrayList;
 import java.util.HexFormat;
