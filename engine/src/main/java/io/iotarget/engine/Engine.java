@@ -189,14 +189,31 @@ public final class Engine implements AutoCloseable {
         return new DeviceNumber(DEFAULT_MAJOR, minor);
     }
 
-    /** A front end starts using the device (an export or namespace on it); removal now fails with EBUSY. */
-    public synchronized void acquire(Device device) throws ControlException {
-        if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
-        users.merge(device.index(), 1, Integer::sum);
+    /**
+     * An export or namespace starts serving {@code device}, charged to {@code group} (null: to
+     * the root, without a binding): until the lease is closed, removing the device or the group
+     * fails with EBUSY.
+     *
+     * @throws ControlException ENODEV when the device was removed, ENOENT when the group was
+     */
+    public Lease bind(Device device, Group group) throws ControlException {
+        synchronized (this) {
+            if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
+            users.merge(device.index(), 1, Integer::sum);
+        }
+        if (group != null) {
+            try {
+                controller.bind(group);
+            } catch (ControlException e) {
+                release(device);
+                throw e;
+            }
+        }
+        return new Lease(this, device, group);
     }
 
-    /** Undoes one {@link #acquire}. */
-    public synchronized void release(Device device) {
+    /** Undoes the device half of one {@link #bind}; {@link Lease#close} only. */
+    synchronized void release(Device device) {
         users.computeIfPresent(device.index(), (k, n) -> n > 1 ? n - 1 : null);
     }
 

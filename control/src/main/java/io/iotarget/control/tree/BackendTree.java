@@ -1,9 +1,8 @@
 package io.iotarget.control.tree;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.FileBackend;
+import io.iotarget.backend.BackendFactory;
 import io.iotarget.backend.MemoryBackend;
-import io.iotarget.backend.NullBackend;
 import io.iotarget.control.config.Sizes;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
@@ -200,12 +199,8 @@ public final class BackendTree implements ConfigTree {
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
-                if (s.type.equals("null")) yield new NullBackend(s.size, s.blockSize, s.readOnly);
-                try {
-                    yield new MemoryBackend(s.size, s.blockSize, s.readOnly);
-                } catch (IllegalArgumentException e) {       // the machine shrank since size was written
-                    throw new ControlException(Errno.EINVAL, "backend " + name + ": " + e.getMessage());
-                }
+                BackendFactory.Type type = s.type.equals("null") ? BackendFactory.Type.NULL : BackendFactory.Type.MEMORY;
+                yield open(name, s, new BackendFactory.Spec(type, s.size, null, s.blockSize, s.readOnly, false));
             }
             case "file" -> openFile(name, s);
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");
@@ -222,15 +217,23 @@ public final class BackendTree implements ConfigTree {
     private static Backend openFile(String name, Spec s) throws ControlException {
         if (s.path.isEmpty()) throw new ControlException(Errno.EINVAL, "backend " + name + ": path is required for type file");
         Path path = Path.of(s.path);
-        try {
-            if (s.create && !Files.exists(path)) {
-                if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": create=1 needs a size");
-                try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                    ch.truncate(0);
-                    ch.write(java.nio.ByteBuffer.allocate(1), s.size - 1);
-                }
+        if (s.create && !Files.exists(path)) {
+            if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": create=1 needs a size");
+            try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+                ch.write(java.nio.ByteBuffer.allocate(1), s.size - 1);
+            } catch (IOException e) {
+                throw new ControlException(Errno.EIO, "backend " + name + ": cannot open " + s.path + ": " + e.getMessage());
             }
-            return FileBackend.open(path, s.blockSize, s.readOnly, s.direct);
+        }
+        return open(name, s, BackendFactory.Spec.file(path, s.blockSize, s.readOnly, s.direct));
+    }
+
+    private static Backend open(String name, Spec s, BackendFactory.Spec spec) throws ControlException {
+        try {
+            return BackendFactory.open(spec);
+        } catch (IllegalArgumentException e) {       // the machine shrank since size was written
+            throw new ControlException(Errno.EINVAL, "backend " + name + ": " + e.getMessage());
         } catch (NoSuchFileException e) {
             throw new ControlException(Errno.ENOENT, "backend " + name + ": no file " + s.path + " (write create=1 and a size to create it)");
         } catch (IOException e) {

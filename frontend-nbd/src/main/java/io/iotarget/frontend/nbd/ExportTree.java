@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
+import io.iotarget.engine.Lease;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
@@ -49,8 +50,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * only while {@code tls/certificates} is set, which then cannot be emptied (EBUSY); a new
  * directory written there serves the handshakes that start after it.
  *
- * Enabling acquires the device ({@code engine.acquire}) and binds the group
- * ({@code controller.bind}), so neither can be removed under a live export. Disabling an
+ * Enabling takes a {@link Lease} on the device and the group ({@link Engine#bind}), so neither
+ * can be removed under a live export. Disabling an
  * export shuts its connections down: each stops reading, answers what it already accepted,
  * and closes (a client sees a disconnect, as at server shutdown). The device and the group
  * stay held until the last of those connections has finished — as nvmet's namespace disable
@@ -112,16 +113,14 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
      * enabled and for each connection that attached to it; released when the last holder lets
      * go. Any thread.
      */
-    final class Hold {
+    static final class Hold {
         private final Entry entry;
-        private final Device device;
-        private final Group group;
+        private final Lease lease;
         private final AtomicInteger holders = new AtomicInteger(1);
 
-        private Hold(Entry entry, Device device, Group group) {
+        private Hold(Entry entry, Lease lease) {
             this.entry = entry;
-            this.device = device;
-            this.group = group;
+            this.lease = lease;
         }
 
         /** Takes one more hold; false once everything was released. */
@@ -135,9 +134,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         }
 
         private void release() {
-            if (holders.decrementAndGet() != 0) return;
-            engine.controller().unbind(group);
-            engine.release(device);
+            if (holders.decrementAndGet() == 0) lease.close();
         }
 
         /** A connection that {@link #attach attached} has finished: its hold goes. */
@@ -475,14 +472,13 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         } catch (ControlException x) {
             throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
-        engine.acquire(device);
+        Lease lease;
         try {
-            engine.controller().bind(e.group);
+            lease = engine.bind(device, e.group);
         } catch (ControlException x) {
-            engine.release(device);
-            throw new ControlException(x.errno(), "enable=1: cgroup " + e.group.path() + ": " + x.detail());
+            throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
-        e.hold = new Hold(e, device, e.group);
+        e.hold = new Hold(e, lease);
         e.live = new Export(e.name, e.description, device, e.group, e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
     }
 
