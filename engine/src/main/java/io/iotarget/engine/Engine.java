@@ -15,6 +15,7 @@ import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.tree.GroupBinding;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -105,6 +106,21 @@ public final class Engine implements AutoCloseable {
             controller.releaseSignal(releaser);
             releaser.start();
         }
+    }
+
+    /** The controller's groups as the config trees' {@code cgroup} and {@code cgroup_id} attributes find them. */
+    public GroupBinding.Groups<Group> groups() {
+        return new GroupBinding.Groups<>() {
+            @Override
+            public Group byId(long id) {
+                return controller.groupById(id);
+            }
+
+            @Override
+            public Group byPath(String path) throws ControlException {
+                return controller.group(path);
+            }
+        };
     }
 
     public IoController controller() {

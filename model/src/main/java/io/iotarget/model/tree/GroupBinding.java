@@ -37,10 +37,10 @@ public final class GroupBinding {
         G byPath(String path) throws ControlException;
     }
 
-    /** Stores a binding; {@code group} is null to unbind. */
+    /** Stores a binding; {@code group} is null to unbind. {@code write} ({@code "cgroup_id=5"}) is for refusals. */
     @FunctionalInterface
     public interface Binder<T, G> {
-        void bind(T owner, G group) throws ControlException;
+        void bind(T owner, G group, String write) throws ControlException;
     }
 
     /** {@code cgroup_id} and {@code cgroup}, in that order (nvmet's first). */
@@ -52,7 +52,7 @@ public final class GroupBinding {
                         throw new ControlException(Errno.ENOENT, CGROUP_ID + "=" + Long.toUnsignedString(id)
                                                                  + " (expected: the id of an existing group, 0 to unbind)");
                     }
-                    binder.bind(owner, group);
+                    binder.bind(owner, group, CGROUP_ID + "=" + Long.toUnsignedString(id));
                 }),
                 Attribute.text(CGROUP, owner -> bound.apply(owner) == null ? "" : bound.apply(owner).path(), (owner, value) -> {
                     String path = KernelParse.strip(value);
@@ -63,7 +63,7 @@ public final class GroupBinding {
                         throw new ControlException(e.errno(), CGROUP + "=" + path + " (expected: the path of an existing group, \"\" to unbind): "
                                                               + e.detail());
                     }
-                    binder.bind(owner, group);
+                    binder.bind(owner, group, CGROUP + "=" + path);
                 }));
     }
 }
