@@ -124,9 +124,10 @@ final class NvmetTree implements ConfigTree {
                 Attribute.text("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
                 Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
                 Attribute.flag("readonly", ns -> ns.readOnly, NvmetTree::writeReadOnly),
-                Attribute.flag("buffered_io", ns -> ns.bufferedIo, NvmetTree::writeBufferedIo)))
-                .with(GroupBinding.attributes(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup))
-                .with(List.of(Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
+                Attribute.flag("buffered_io", ns -> ns.bufferedIo, NvmetTree::writeBufferedIo),
+                GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
+                GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
+                Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
         this.portAttributes = Attributes.of(List.of(
                 Attribute.text("addr_trtype", p -> p.trtype, NvmetTree::writeTrtype),
                 Attribute.text("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),

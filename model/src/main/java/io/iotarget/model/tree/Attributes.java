@@ -18,13 +18,6 @@ public final class Attributes<T> {
         return new Attributes<>(List.copyOf(attributes));
     }
 
-    /** This table and then {@code more}. */
-    public Attributes<T> with(List<Attribute<T>> more) {
-        List<Attribute<T>> all = new ArrayList<>(attributes);
-        all.addAll(more);
-        return of(all);
-    }
-
     /** The attribute called {@code name}, or null. */
     public Attribute<T> find(String name) {
         for (Attribute<T> a : attributes) if (a.name().equals(name)) return a;

@@ -4,7 +4,6 @@ import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.IoGroup;
 
-import java.util.List;
 import java.util.function.Function;
 
 /**
@@ -43,27 +42,30 @@ public final class GroupBinding {
         void bind(T owner, G group, String write) throws ControlException;
     }
 
-    /** {@code cgroup_id} and {@code cgroup}, in that order (nvmet's first). */
-    public static <T, G extends IoGroup> List<Attribute<T>> attributes(Groups<G> groups, Function<T, G> bound, Binder<T, G> binder) {
-        return List.of(
-                Attribute.number(CGROUP_ID, owner -> bound.apply(owner) == null ? 0 : bound.apply(owner).id(), (owner, id) -> {
-                    G group = id == 0 ? null : groups.byId(id);
-                    if (id != 0 && group == null) {
-                        throw new ControlException(Errno.ENOENT, CGROUP_ID + "=" + Long.toUnsignedString(id)
-                                                                 + " (expected: the id of an existing group, 0 to unbind)");
-                    }
-                    binder.bind(owner, group, CGROUP_ID + "=" + Long.toUnsignedString(id));
-                }),
-                Attribute.text(CGROUP, owner -> bound.apply(owner) == null ? "" : bound.apply(owner).path(), (owner, value) -> {
-                    String path = KernelParse.strip(value);
-                    G group;
-                    try {
-                        group = path.isEmpty() ? null : groups.byPath(path);
-                    } catch (ControlException e) {
-                        throw new ControlException(e.errno(), CGROUP + "=" + path + " (expected: the path of an existing group, \"\" to unbind): "
-                                                              + e.detail());
-                    }
-                    binder.bind(owner, group, CGROUP + "=" + path);
-                }));
+    /** {@code cgroup_id}: the binding by group id. */
+    public static <T, G extends IoGroup> Attribute<T> cgroupId(Groups<G> groups, Function<T, G> bound, Binder<T, G> binder) {
+        return Attribute.number(CGROUP_ID, owner -> bound.apply(owner) == null ? 0 : bound.apply(owner).id(), (owner, id) -> {
+            G group = id == 0 ? null : groups.byId(id);
+            if (id != 0 && group == null) {
+                throw new ControlException(Errno.ENOENT, CGROUP_ID + "=" + Long.toUnsignedString(id)
+                                                         + " (expected: the id of an existing group, 0 to unbind)");
+            }
+            binder.bind(owner, group, CGROUP_ID + "=" + Long.toUnsignedString(id));
+        });
+    }
+
+    /** {@code cgroup}: the binding by group path. */
+    public static <T, G extends IoGroup> Attribute<T> cgroup(Groups<G> groups, Function<T, G> bound, Binder<T, G> binder) {
+        return Attribute.text(CGROUP, owner -> bound.apply(owner) == null ? "" : bound.apply(owner).path(), (owner, value) -> {
+            String path = KernelParse.strip(value);
+            G group;
+            try {
+                group = path.isEmpty() ? null : groups.byPath(path);
+            } catch (ControlException e) {
+                throw new ControlException(e.errno(), CGROUP + "=" + path + " (expected: the path of an existing group, \"\" to unbind): "
+                                                      + e.detail());
+            }
+            binder.bind(owner, group, CGROUP + "=" + path);
+        });
     }
 }
