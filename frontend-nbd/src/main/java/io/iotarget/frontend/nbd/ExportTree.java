@@ -129,9 +129,9 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     /**
-     * The device and group one enabling of an export holds, for the tree while the export is
-     * enabled and for each connection that attached to it; released when the last holder lets
-     * go. Any thread.
+     * The {@link Lease} (device and group) of one enabling of an export, shared by the tree while
+     * the export is enabled and by each connection that attached to it; closed when the last
+     * holder lets go. Any thread.
      */
     static final class Hold {
         private final Entry entry;
