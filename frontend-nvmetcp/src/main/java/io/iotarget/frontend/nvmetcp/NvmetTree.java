@@ -260,11 +260,16 @@ final class NvmetTree implements ConfigTree {
                 }
                 case Collection c -> {
                     int id = (int) parseUnsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");
+                    // Another spelling of a taken id (010 is 8) must not replace that port.
+                    if (target.ports.containsKey(id)) throw new ControlException(Errno.EEXIST, "ports/" + id + " exists");
                     target.ports.put(id, new Port(id));
                 }
                 case Namespaces n -> {
                     long nsid = parseUnsigned("namespaces/" + name, name, 0xFFFFFFFFL, "an nsid 1..4294967294");
                     if (nsid == 0 || nsid == 0xFFFFFFFFL) throw KernelParse.invalid("namespaces/" + name, name, "an nsid 1..4294967294");
+                    if (n.subsystem().namespaces.containsKey((int) nsid)) {
+                        throw new ControlException(Errno.EEXIST, "namespaces/" + Long.toString(nsid) + " exists");
+                    }
                     n.subsystem().namespaces.put((int) nsid, new Namespace(n.subsystem(), (int) nsid));
                 }
                 default -> throw new ControlException(Errno.EPERM, path + ": cannot create directories here");
