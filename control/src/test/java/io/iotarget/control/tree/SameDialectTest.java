@@ -137,6 +137,21 @@ class SameDialectTest {
     }
 
     @Test
+    void shouldReadNumbersAsKstrtou64Everywhere() throws Exception {
+        for (String file : List.of(BACKEND + "/queue_depth", EXPORT + "/max_connections", "/nvmet/subsystems/nqn.2026-11.io.iotarget:t/attr_qid_max")) {
+            for (String eight : List.of("8", "+8", "010", "0x8", " 8\n")) {
+                tree.write(file, "1");
+                tree.write(file, eight);
+                assertEquals("8\n", tree.read(file), file + "=" + eight);
+            }
+            String attribute = file.substring(file.lastIndexOf('/') + 1);
+            for (String bad : List.of("-8", "08", "8x", "")) {
+                refused(Errno.EINVAL, file, bad, attribute + "=" + bad + " (expected: an unsigned number (0x.. hex, 0.. octal))");
+            }
+        }
+    }
+
+    @Test
     void shouldReadPathsAndNumbersAsTheCgroupTreeDoes() throws Exception {
         String controllers = tree.read("a/cgroup.controllers");
         for (String path : List.of("/cgroup/a/cgroup.controllers", "a//cgroup.controllers", "./a/cgroup.controllers")) {

@@ -534,20 +534,20 @@ final class NvmetTree implements ConfigTree {
     }
 
     private static void writeCntlidMin(Subsystem s, String value) throws ControlException {
-        int min = (int) parseUnsigned("attr_cntlid_min", value.strip(), 0xFFFF, "1..attr_cntlid_max");
+        int min = (int) parseUnsigned("attr_cntlid_min", value, 0xFFFF, "1..attr_cntlid_max");
         if (min == 0 || min > s.cntlidMax) throw KernelParse.invalid("attr_cntlid_min", value, "1.." + s.cntlidMax);
         s.cntlidMin = min;
     }
 
     private static void writeCntlidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_cntlid_max", value.strip(), 0xFFFF, "attr_cntlid_min..65535");
+        int max = (int) parseUnsigned("attr_cntlid_max", value, 0xFFFF, "attr_cntlid_min..65535");
         if (max == 0 || max < s.cntlidMin) throw KernelParse.invalid("attr_cntlid_max", value, s.cntlidMin + "..65535");
         s.cntlidMax = max;
     }
 
     /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
     private static void writeQidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_qid_max", value.strip(), 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
+        int max = (int) parseUnsigned("attr_qid_max", value, 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
         if (max < 1 || max > Subsystem.MAX_QID_LIMIT) throw KernelParse.invalid("attr_qid_max", value, "1.." + Subsystem.MAX_QID_LIMIT);
         s.maxQid = max;
         for (Controller c : List.copyOf(s.controllers)) c.fatal();
@@ -791,8 +791,9 @@ final class NvmetTree implements ConfigTree {
         }
     }
 
+    /** kstrtou16 / kstrtou32 with base 0, as nvmet reads ids and attributes: {@link KernelParse#kstrtou64} up to {@code max}. */
     private static long parseUnsigned(String what, String value, long max, String expected) throws ControlException {
-        long v = KernelParse.parseU64(what, value);
+        long v = KernelParse.kstrtou64(what, value);
         if (Long.compareUnsigned(v, max) > 0) throw KernelParse.invalid(what, value, expected);
         return v;
     }
