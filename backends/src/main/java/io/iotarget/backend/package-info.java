@@ -13,6 +13,8 @@
  *       device of known capacity for measurements that must not depend on the machine.
  * </ul>
  *
+ * The control plane and the front ends make backends only through
+ * {@link io.iotarget.backend.BackendFactory}, from a description of what they want.
  * Blocking backends run on an {@link io.iotarget.backend.IoEngine}: one io_uring per engine
  * ({@code IoRing}, its slots {@code RingSlot}) or a bounded pool of IO threads
  * ({@code IoThreads}). {@link io.iotarget.backend.BackendErrors} turns the errno of a failure

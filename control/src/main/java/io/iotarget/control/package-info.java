@@ -12,5 +12,9 @@
  *  /nbd/exports/default/cgroup    NBD exports
  *  /nvmet/subsystems/NQN/...      the NVMe target, laid out like /sys/kernel/config/nvmet
  * </pre>
+ *
+ * Every tree is built from the toolkit of {@code io.iotarget.model.tree} (paths, attribute
+ * tables, kstrtobool / kstrtou64, the {@code cgroup}/{@code cgroup_id} binding), so the same
+ * attribute, spelled the same way, means the same in every tree.
  */
 package io.iotarget.control;

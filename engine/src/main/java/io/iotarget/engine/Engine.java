@@ -15,6 +15,7 @@ import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.tree.GroupBinding;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -107,6 +108,21 @@ public final class Engine implements AutoCloseable {
         }
     }
 
+    /** The controller's groups as the config trees' {@code cgroup} and {@code cgroup_id} attributes find them. */
+    public GroupBinding.Groups<Group> groups() {
+        return new GroupBinding.Groups<>() {
+            @Override
+            public Group byId(long id) {
+                return controller.groupById(id);
+            }
+
+            @Override
+            public Group byPath(String path) throws ControlException {
+                return controller.group(path);
+            }
+        };
+    }
+
     public IoController controller() {
         return controller;
     }
@@ -189,14 +205,31 @@ public final class Engine implements AutoCloseable {
         return new DeviceNumber(DEFAULT_MAJOR, minor);
     }
 
-    /** A front end starts using the device (an export or namespace on it); removal now fails with EBUSY. */
-    public synchronized void acquire(Device device) throws ControlException {
-        if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
-        users.merge(device.index(), 1, Integer::sum);
+    /**
+     * An export or namespace starts serving {@code device}, charged to {@code group} (null: to
+     * the root, without a binding): until the lease is closed, removing the device or the group
+     * fails with EBUSY.
+     *
+     * @throws ControlException ENODEV when the device was removed, ENOENT when the group was
+     */
+    public Lease bind(Device device, Group group) throws ControlException {
+        synchronized (this) {
+            if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
+            users.merge(device.index(), 1, Integer::sum);
+        }
+        if (group != null) {
+            try {
+                controller.bind(group);
+            } catch (ControlException e) {
+                release(device);
+                throw e;
+            }
+        }
+        return new Lease(this, device, group);
     }
 
-    /** Undoes one {@link #acquire}. */
-    public synchronized void release(Device device) {
+    /** Undoes the device half of one {@link #bind}; {@link Lease#close} only. */
+    synchronized void release(Device device) {
         users.computeIfPresent(device.index(), (k, n) -> n > 1 ? n - 1 : null);
     }
 

@@ -12,7 +12,11 @@
  *                                       └─ held (iocost's issuer delay) ─► Releaser ─► io.callback()
  * </pre>
  *
- * {@link io.iotarget.engine.Engine} is also the embedded Java API: {@link
+ * A front end serves a device through a {@link io.iotarget.engine.Lease} ({@link
+ * io.iotarget.engine.Engine#bind}): while an export or namespace holds one, neither its device
+ * nor its group can be removed.
+ *
+ * <p>{@link io.iotarget.engine.Engine} is also the embedded Java API: {@link
  * io.iotarget.engine.Engine#open} gives a {@link io.iotarget.engine.Volume} that submits IO on
  * behalf of an explicit group or of the caller's current one ({@link
  * io.iotarget.engine.Engine#CURRENT_GROUP}, a scoped value, like {@code task_css(current)}).

@@ -1,12 +1,12 @@
 package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.file.InterfaceFile;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.stat.StatField;
 import io.iotarget.iocontrol.stat.StatFlusher;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 import java.util.List;
 

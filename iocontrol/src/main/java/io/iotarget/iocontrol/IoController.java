@@ -12,6 +12,7 @@ import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.tree.TreePath;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -547,7 +548,7 @@ public final class IoController {
 
     /** mkdir(2) in the group tree. */
     public Group mkdir(String path) throws ControlException {
-        List<String> parts = split(path);
+        List<String> parts = TreePath.split(path);
         if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root group exists");
         String name = parts.getLast();
         checkName(name);
@@ -704,7 +705,7 @@ public final class IoController {
 
     /** Tree lock held. */
     private FileRef file(String path) throws ControlException {
-        List<String> parts = split(path);
+        List<String> parts = TreePath.split(path);
         if (parts.isEmpty()) throw new ControlException(Errno.EISDIR, "the root is a directory");
         String name = parts.getLast();
         Group g = resolve(parts.subList(0, parts.size() - 1));
@@ -733,7 +734,7 @@ public final class IoController {
     }
 
     private Group resolve(String path) throws ControlException {
-        return resolve(split(path));
+        return resolve(TreePath.split(path));
     }
 
     private Group resolve(List<String> parts) throws ControlException {
@@ -747,16 +748,6 @@ public final class IoController {
             g = next;
         }
         return g;
-    }
-
-    private static List<String> split(String path) throws ControlException {
-        List<String> parts = new ArrayList<>();
-        for (String p : path.split("/")) {
-            if (p.isEmpty() || p.equals(".")) continue;
-            if (p.equals("..")) throw new ControlException(Errno.EINVAL, "'..' is not allowed in group paths");
-            parts.add(p);
-        }
-        return parts;
     }
 
     private static void checkName(String name) throws ControlException {

@@ -1,9 +1,8 @@
 package io.iotarget.control.tree;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.FileBackend;
+import io.iotarget.backend.BackendFactory;
 import io.iotarget.backend.MemoryBackend;
-import io.iotarget.backend.NullBackend;
 import io.iotarget.control.config.Sizes;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
@@ -11,6 +10,10 @@ import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.Attribute;
+import io.iotarget.model.tree.Attributes;
+import io.iotarget.model.tree.KernelParse;
+import io.iotarget.model.tree.TreePath;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -41,21 +44,37 @@ import java.util.TreeMap;
  *  backends/NAME/device       MAJ:MIN; empty = the next free 259:N (shows the number once enabled)
  *  backends/NAME/enable       0 | 1
  * </pre>
- * Any thread; operations are serialized.
+ * Flags read as kstrtobool ({@code 1}, {@code y}, {@code on}, ...) and numbers as kstrtou64, the
+ * same as in the NBD and nvmet trees ({@code io.iotarget.model.tree}); {@code size} also takes
+ * K/M/G/T. Any thread; operations are serialized.
  */
 public final class BackendTree implements ConfigTree {
-    private static final List<String> ATTRIBUTES = List.of(
-            "type", "size", "path", "create", "direct", "readonly", "block_size", "queue_depth", "device", "enable");
+    private static final String ENABLE = "enable";
 
     private final Engine engine;
     private final Map<String, Spec> backends = new TreeMap<>();
+    private final Attributes<Spec> attributes;
 
     public BackendTree(Engine engine) {
         this.engine = engine;
+        this.attributes = Attributes.of(List.of(
+                Attribute.text("type", s -> s.type, BackendTree::writeType),
+                Attribute.text("size", s -> s.device != null ? Long.toString(s.device.sizeBytes()) : s.size < 0 ? "" : Long.toString(s.size),
+                               BackendTree::writeSize),
+                Attribute.text("path", s -> s.path, BackendTree::writePath),
+                Attribute.flag("create", s -> s.create, (s, on) -> s.create = on),
+                Attribute.flag("direct", s -> s.direct, (s, on) -> s.direct = on),
+                Attribute.flag("readonly", s -> s.readOnly, (s, on) -> s.readOnly = on),
+                Attribute.number("block_size", s -> s.blockSize, BackendTree::writeBlockSize),
+                Attribute.number("queue_depth", s -> s.queueDepth, BackendTree::writeQueueDepth),
+                Attribute.text("device", s -> s.device != null ? s.device.number().toString() : s.number == null ? "" : s.number.toString(),
+                               (s, v) -> s.number = v.isBlank() ? null : DeviceNumber.parse(v.strip())),
+                Attribute.flag(ENABLE, s -> s.device != null, this::writeEnable)));
     }
 
     /** One backend's attributes, and its device once enabled. */
     private static final class Spec {
+        final String name;
         String type = "";
         long size = -1;
         String path = "";
@@ -66,97 +85,89 @@ public final class BackendTree implements ConfigTree {
         int queueDepth = Engine.DEFAULT_QUEUE_DEPTH;
         DeviceNumber number;
         Device device;
+
+        Spec(String name) {
+            this.name = name;
+        }
     }
 
     @Override
     public synchronized Kind kind(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length == 0) return Kind.DIRECTORY;
-        spec(p[0]);
-        if (p.length == 1) return Kind.DIRECTORY;
-        if (p.length == 2 && ATTRIBUTES.contains(p[1])) return Kind.FILE;
+        List<String> p = TreePath.split(path);
+        if (p.isEmpty()) return Kind.DIRECTORY;
+        spec(p.get(0));
+        if (p.size() == 1) return Kind.DIRECTORY;
+        if (p.size() == 2 && attributes.find(p.get(1)) != null) return Kind.FILE;
         throw new ControlException(Errno.ENOENT, "no " + path);
     }
 
     @Override
     public synchronized List<String> list(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length == 0) {
+        List<String> p = TreePath.split(path);
+        if (p.isEmpty()) {
             List<String> names = new ArrayList<>();
             for (String n : backends.keySet()) names.add(n + "/");
             return names;
         }
-        if (p.length == 1) {
-            spec(p[0]);
-            return ATTRIBUTES;
+        if (p.size() == 1) {
+            spec(p.get(0));
+            return attributes.names();
         }
         throw new ControlException(Errno.ENOTDIR, path + " is not a directory");
     }
 
     @Override
     public synchronized String read(String path) throws ControlException {
-        String[] p = attribute(path);
-        Spec s = spec(p[0]);
-        String value = switch (p[1]) {
-            case "type" -> s.type;
-            case "size" -> s.device != null ? Long.toString(s.device.sizeBytes()) : s.size < 0 ? "" : Long.toString(s.size);
-            case "path" -> s.path;
-            case "create" -> flag(s.create);
-            case "direct" -> flag(s.direct);
-            case "readonly" -> flag(s.readOnly);
-            case "block_size" -> Integer.toString(s.blockSize);
-            case "queue_depth" -> Integer.toString(s.queueDepth);
-            case "device" -> s.device != null ? s.device.number().toString() : s.number == null ? "" : s.number.toString();
-            case "enable" -> flag(s.device != null);
-            default -> throw new ControlException(Errno.ENOENT, "no attribute " + p[1]);
-        };
-        return value + "\n";
+        List<String> p = attributePath(path);
+        return attributes.find(p.get(1)).read(spec(p.get(0)));
     }
 
+    /** Every attribute but {@code enable} is fixed while the backend is enabled. */
     @Override
     public synchronized void write(String path, String value) throws ControlException {
-        String[] p = attribute(path);
-        Spec s = spec(p[0]);
+        List<String> p = attributePath(path);
+        Spec s = spec(p.get(0));
+        if (!p.get(1).equals(ENABLE) && s.device != null) {
+            throw new ControlException(Errno.EBUSY, "backend " + s.name + " is enabled; write enable=0 first");
+        }
+        attributes.find(p.get(1)).write(s, value);
+    }
+
+    private void writeEnable(Spec s, boolean on) throws ControlException {
+        if (on && s.device == null) enable(s);
+        else if (!on && s.device != null) disable(s);
+    }
+
+    private static void writeType(Spec s, String value) throws ControlException {
         String v = value.strip();
-        if (p[1].equals("enable")) {
-            boolean on = bool("enable", v);
-            if (on && s.device == null) enable(p[0], s);
-            else if (!on && s.device != null) disable(s);
-            return;
-        }
-        if (s.device != null) throw new ControlException(Errno.EBUSY, "backend " + p[0] + " is enabled; write enable=0 first");
-        switch (p[1]) {
-            case "type" -> {
-                if (!List.of("null", "memory", "file").contains(v)) throw invalid("type", v, "null, memory or file");
-                checkGeometry("type", v, v, s.size, s.blockSize);
-                s.type = v;
-            }
-            case "size" -> {
-                long size = Sizes.parse(v);
-                if (size <= 0) throw invalid("size", v, Sizes.EXPECTED);
-                checkGeometry("size", v, s.type, size, s.blockSize);
-                s.size = size;
-            }
-            case "path" -> {
-                if (!v.startsWith("/")) throw invalid("path", v, "an absolute path");
-                s.path = v;
-            }
-            case "create" -> s.create = bool("create", v);
-            case "direct" -> s.direct = bool("direct", v);
-            case "readonly" -> s.readOnly = bool("readonly", v);
-            case "block_size" -> {
-                if (!v.equals("512") && !v.equals("4096")) throw invalid("block_size", v, "512 or 4096");
-                checkGeometry("block_size", v, s.type, s.size, Integer.parseInt(v));
-                s.blockSize = Integer.parseInt(v);
-            }
-            case "queue_depth" -> {
-                long d = Sizes.parse(v);
-                if (d < 1 || d > 65536 || !v.chars().allMatch(Character::isDigit)) throw invalid("queue_depth", v, "1..65536");
-                s.queueDepth = (int) d;
-            }
-            case "device" -> s.number = v.isEmpty() ? null : DeviceNumber.parse(v);
-            default -> throw new ControlException(Errno.EACCES, p[1] + " is read-only");
-        }
+        if (!List.of("null", "memory", "file").contains(v)) throw KernelParse.invalid("type", v, "null, memory or file");
+        checkGeometry("type", v, v, s.size, s.blockSize);
+        s.type = v;
+    }
+
+    private static void writeSize(Spec s, String value) throws ControlException {
+        String v = value.strip();
+        long size = Sizes.parse(v);
+        if (size <= 0) throw KernelParse.invalid("size", v, Sizes.EXPECTED);
+        checkGeometry("size", v, s.type, size, s.blockSize);
+        s.size = size;
+    }
+
+    private static void writePath(Spec s, String value) throws ControlException {
+        String v = value.strip();
+        if (!v.startsWith("/")) throw KernelParse.invalid("path", v, "an absolute path");
+        s.path = v;
+    }
+
+    private static void writeBlockSize(Spec s, long blockSize) throws ControlException {
+        if (blockSize != 512 && blockSize != 4096) throw KernelParse.invalid("block_size", Long.toUnsignedString(blockSize), "512 or 4096");
+        checkGeometry("block_size", Long.toString(blockSize), s.type, s.size, (int) blockSize);
+        s.blockSize = (int) blockSize;
+    }
+
+    private static void writeQueueDepth(Spec s, long depth) throws ControlException {
+        if (depth < 1 || depth > 65536) throw KernelParse.invalid("queue_depth", Long.toUnsignedString(depth), "1..65536");
+        s.queueDepth = (int) depth;
     }
 
     /**
@@ -167,23 +178,23 @@ public final class BackendTree implements ConfigTree {
     private static void checkGeometry(String attribute, String value, String type, long size, int blockSize) throws ControlException {
         if (size < 0) return;
         if (size % blockSize != 0) {
-            throw invalid(attribute, value, attribute.equals("block_size") ? "a block size that divides size " + size
+            throw KernelParse.invalid(attribute, value, attribute.equals("block_size") ? "a block size that divides size " + size
                                                                           : "a multiple of block_size " + blockSize);
         }
         if (!type.equals("memory")) return;
         MemoryBackend.SizeLimit limit = MemoryBackend.sizeLimit();
         if (size > limit.bytes()) {
-            throw invalid(attribute, value, (attribute.equals("size") ? "" : "a type that can hold size " + size + ": ")
+            throw KernelParse.invalid(attribute, value, (attribute.equals("size") ? "" : "a type that can hold size " + size + ": ")
                                             + "at most " + Sizes.describe(limit.bytes()) + " for a memory backend, " + limit.reason()
                                             + "; a file backend may be larger");
         }
     }
 
     /** Enables the backend; a file that {@code create=1} made is removed again if enabling fails. */
-    private void enable(String name, Spec s) throws ControlException {
+    private void enable(Spec s) throws ControlException {
         Path created = s.type.equals("file") && s.create && !s.path.isEmpty() && !Files.exists(Path.of(s.path)) ? Path.of(s.path) : null;
         try {
-            enableBackend(name, s);
+            enableBackend(s);
         } catch (ControlException | RuntimeException e) {
             if (created != null) {
                 try {
@@ -196,16 +207,13 @@ public final class BackendTree implements ConfigTree {
         }
     }
 
-    private void enableBackend(String name, Spec s) throws ControlException {
+    private void enableBackend(Spec s) throws ControlException {
+        String name = s.name;
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
-                if (s.type.equals("null")) yield new NullBackend(s.size, s.blockSize, s.readOnly);
-                try {
-                    yield new MemoryBackend(s.size, s.blockSize, s.readOnly);
-                } catch (IllegalArgumentException e) {       // the machine shrank since size was written
-                    throw new ControlException(Errno.EINVAL, "backend " + name + ": " + e.getMessage());
-                }
+                BackendFactory.Type type = s.type.equals("null") ? BackendFactory.Type.NULL : BackendFactory.Type.MEMORY;
+                yield open(name, s, new BackendFactory.Spec(type, s.size, null, s.blockSize, s.readOnly, false));
             }
             case "file" -> openFile(name, s);
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");
@@ -222,15 +230,23 @@ public final class BackendTree implements ConfigTree {
     private static Backend openFile(String name, Spec s) throws ControlException {
         if (s.path.isEmpty()) throw new ControlException(Errno.EINVAL, "backend " + name + ": path is required for type file");
         Path path = Path.of(s.path);
-        try {
-            if (s.create && !Files.exists(path)) {
-                if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": create=1 needs a size");
-                try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                    ch.truncate(0);
-                    ch.write(java.nio.ByteBuffer.allocate(1), s.size - 1);
-                }
+        if (s.create && !Files.exists(path)) {
+            if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": create=1 needs a size");
+            try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+                ch.write(java.nio.ByteBuffer.allocate(1), s.size - 1);
+            } catch (IOException e) {
+                throw new ControlException(Errno.EIO, "backend " + name + ": cannot open " + s.path + ": " + e.getMessage());
             }
-            return FileBackend.open(path, s.blockSize, s.readOnly, s.direct);
+        }
+        return open(name, s, BackendFactory.Spec.file(path, s.blockSize, s.readOnly, s.direct));
+    }
+
+    private static Backend open(String name, Spec s, BackendFactory.Spec spec) throws ControlException {
+        try {
+            return BackendFactory.open(spec);
+        } catch (IllegalArgumentException e) {       // the machine shrank since size was written
+            throw new ControlException(Errno.EINVAL, "backend " + name + ": " + e.getMessage());
         } catch (NoSuchFileException e) {
             throw new ControlException(Errno.ENOENT, "backend " + name + ": no file " + s.path + " (write create=1 and a size to create it)");
         } catch (IOException e) {
@@ -249,22 +265,23 @@ public final class BackendTree implements ConfigTree {
 
     @Override
     public synchronized void mkdir(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length != 1) throw new ControlException(Errno.EPERM, "backends are created as backends/NAME");
-        if (backends.containsKey(p[0])) throw new ControlException(Errno.EEXIST, "backend " + p[0] + " exists");
-        if (!p[0].matches("[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")) {
-            throw new ControlException(Errno.EINVAL, "backend name '" + p[0] + "' (expected: letters, digits, ._:- up to 64)");
+        List<String> p = TreePath.split(path);
+        if (p.size() != 1) throw new ControlException(Errno.EPERM, "backends are created as backends/NAME");
+        String name = p.get(0);
+        if (backends.containsKey(name)) throw new ControlException(Errno.EEXIST, "backend " + name + " exists");
+        if (!name.matches("[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")) {
+            throw new ControlException(Errno.EINVAL, "backend name '" + name + "' (expected: letters, digits, ._:- up to 64)");
         }
-        backends.put(p[0], new Spec());
+        backends.put(name, new Spec(name));
     }
 
     @Override
     public synchronized void rmdir(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length != 1) throw new ControlException(Errno.EPERM, "only backends/NAME can be removed");
-        Spec s = spec(p[0]);
-        if (s.device != null) throw new ControlException(Errno.EBUSY, "backend " + p[0] + " is enabled; write enable=0 first");
-        backends.remove(p[0]);
+        List<String> p = TreePath.split(path);
+        if (p.size() != 1) throw new ControlException(Errno.EPERM, "only backends/NAME can be removed");
+        Spec s = spec(p.get(0));
+        if (s.device != null) throw new ControlException(Errno.EBUSY, "backend " + s.name + " is enabled; write enable=0 first");
+        backends.remove(s.name);
     }
 
     private Spec spec(String name) throws ControlException {
@@ -273,31 +290,15 @@ public final class BackendTree implements ConfigTree {
         return s;
     }
 
-    private static String[] attribute(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length != 2) throw new ControlException(p.length < 2 ? Errno.EISDIR : Errno.ENOENT, path + " is not an attribute");
-        if (!ATTRIBUTES.contains(p[1])) throw new ControlException(Errno.ENOENT, "no attribute " + p[1] + " (expected one of " + ATTRIBUTES + ")");
+    /** NAME/ATTRIBUTE, both existing. */
+    private List<String> attributePath(String path) throws ControlException {
+        List<String> p = TreePath.split(path);
+        if (p.size() != 2) throw new ControlException(p.size() < 2 ? Errno.EISDIR : Errno.ENOENT, path + " is not an attribute");
+        spec(p.get(0));
+        if (attributes.find(p.get(1)) == null) {
+            throw new ControlException(Errno.ENOENT, "no attribute " + p.get(1) + " (expected one of " + attributes.names() + ")");
+        }
         return p;
-    }
-
-    private static String[] split(String path) {
-        return java.util.Arrays.stream(path.split("/")).filter(s -> !s.isEmpty()).toArray(String[]::new);
-    }
-
-    private static String flag(boolean b) {
-        return b ? "1" : "0";
-    }
-
-    private static boolean bool(String what, String v) throws ControlException {
-        return switch (v) {
-            case "1" -> true;
-            case "0" -> false;
-            default -> throw invalid(what, v, "0 or 1");
-        };
-    }
-
-    private static ControlException invalid(String what, String value, String expected) {
-        return new ControlException(Errno.EINVAL, what + "=" + value + " (expected: " + expected + ")");
     }
 
     private static void closeQuietly(Backend backend) {

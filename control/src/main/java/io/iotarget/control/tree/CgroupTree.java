@@ -4,10 +4,14 @@ import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.TreePath;
 
 import java.util.List;
 
-/** The controller's group tree seen as a {@link ConfigTree}: groups are directories, interface files are files. */
+/**
+ * The controller's group tree seen as a {@link ConfigTree}: groups are directories, interface
+ * files are files, and paths split as in every tree ({@link TreePath}). Any thread.
+ */
 public final class CgroupTree implements ConfigTree {
     private final IoController controller;
 
@@ -21,10 +25,9 @@ public final class CgroupTree implements ConfigTree {
             controller.group(path);
             return Kind.DIRECTORY;
         } catch (ControlException notAGroup) {
-            int slash = path.lastIndexOf('/');
-            String dir = slash < 0 ? "" : path.substring(0, slash);
-            String name = path.substring(slash + 1);
-            if (controller.list(dir).contains(name)) return Kind.FILE;
+            List<String> names = TreePath.split(path);
+            String dir = String.join("/", names.subList(0, names.size() - 1));
+            if (controller.list(dir).contains(names.getLast())) return Kind.FILE;
             throw new ControlException(Errno.ENOENT, "no group or file " + path);
         }
     }

@@ -3,6 +3,7 @@ package io.iotarget.control.tree;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.TreePath;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -32,11 +33,9 @@ public final class MountTable implements ConfigTree {
 
     public synchronized Resolved resolve(String path) throws ControlException {
         if (!path.startsWith("/")) return new Resolved(CGROUP, tree(CGROUP), path);
-        String rest = path.substring(1);
-        int slash = rest.indexOf('/');
-        String name = slash < 0 ? rest : rest.substring(0, slash);
-        String inner = slash < 0 ? "" : rest.substring(slash + 1);
-        return new Resolved(name, tree(name), inner);
+        List<String> names = TreePath.split(path);
+        String name = names.isEmpty() ? "" : names.getFirst();
+        return new Resolved(name, tree(name), String.join("/", names.subList(Math.min(1, names.size()), names.size())));
     }
 
     private ConfigTree tree(String name) throws ControlException {

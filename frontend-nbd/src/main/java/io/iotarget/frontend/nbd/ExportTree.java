@@ -1,12 +1,17 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
+import io.iotarget.engine.Lease;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.Attribute;
+import io.iotarget.model.tree.Attributes;
+import io.iotarget.model.tree.GroupBinding;
+import io.iotarget.model.tree.KernelParse;
+import io.iotarget.model.tree.TreePath;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;
@@ -26,10 +31,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *    certificates       absolute path of the server's TLS credentials ({@link TlsCredentials}); "" = no TLS
  *  exports/
  *    &lt;name&gt;/            mkdir creates a disabled export; rmdir disables and removes it
- *      backend          engine device name (e.g. "default")           changeable only while disabled
- *      cgroup           group path, "/" = root (default)               changeable only while disabled
- *      cgroup_id        the same binding by group id (nvmet's name)    changeable only while disabled
- *      readonly         0 | 1                                          changeable only while disabled
+ *      backend          engine device name (e.g. "default")            changeable only while disabled
+ *      cgroup           group path; "" = unbound: the root pays (default) changeable only while disabled
+ *      cgroup_id        the same binding by group id (nvmet's); 0 unbinds  changeable only while disabled
+ *      readonly         0 | 1                                           changeable only while disabled
  *      description      free text for NBD_OPT_LIST / NBD_INFO_DESCRIPTION
  *      max_connections  clients transmitting on it at once; 0 = no limit (default)
  *      tls              0 | 1: seen and opened only by clients that started TLS
@@ -49,8 +54,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * only while {@code tls/certificates} is set, which then cannot be emptied (EBUSY); a new
  * directory written there serves the handshakes that start after it.
  *
- * Enabling acquires the device ({@code engine.acquire}) and binds the group
- * ({@code controller.bind}), so neither can be removed under a live export. Disabling an
+ * Enabling takes a {@link Lease} on the device and the group ({@link Engine#bind}), so neither
+ * can be removed under a live export. Disabling an
  * export shuts its connections down: each stops reading, answers what it already accepted,
  * and closes (a client sees a disconnect, as at server shutdown). The device and the group
  * stay held until the last of those connections has finished — as nvmet's namespace disable
@@ -58,8 +63,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * that is still running or parked; until then they answer EBUSY. A client
  * asking for the empty export name gets the export named {@value #DEFAULT_EXPORT}.
  *
- * <p>Attribute values read back with a trailing newline, as configfs prints them; writes may
- * end with one. Any thread: changes are serialised on this object, lookups by connections are
+ * <p>The paths, attribute tables, flags (kstrtobool: {@code y}, {@code on}, ... as for an nvmet
+ * namespace), numbers (kstrtou64) and the {@code cgroup}/{@code cgroup_id} binding are the shared
+ * toolkit's ({@code io.iotarget.model.tree}), so an attribute spelled alike in another tree
+ * behaves alike. Attribute values read back with a trailing newline, as configfs prints them;
+ * writes may end with one. Any thread: changes are serialised on this object, lookups by connections are
  * lock-free.
  */
 final class ExportTree implements ConfigTree, Negotiation.Exports {
@@ -68,8 +76,6 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     static final String EXPORTS = "exports";
     static final String TLS = "tls";
     static final String CERTIFICATES = "certificates";
-    private static final List<String> ATTRIBUTES = List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id",
-                                                           "description", "enable", "max_connections", "readonly", "tls");
     private static final int MAX_NAME_BYTES = 255;
 
     private final Engine engine;
@@ -78,14 +84,30 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     /** The server's TLS credentials, or null: no TLS. Written under the tree's lock, read by connections as they open. */
     private volatile TlsCredentials tls;
 
+    private final Attributes<Entry> attributes;
+    private final Attribute<ExportTree> certificates = Attribute.text(CERTIFICATES,
+            t -> t.tls == null ? "" : t.tls.directory().toString(), ExportTree::writeCertificates);
+
     ExportTree(Engine engine) {
         this.engine = engine;
+        this.attributes = Attributes.of(List.of(
+                Attribute.flag("allow_any_client", e -> e.allowAnyClient, this::writeAllowAnyClient),
+                Attribute.lines("allowed_clients", e -> e.allowedClients.stream().map(AllowedClient::text).toList(), this::writeAllowedClients),
+                Attribute.text("backend", e -> e.backend == null ? "" : e.backend, this::writeBackend),
+                GroupBinding.cgroup(engine.groups(), e -> e.group, ExportTree::bindGroup),
+                GroupBinding.cgroupId(engine.groups(), e -> e.group, ExportTree::bindGroup),
+                Attribute.text("description", e -> e.description, this::writeDescription),
+                Attribute.flag("enable", e -> e.live != null, this::writeEnable),
+                Attribute.number("max_connections", e -> e.maxConnections, ExportTree::writeMaxConnections),
+                Attribute.flag("readonly", e -> e.readOnly, ExportTree::writeReadOnly),
+                Attribute.flag("tls", e -> e.tls, this::writeTls)));
     }
 
     /** One export directory. Fields are guarded by the tree; {@link #live} is read lock-free. */
     static final class Entry {
         final String name;
         String backend;
+        /** The bound group; null = unbound, charged to the root ({@link GroupBinding}). */
         Group group;
         boolean readOnly;
         String description = "";
@@ -101,27 +123,24 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         /** Connections transmitting on the export, with who is at the other end. */
         final Map<NbdConnection, ClientIdentity> connections = new ConcurrentHashMap<>();
 
-        Entry(String name, Group root) {
+        Entry(String name) {
             this.name = name;
-            this.group = root;
         }
     }
 
     /**
-     * The device and group one enabling of an export holds, for the tree while the export is
-     * enabled and for each connection that attached to it; released when the last holder lets
-     * go. Any thread.
+     * The {@link Lease} (device and group) of one enabling of an export, shared by the tree while
+     * the export is enabled and by each connection that attached to it; closed when the last
+     * holder lets go. Any thread.
      */
-    final class Hold {
+    static final class Hold {
         private final Entry entry;
-        private final Device device;
-        private final Group group;
+        private final Lease lease;
         private final AtomicInteger holders = new AtomicInteger(1);
 
-        private Hold(Entry entry, Device device, Group group) {
+        private Hold(Entry entry, Lease lease) {
             this.entry = entry;
-            this.device = device;
-            this.group = group;
+            this.lease = lease;
         }
 
         /** Takes one more hold; false once everything was released. */
@@ -135,9 +154,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         }
 
         private void release() {
-            if (holders.decrementAndGet() != 0) return;
-            engine.controller().unbind(group);
-            engine.release(device);
+            if (holders.decrementAndGet() == 0) lease.close();
         }
 
         /** A connection that {@link #attach attached} has finished: its hold goes. */
@@ -225,184 +242,192 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     // ------------------------------------------------------------ ConfigTree
 
-    @Override
-    public Kind kind(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length == 0) return Kind.DIRECTORY;
-        if (p[0].equals(TLS)) {
-            if (p.length == 1) return Kind.DIRECTORY;
-            if (p.length == 2 && p[1].equals(CERTIFICATES)) return Kind.FILE;
-            throw noEntry(path);
+    /** What a path names. */
+    private sealed interface Node {
+    }
+
+    private record Root() implements Node {
+    }
+
+    private record Exports() implements Node {
+    }
+
+    private record ExportDir(Entry entry) implements Node {
+    }
+
+    private record Tls() implements Node {
+    }
+
+    private record File<T>(T owner, Attribute<T> attribute) implements Node {
+        String read() {
+            return attribute.read(owner);
         }
-        if (p.length == 1) return Kind.DIRECTORY;
-        entry(p[1], path);
-        if (p.length == 2) return Kind.DIRECTORY;
-        if (p.length == 3 && ATTRIBUTES.contains(p[2])) return Kind.FILE;
-        throw noEntry(path);
+
+        void write(String value) throws ControlException {
+            attribute.write(owner, value);
+        }
     }
 
     @Override
-    public List<String> list(String path) throws ControlException {
-        String[] p = split(path);
-        if (kind(path) != Kind.DIRECTORY) throw new ControlException(Errno.ENOTDIR, path + " is not a directory");
-        if (p.length == 0) return List.of(EXPORTS + "/", TLS + "/");
-        if (p[0].equals(TLS)) return List.of(CERTIFICATES);
-        if (p.length == 1) {
-            List<String> names = new ArrayList<>();
-            for (String name : entries.keySet()) names.add(name + "/");
-            return names;
-        }
-        return ATTRIBUTES;
+    public synchronized Kind kind(String path) throws ControlException {
+        return resolve(path) instanceof File<?> ? Kind.FILE : Kind.DIRECTORY;
     }
 
     @Override
-    public synchronized String read(String path) throws ControlException {
-        if (isCertificates(path)) {
-            TlsCredentials t = tls;
-            return (t == null ? "" : t.directory().toString()) + "\n";
-        }
-        Entry e = attributeEntry(path);
-        return switch (split(path)[2]) {
-            case "backend" -> (e.backend == null ? "" : e.backend) + "\n";
-            case "cgroup" -> e.group.path() + "\n";
-            case "cgroup_id" -> e.group.id() + "\n";
-            case "readonly" -> (e.readOnly ? "1" : "0") + "\n";
-            case "description" -> e.description + "\n";
-            case "max_connections" -> e.maxConnections + "\n";
-            case "tls" -> (e.tls ? "1" : "0") + "\n";
-            case "allow_any_client" -> (e.allowAnyClient ? "1" : "0") + "\n";
-            case "allowed_clients" -> {
-                StringBuilder sb = new StringBuilder();
-                for (AllowedClient a : e.allowedClients) sb.append(a.text()).append('\n');
-                yield sb.toString();
-            }
-            case "enable" -> (e.live != null ? "1" : "0") + "\n";
-            default -> throw new AssertionError(path);
+    public synchronized List<String> list(String path) throws ControlException {
+        return switch (resolve(path)) {
+            case Root r -> List.of(EXPORTS + "/", TLS + "/");
+            case Tls t -> List.of(CERTIFICATES);
+            case Exports x -> entries.keySet().stream().map(name -> name + "/").toList();
+            case ExportDir d -> attributes.names();
+            case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is not a directory");
         };
     }
 
     @Override
+    public synchronized String read(String path) throws ControlException {
+        return file(path).read();
+    }
+
+    @Override
     public synchronized void write(String path, String value) throws ControlException {
-        if (isCertificates(path)) {
-            writeCertificates(stripNewline(value));
-            return;
-        }
-        Entry e = attributeEntry(path);
-        String attribute = split(path)[2];
-        String v = stripNewline(value);
-        switch (attribute) {
-            case "enable" -> {
-                boolean on = bool(attribute, v);
-                if (on && e.live == null) enable(e);
-                if (!on && e.live != null) disable(e);
-                return;
-            }
-            case "description" -> {
-                if (v.getBytes(StandardCharsets.UTF_8).length > NbdWire.MAX_STRING || v.indexOf('\0') >= 0) {
-                    throw new ControlException(Errno.EINVAL, "description of " + v.length() + " characters (expected: at most 4096 bytes of UTF-8 without NUL)");
-                }
-                e.description = v;
-                republish(e);
-                return;
-            }
-            case "tls" -> {
-                boolean on = bool(attribute, v);
-                if (e.live != null) checkTls(e, on, e.allowAnyClient);
-                e.tls = on;
-                republish(e);
-                return;
-            }
-            case "allow_any_client" -> {
-                boolean any = bool(attribute, v);
-                if (any && !e.allowedClients.isEmpty()) {
-                    throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allow_any_client=1: allowed_clients is not empty "
-                                                             + "(empty it first, as nvmet's allowed_hosts)");
-                }
-                if (e.live != null) checkTls(e, e.tls, any);
-                e.allowAnyClient = any;
-                republish(e);
-                return;
-            }
-            case "allowed_clients" -> {
-                List<AllowedClient> next = allowedClients(e.allowedClients, v);
-                if (e.allowAnyClient && !next.isEmpty()) {
-                    throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allowed_clients: allow_any_client is 1 "
-                                                             + "(write 0 first, as for nvmet's allowed_hosts)");
-                }
-                e.allowedClients.clear();
-                e.allowedClients.addAll(next);
-                republish(e);
-                return;
-            }
-            default -> {
-            }
-        }
-        if (attribute.equals("max_connections")) {
-            // Applies to clients that connect from now on; those transmitting stay.
-            long max = KernelParse.parseU64("max_connections", v.trim());
-            if (max > Integer.MAX_VALUE) throw KernelParse.invalid("max_connections", v, "a count of connections up to 2^31 - 1, 0 for no limit");
-            e.maxConnections = (int) max;
-            return;
-        }
-        if (e.live != null) {
-            throw new ControlException(Errno.EBUSY, EXPORTS + "/" + e.name + "/" + attribute + ": export is enabled (write 0 to enable first)");
-        }
-        switch (attribute) {
-            case "backend" -> {
-                if (engine.device(v) == null) {
-                    throw new ControlException(Errno.ENODEV, "backend=" + v + " (expected: an engine device name; have " + deviceNames() + ")");
-                }
-                e.backend = v;
-            }
-            case "cgroup" -> {
-                try {
-                    e.group = engine.controller().group(v);
-                } catch (ControlException x) {
-                    throw new ControlException(x.errno(), "cgroup=" + v + " (expected: the path of an existing group, / for the root): " + x.detail());
-                }
-            }
-            case "cgroup_id" -> {
-                Group g = null;
-                try {
-                    long id = Long.parseLong(v);
-                    if (id > 0) g = engine.controller().groupById(id);
-                } catch (NumberFormatException x) {
-                    throw new ControlException(Errno.EINVAL, "cgroup_id=" + v + " (expected: a decimal group id, 1 = root)");
-                }
-                if (g == null) throw new ControlException(Errno.ENOENT, "cgroup_id=" + v + " (expected: the id of an existing group)");
-                e.group = g;
-            }
-            case "readonly" -> e.readOnly = bool(attribute, v);
-            default -> throw new AssertionError(attribute);
-        }
+        file(path).write(value);
     }
 
     @Override
     public synchronized void mkdir(String path) throws ControlException {
-        String[] p = components(path);
-        if (p.length != 2 || !p[0].equals(EXPORTS)) {
-            throw new ControlException(Errno.EPERM, "mkdir " + path + " (expected: exports/<name>)");
-        }
-        String name = p[1];
+        String name = exportName("mkdir", path);
         if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
             throw new ControlException(Errno.ENAMETOOLONG, "export name longer than " + MAX_NAME_BYTES + " bytes");
         }
-        if (name.equals(".") || name.equals("..") || name.indexOf('\0') >= 0) {
+        if (name.indexOf('\0') >= 0) {
             throw new ControlException(Errno.EINVAL, "export name '" + name + "' (expected: a non-empty name without '/' or NUL)");
         }
         if (entries.containsKey(name)) throw new ControlException(Errno.EEXIST, "export " + name + " exists");
-        entries.put(name, new Entry(name, engine.controller().root()));
+        entries.put(name, new Entry(name));
     }
 
     @Override
     public synchronized void rmdir(String path) throws ControlException {
-        String[] p = components(path);
-        if (p.length != 2 || !p[0].equals(EXPORTS)) {
-            throw new ControlException(Errno.EPERM, "rmdir " + path + " (expected: exports/<name>)");
-        }
-        Entry e = entry(p[1], path);
+        Entry e = entry(exportName("rmdir", path), path);
         disable(e);
         entries.remove(e.name);
+    }
+
+    /** The name of {@code exports/<name>}; EPERM for any other path. */
+    private static String exportName(String operation, String path) throws ControlException {
+        List<String> p = TreePath.split(path);
+        if (p.size() != 2 || !p.get(0).equals(EXPORTS)) {
+            throw new ControlException(Errno.EPERM, operation + " " + path + " (expected: exports/<name>)");
+        }
+        return p.get(1);
+    }
+
+    private File<?> file(String path) throws ControlException {
+        if (resolve(path) instanceof File<?> f) return f;
+        throw new ControlException(Errno.EISDIR, path + " is a directory");
+    }
+
+    /** Walks the path. Lock held. */
+    private Node resolve(String path) throws ControlException {
+        Node node = new Root();
+        for (String name : TreePath.split(path)) {
+            node = switch (node) {
+                case Root r when name.equals(EXPORTS) -> new Exports();
+                case Root r when name.equals(TLS) -> new Tls();
+                case Tls t when name.equals(CERTIFICATES) -> new File<>(this, certificates);
+                case Exports x when entries.containsKey(name) -> new ExportDir(entries.get(name));
+                case ExportDir d when attributes.find(name) != null -> new File<>(d.entry(), attributes.find(name));
+                default -> throw noEntry(path);
+            };
+        }
+        return node;
+    }
+
+    private Entry entry(String name, String path) throws ControlException {
+        Entry e = entries.get(name);
+        if (e == null) throw noEntry(path);
+        return e;
+    }
+
+    private ControlException noEntry(String path) {
+        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + TLS + "/" + CERTIFICATES
+                                                  + " or exports/<name>/{" + String.join(",", attributes.names()) + "})");
+    }
+
+    // ------------------------------------------------------------ export attributes
+
+    /** backend, cgroup, cgroup_id and readonly are fixed while the export is enabled. */
+    private static void requireDisabled(Entry e, String attribute) throws ControlException {
+        if (e.live != null) {
+            throw new ControlException(Errno.EBUSY, EXPORTS + "/" + e.name + "/" + attribute + ": export is enabled (write 0 to enable first)");
+        }
+    }
+
+    private void writeEnable(Entry e, boolean on) throws ControlException {
+        if (on && e.live == null) enable(e);
+        if (!on && e.live != null) disable(e);
+    }
+
+    private void writeDescription(Entry e, String v) throws ControlException {
+        if (v.getBytes(StandardCharsets.UTF_8).length > NbdWire.MAX_STRING || v.indexOf('\0') >= 0) {
+            throw new ControlException(Errno.EINVAL, "description of " + v.length() + " characters (expected: at most 4096 bytes of UTF-8 without NUL)");
+        }
+        e.description = v;
+        republish(e);
+    }
+
+    private void writeTls(Entry e, boolean on) throws ControlException {
+        if (e.live != null) checkTls(e, on, e.allowAnyClient);
+        e.tls = on;
+        republish(e);
+    }
+
+    private void writeAllowAnyClient(Entry e, boolean any) throws ControlException {
+        if (any && !e.allowedClients.isEmpty()) {
+            throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allow_any_client=1: allowed_clients is not empty "
+                                                     + "(empty it first, as nvmet's allowed_hosts)");
+        }
+        if (e.live != null) checkTls(e, e.tls, any);
+        e.allowAnyClient = any;
+        republish(e);
+    }
+
+    private void writeAllowedClients(Entry e, String v) throws ControlException {
+        List<AllowedClient> next = allowedClients(e.allowedClients, v);
+        if (e.allowAnyClient && !next.isEmpty()) {
+            throw new ControlException(Errno.EINVAL, EXPORTS + "/" + e.name + "/allowed_clients: allow_any_client is 1 "
+                                                     + "(write 0 first, as for nvmet's allowed_hosts)");
+        }
+        e.allowedClients.clear();
+        e.allowedClients.addAll(next);
+        republish(e);
+    }
+
+    /** Applies to clients that connect from now on; those transmitting stay. */
+    private static void writeMaxConnections(Entry e, long max) throws ControlException {
+        if (Long.compareUnsigned(max, Integer.MAX_VALUE) > 0) {
+            throw KernelParse.invalid("max_connections", Long.toUnsignedString(max), "a count of connections up to 2^31 - 1, 0 for no limit");
+        }
+        e.maxConnections = (int) max;
+    }
+
+    private void writeBackend(Entry e, String v) throws ControlException {
+        requireDisabled(e, "backend");
+        if (engine.device(v) == null) {
+            throw new ControlException(Errno.ENODEV, "backend=" + v + " (expected: an engine device name; have " + deviceNames() + ")");
+        }
+        e.backend = v;
+    }
+
+    private static void bindGroup(Entry e, Group group, String write) throws ControlException {
+        requireDisabled(e, write);
+        e.group = group;
+    }
+
+    private static void writeReadOnly(Entry e, boolean readOnly) throws ControlException {
+        requireDisabled(e, "readonly");
+        e.readOnly = readOnly;
     }
 
     // ------------------------------------------------------------ TLS
@@ -475,15 +500,14 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         } catch (ControlException x) {
             throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
-        engine.acquire(device);
+        Lease lease;
         try {
-            engine.controller().bind(e.group);
+            lease = engine.bind(device, e.group);
         } catch (ControlException x) {
-            engine.release(device);
-            throw new ControlException(x.errno(), "enable=1: cgroup " + e.group.path() + ": " + x.detail());
+            throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
-        e.hold = new Hold(e, device, e.group);
-        e.live = new Export(e.name, e.description, device, e.group, e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
+        e.hold = new Hold(e, lease);
+        e.live = new Export(e.name, e.description, device, lease.payer(), e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
     }
 
     /**
@@ -510,67 +534,11 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         h.release();
     }
 
-    // ------------------------------------------------------------ paths
-
-    private static boolean isCertificates(String path) {
-        String[] p = components(path);
-        return p.length == 2 && p[0].equals(TLS) && p[1].equals(CERTIFICATES);
-    }
-
-    private Entry attributeEntry(String path) throws ControlException {
-        String[] p = split(path);
-        if (p.length < 3) {
-            if (p.length == 2 && p[0].equals(EXPORTS)) entry(p[1], path);
-            else if (p.length == 2) throw noEntry(path);        // tls/ holds certificates only
-            throw new ControlException(Errno.EISDIR, path + " is a directory");
-        }
-        if (!p[0].equals(EXPORTS)) throw noEntry(path);
-        Entry e = entry(p[1], path);
-        if (p.length > 3 || !ATTRIBUTES.contains(p[2])) throw noEntry(path);
-        return e;
-    }
-
-    private Entry entry(String name, String path) throws ControlException {
-        Entry e = entries.get(name);
-        if (e == null) throw noEntry(path);
-        return e;
-    }
-
-    private static ControlException noEntry(String path) {
-        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + TLS + "/" + CERTIFICATES
-                                                  + " or exports/<name>/{" + String.join(",", ATTRIBUTES) + "})");
-    }
-
-    /** Path components of a path that exists in shape (under exports/ or tls/); ENOENT otherwise. */
-    private static String[] split(String path) throws ControlException {
-        String[] parts = components(path);
-        if (parts.length > 0 && !parts[0].equals(EXPORTS) && !parts[0].equals(TLS)) throw noEntry(path);
-        return parts;
-    }
-
-    private static String[] components(String path) {
-        List<String> parts = new ArrayList<>();
-        for (String s : path.split("/")) {
-            if (!s.isEmpty()) parts.add(s);
-        }
-        return parts.toArray(String[]::new);
-    }
+    // ------------------------------------------------------------ helpers
 
     private String deviceNames() {
         List<String> names = new ArrayList<>();
         for (Device d : engine.devices()) names.add(d.name());
         return names.isEmpty() ? "none" : String.join(", ", names);
-    }
-
-    private static String stripNewline(String v) {
-        return v.endsWith("\n") ? v.substring(0, v.length() - 1) : v;
-    }
-
-    private static boolean bool(String attribute, String v) throws ControlException {
-        return switch (v.trim()) {
-            case "1" -> true;
-            case "0" -> false;
-            default -> throw new ControlException(Errno.EINVAL, attribute + "=" + v + " (expected: 0 or 1)");
-        };
     }
 }

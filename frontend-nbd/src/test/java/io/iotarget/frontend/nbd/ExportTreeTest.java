@@ -65,8 +65,8 @@ class ExportTreeTest {
         assertEquals("0\n", tree.read("exports/default/tls"));
         assertEquals("", tree.read("exports/default/allowed_clients"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind("exports/default/enable"));
-        assertEquals("/\n", tree.read("exports/default/cgroup"));
-        assertEquals("1\n", tree.read("exports/default/cgroup_id"));
+        assertEquals("\n", tree.read("exports/default/cgroup"), "unbound, as a namespace: the root pays");
+        assertEquals("0\n", tree.read("exports/default/cgroup_id"));
         assertEquals("0\n", tree.read("exports/default/enable"));
         assertEquals("\n", tree.read("exports/default/backend"));
     }
@@ -79,15 +79,17 @@ class ExportTreeTest {
         assertEquals("1\n", tree.read("exports/default/cgroup_id"));
         tree.write("exports/default/cgroup", "tenant");
         assertEquals(tenant.id() + "\n", tree.read("exports/default/cgroup_id"));
+        tree.write("exports/default/cgroup_id", "0");
+        assertEquals("\n", tree.read("exports/default/cgroup"), "cgroup_id=0 unbinds, as for a namespace");
     }
 
     @Test
     void shouldRefuseBadValuesNamingAttributeValueAndExpectation() {
         assertErrno(Errno.ENODEV, () -> tree.write("exports/default/backend", "nope"), "backend=nope (expected: an engine device name; have default)");
         assertErrno(Errno.ENOENT, () -> tree.write("exports/default/cgroup", "missing"), "cgroup=missing");
-        assertErrno(Errno.EINVAL, () -> tree.write("exports/default/cgroup_id", "x1"), "cgroup_id=x1 (expected: a decimal group id");
+        assertErrno(Errno.EINVAL, () -> tree.write("exports/default/cgroup_id", "x1"), "cgroup_id=x1 (expected: an unsigned number");
         assertErrno(Errno.ENOENT, () -> tree.write("exports/default/cgroup_id", "999"), "cgroup_id=999");
-        assertErrno(Errno.EINVAL, () -> tree.write("exports/default/readonly", "yes"), "readonly=yes (expected: 0 or 1)");
+        assertErrno(Errno.EINVAL, () -> tree.write("exports/default/readonly", "maybe"), "readonly=maybe (expected: 1, y, t or on; 0, n, f or off)");
         assertErrno(Errno.EINVAL, () -> tree.write("exports/default/enable", "1"), "backend is not set");
         assertErrno(Errno.ENOENT, () -> tree.write("exports/default/size", "1"), "exports/default/size");
         assertErrno(Errno.EEXIST, () -> tree.mkdir("exports/default"), "exists");

@@ -4,11 +4,14 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
 import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.Attribute;
+import io.iotarget.model.tree.Attributes;
+import io.iotarget.model.tree.GroupBinding;
+import io.iotarget.model.tree.KernelParse;
+import io.iotarget.model.tree.TreePath;
 
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -37,8 +40,10 @@ import java.util.UUID;
  * namespace), so replaying a listing rebuilds the same target. {@code cgroup_id} is nvmet's
  * attribute with the cgroup_id patch (a group id; 0 = unbound, charged to the root group);
  * {@code cgroup} is iotarget's name for the same binding by group path; writing either updates
- * both. {@code readonly} is iotarget's (nvmet has none). Reads end with a newline, as sysfs
- * reads do; a trailing newline on writes is ignored.
+ * both ({@link GroupBinding}, as for NBD exports). {@code readonly} is iotarget's (nvmet has
+ * none). The attribute tables, flags (kstrtobool), numbers and paths are the shared toolkit's
+ * ({@code io.iotarget.model.tree}); reads end with a newline, as sysfs reads do, and a trailing
+ * newline on writes is ignored.
  *
  * <p>{@code dhchap_key} and {@code dhchap_ctrl_key} read back the secret as written, as nvmet's
  * do; an empty write removes the key (nvmet refuses it, but a listing must replay), and
@@ -56,20 +61,6 @@ final class NvmetTree implements ConfigTree {
     private static final String DISCOVERY_NQN = "discovery_nqn";
     private static final int TRADDR_MAX = 256;
     private static final int TRSVCID_MAX = 32;
-
-    /** An attribute file: how to show it and how to store a write (null = read-only). */
-    private record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
-    }
-
-    @FunctionalInterface
-    private interface Reader<T> {
-        String read(T owner);
-    }
-
-    @FunctionalInterface
-    private interface Writer<T> {
-        void write(T owner, String value) throws ControlException;
-    }
 
     /** What a path names. */
     private sealed interface Node {
@@ -110,48 +101,48 @@ final class NvmetTree implements ConfigTree {
     }
 
     private final NvmeTarget target;
-    private final List<Attribute<NvmeTarget>> rootAttributes;
-    private final List<Attribute<Subsystem>> subsystemAttributes;
-    private final List<Attribute<Namespace>> namespaceAttributes;
-    private final List<Attribute<Port>> portAttributes;
-    private final List<Attribute<Host>> hostAttributes;
+    private final Attributes<NvmeTarget> rootAttributes;
+    private final Attributes<Subsystem> subsystemAttributes;
+    private final Attributes<Namespace> namespaceAttributes;
+    private final Attributes<Port> portAttributes;
+    private final Attributes<Host> hostAttributes;
 
     NvmetTree(NvmeTarget target) {
         this.target = target;
-        this.rootAttributes = List.of(new Attribute<>(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn));
-        this.subsystemAttributes = List.of(
-                new Attribute<>("attr_allow_any_host", s -> bool(s.allowAnyHost), this::writeAllowAnyHost),
-                new Attribute<>("attr_version", s -> versionText(s.version), NvmetTree::writeVersion),
-                new Attribute<>("attr_serial", s -> s.serial, NvmetTree::writeSerial),
-                new Attribute<>("attr_model", s -> s.model, NvmetTree::writeModel),
-                new Attribute<>("attr_firmware", s -> s.firmware, NvmetTree::writeFirmware),
-                new Attribute<>("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), NvmetTree::writeCntlidMin),
-                new Attribute<>("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
-                new Attribute<>("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax));
-        this.namespaceAttributes = List.of(
-                new Attribute<>("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath),
-                new Attribute<>("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
-                new Attribute<>("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
-                new Attribute<>("readonly", ns -> bool(ns.readOnly), NvmetTree::writeReadOnly),
-                new Attribute<>("buffered_io", ns -> bool(ns.bufferedIo), NvmetTree::writeBufferedIo),
-                new Attribute<>("cgroup_id", ns -> Long.toString(ns.group == null ? 0 : ns.group.id()), this::writeCgroupId),
-                new Attribute<>("cgroup", ns -> ns.group == null ? "" : ns.group.path(), this::writeCgroup),
-                new Attribute<>("enable", ns -> bool(ns.enabled()), this::writeEnable));
-        this.portAttributes = List.of(
-                new Attribute<>("addr_trtype", p -> p.trtype, NvmetTree::writeTrtype),
-                new Attribute<>("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
-                new Attribute<>("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
-                new Attribute<>("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
-                new Attribute<>("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas),
-                new Attribute<>("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
-                new Attribute<>("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
-                new Attribute<>("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize));
-        this.hostAttributes = List.of(
-                new Attribute<>("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
-                new Attribute<>("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
+        this.rootAttributes = Attributes.of(List.of(Attribute.text(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn)));
+        this.subsystemAttributes = Attributes.of(List.of(
+                Attribute.flag("attr_allow_any_host", s -> s.allowAnyHost, this::writeAllowAnyHost),
+                Attribute.text("attr_version", s -> versionText(s.version), NvmetTree::writeVersion),
+                Attribute.text("attr_serial", s -> s.serial, NvmetTree::writeSerial),
+                Attribute.text("attr_model", s -> s.model, NvmetTree::writeModel),
+                Attribute.text("attr_firmware", s -> s.firmware, NvmetTree::writeFirmware),
+                Attribute.text("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), NvmetTree::writeCntlidMin),
+                Attribute.text("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
+                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax)));
+        this.namespaceAttributes = Attributes.of(List.of(
+                Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath),
+                Attribute.text("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
+                Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
+                Attribute.flag("readonly", ns -> ns.readOnly, NvmetTree::writeReadOnly),
+                Attribute.flag("buffered_io", ns -> ns.bufferedIo, NvmetTree::writeBufferedIo),
+                GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
+                GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
+                Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
+        this.portAttributes = Attributes.of(List.of(
+                Attribute.text("addr_trtype", p -> p.trtype, NvmetTree::writeTrtype),
+                Attribute.text("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
+                Attribute.text("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
+                Attribute.text("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
+                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas),
+                Attribute.text("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
+                Attribute.text("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
+                Attribute.text("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize)));
+        this.hostAttributes = Attributes.of(List.of(
+                Attribute.text("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
+                Attribute.text("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
                         (h, v) -> h.controllerKey = secret("dhchap_ctrl_key", v)),
-                new Attribute<>("dhchap_hash", h -> h.hash.configName(), NvmetTree::writeDhchapHash),
-                new Attribute<>("dhchap_dhgroup", h -> h.group.configName(), NvmetTree::writeDhchapGroup));
+                Attribute.text("dhchap_hash", h -> h.hash.configName(), NvmetTree::writeDhchapHash),
+                Attribute.text("dhchap_dhgroup", h -> h.group.configName(), NvmetTree::writeDhchapGroup)));
     }
 
     // ---------------------------------------------------------------- ConfigTree
@@ -183,7 +174,7 @@ final class NvmetTree implements ConfigTree {
                     out.add(HOSTS + "/");
                     out.add(SUBSYSTEMS + "/");
                     out.add(PORTS + "/");
-                    for (Attribute<NvmeTarget> a : rootAttributes) out.add(a.name());
+                    out.addAll(rootAttributes.names());
                 }
                 case Collection c -> {
                     switch (c.name()) {
@@ -193,23 +184,19 @@ final class NvmetTree implements ConfigTree {
                     }
                 }
                 case SubsystemDir s -> {
-                    for (Attribute<Subsystem> a : subsystemAttributes) out.add(a.name());
+                    out.addAll(subsystemAttributes.names());
                     out.add(ALLOWED_HOSTS + "/");
                     out.add(NAMESPACES + "/");
                 }
                 case AllowedHosts a -> out.addAll(a.subsystem().allowedHosts.keySet());
                 case Namespaces n -> n.subsystem().namespaces.keySet().forEach(id -> out.add(Integer.toUnsignedString(id) + "/"));
-                case NamespaceDir n -> {
-                    for (Attribute<Namespace> a : namespaceAttributes) out.add(a.name());
-                }
+                case NamespaceDir n -> out.addAll(namespaceAttributes.names());
                 case PortDir p -> {
-                    for (Attribute<Port> a : portAttributes) out.add(a.name());
+                    out.addAll(portAttributes.names());
                     out.add(SUBSYSTEMS + "/");
                 }
                 case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
-                case HostDir h -> {
-                    for (Attribute<Host> a : hostAttributes) out.add(a.name());
-                }
+                case HostDir h -> out.addAll(hostAttributes.names());
                 case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
                 case Link l -> throw new IllegalStateException("links resolved above");
             }
@@ -224,14 +211,14 @@ final class NvmetTree implements ConfigTree {
         target.lock();
         try {
             if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
-            return show(file) + "\n";
+            return show(file);
         } finally {
             target.unlock();
         }
     }
 
     private static <T> String show(File<T> file) {
-        return file.attribute().reader().read(file.owner());
+        return file.attribute().read(file.owner());
     }
 
     @Override
@@ -240,21 +227,19 @@ final class NvmetTree implements ConfigTree {
         try {
             if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
             if (file.owner() instanceof Namespace ns) requireSettled(ns, path);
-            store(file, value.endsWith("\n") ? value.substring(0, value.length() - 1) : value);
+            store(file, value);
         } finally {
             target.unlock();
         }
     }
 
     private static <T> void store(File<T> file, String value) throws ControlException {
-        Writer<T> writer = file.attribute().writer();
-        if (writer == null) throw new ControlException(Errno.EACCES, file.attribute().name() + " is read-only");
-        writer.write(file.owner(), value);
+        file.attribute().write(file.owner(), value);
     }
 
     @Override
     public void mkdir(String path) throws ControlException {
-        List<String> parts = split(path);
+        List<String> parts = TreePath.split(path);
         if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root exists");
         String name = parts.getLast();
         target.lock();
@@ -275,11 +260,16 @@ final class NvmetTree implements ConfigTree {
                 }
                 case Collection c -> {
                     int id = (int) parseUnsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");
+                    // Another spelling of a taken id (010 is 8) must not replace that port.
+                    if (target.ports.containsKey(id)) throw new ControlException(Errno.EEXIST, "ports/" + id + " exists");
                     target.ports.put(id, new Port(id));
                 }
                 case Namespaces n -> {
                     long nsid = parseUnsigned("namespaces/" + name, name, 0xFFFFFFFFL, "an nsid 1..4294967294");
                     if (nsid == 0 || nsid == 0xFFFFFFFFL) throw KernelParse.invalid("namespaces/" + name, name, "an nsid 1..4294967294");
+                    if (n.subsystem().namespaces.containsKey((int) nsid)) {
+                        throw new ControlException(Errno.EEXIST, "namespaces/" + Long.toString(nsid) + " exists");
+                    }
                     n.subsystem().namespaces.put((int) nsid, new Namespace(n.subsystem(), (int) nsid));
                 }
                 default -> throw new ControlException(Errno.EPERM, path + ": cannot create directories here");
@@ -337,13 +327,13 @@ final class NvmetTree implements ConfigTree {
 
     @Override
     public void link(String targetPath, String linkPath) throws ControlException {
-        List<String> parts = split(linkPath);
+        List<String> parts = TreePath.split(linkPath);
         if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root exists");
         String name = parts.getLast();
         target.lock();
         try {
             Node directory = resolve(parts.subList(0, parts.size() - 1));
-            Node pointee = resolveOrNull(split(targetPath));
+            Node pointee = resolveOrNull(TreePath.split(targetPath));
             switch (directory) {
                 case PortSubsystems ps -> {
                     if (!(pointee instanceof SubsystemDir sd)) {
@@ -411,7 +401,7 @@ final class NvmetTree implements ConfigTree {
     // ---------------------------------------------------------------- resolution
 
     private Node resolve(String path) throws ControlException {
-        return resolve(split(path));
+        return resolve(TreePath.split(path));
     }
 
     private Node resolve(List<String> parts) throws ControlException {
@@ -424,7 +414,7 @@ final class NvmetTree implements ConfigTree {
     private Node resolveOrNull(List<String> parts) throws ControlException {
         Node node = new Root();
         for (int i = 0; i < parts.size(); i++) {
-            if (node instanceof Link link) node = resolveOrNull(split(link.target()));
+            if (node instanceof Link link) node = resolveOrNull(TreePath.split(link.target()));
             if (node == null) return null;
             node = child(node, parts.get(i));
             if (node == null) return null;
@@ -472,9 +462,9 @@ final class NvmetTree implements ConfigTree {
         };
     }
 
-    private static <T> File<T> file(T owner, List<Attribute<T>> attributes, String name) {
-        for (Attribute<T> a : attributes) if (a.name().equals(name)) return new File<>(owner, a);
-        return null;
+    private static <T> File<T> file(T owner, Attributes<T> attributes, String name) {
+        Attribute<T> a = attributes.find(name);
+        return a == null ? null : new File<>(owner, a);
     }
 
     private boolean exists(Node parent, String name) {
@@ -499,16 +489,6 @@ final class NvmetTree implements ConfigTree {
         }
     }
 
-    private static List<String> split(String path) throws ControlException {
-        List<String> parts = new ArrayList<>();
-        for (String p : path.split("/")) {
-            if (p.isEmpty() || p.equals(".")) continue;
-            if (p.equals("..")) throw new ControlException(Errno.EINVAL, "'..' is not allowed in paths: " + path);
-            parts.add(p);
-        }
-        return parts;
-    }
-
     // ---------------------------------------------------------------- root and subsystem attributes
 
     private void writeDiscoveryNqn(NvmeTarget t, String value) throws ControlException {
@@ -518,8 +498,7 @@ final class NvmetTree implements ConfigTree {
         t.discoveryChanged();
     }
 
-    private void writeAllowAnyHost(Subsystem s, String value) throws ControlException {
-        boolean allow = KernelText.bool("attr_allow_any_host", value);
+    private void writeAllowAnyHost(Subsystem s, boolean allow) throws ControlException {
         if (allow && !s.allowedHosts.isEmpty()) {
             throw new ControlException(Errno.EINVAL, "attr_allow_any_host=1: allowed_hosts has " + s.allowedHosts.size() + " link(s) (expected: none)");
         }
@@ -555,20 +534,20 @@ final class NvmetTree implements ConfigTree {
     }
 
     private static void writeCntlidMin(Subsystem s, String value) throws ControlException {
-        int min = (int) parseUnsigned("attr_cntlid_min", value.strip(), 0xFFFF, "1..attr_cntlid_max");
+        int min = (int) parseUnsigned("attr_cntlid_min", value, 0xFFFF, "1..attr_cntlid_max");
         if (min == 0 || min > s.cntlidMax) throw KernelParse.invalid("attr_cntlid_min", value, "1.." + s.cntlidMax);
         s.cntlidMin = min;
     }
 
     private static void writeCntlidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_cntlid_max", value.strip(), 0xFFFF, "attr_cntlid_min..65535");
+        int max = (int) parseUnsigned("attr_cntlid_max", value, 0xFFFF, "attr_cntlid_min..65535");
         if (max == 0 || max < s.cntlidMin) throw KernelParse.invalid("attr_cntlid_max", value, s.cntlidMin + "..65535");
         s.cntlidMax = max;
     }
 
     /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
     private static void writeQidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_qid_max", value.strip(), 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
+        int max = (int) parseUnsigned("attr_qid_max", value, 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
         if (max < 1 || max > Subsystem.MAX_QID_LIMIT) throw KernelParse.invalid("attr_qid_max", value, "1.." + Subsystem.MAX_QID_LIMIT);
         s.maxQid = max;
         for (Controller c : List.copyOf(s.controllers)) c.fatal();
@@ -583,18 +562,18 @@ final class NvmetTree implements ConfigTree {
 
     // ---------------------------------------------------------------- namespace attributes
 
-    private static void requireDisabled(Namespace ns, String attribute, String value) throws ControlException {
-        if (ns.enabled()) throw new ControlException(Errno.EBUSY, attribute + "=" + value + ": namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled (write enable=0 first)");
+    private static void requireDisabled(Namespace ns, String write) throws ControlException {
+        if (ns.enabled()) throw new ControlException(Errno.EBUSY, write + ": namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled (write enable=0 first)");
     }
 
     private static void writeDevicePath(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_path", value);
+        requireDisabled(ns, "device_path=" + value);
         if (value.isEmpty()) throw KernelParse.invalid("device_path", value, "an engine device name or an absolute path");
         ns.devicePath = value;
     }
 
     private static void writeDeviceUuid(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_uuid", value);
+        requireDisabled(ns, "device_uuid=" + value);
         String v = value.strip();
         if (!v.matches("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")) {
             throw KernelParse.invalid("device_uuid", value, "a UUID like 0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70");
@@ -604,7 +583,7 @@ final class NvmetTree implements ConfigTree {
 
     /** 16 bytes in hex, '-' or ':' allowed after any byte (nvmet's parser). */
     private static void writeDeviceNguid(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_nguid", value);
+        requireDisabled(ns, "device_nguid=" + value);
         String v = value.strip();
         byte[] nguid = new byte[16];
         int p = 0;
@@ -619,49 +598,23 @@ final class NvmetTree implements ConfigTree {
         ns.nguid = nguid;
     }
 
-    private static void writeReadOnly(Namespace ns, String value) throws ControlException {
-        boolean ro = KernelText.bool("readonly", value);
-        requireDisabled(ns, "readonly", value);
-        ns.readOnly = ro;
+    private static void writeReadOnly(Namespace ns, boolean readOnly) throws ControlException {
+        requireDisabled(ns, "readonly=" + (readOnly ? "1" : "0"));
+        ns.readOnly = readOnly;
     }
 
-    private static void writeBufferedIo(Namespace ns, String value) throws ControlException {
-        boolean buffered = KernelText.bool("buffered_io", value);
-        if (ns.enabled()) throw new ControlException(Errno.EINVAL, "buffered_io=" + value + ": namespace is enabled (write enable=0 first)");
+    private static void writeBufferedIo(Namespace ns, boolean buffered) throws ControlException {
+        if (ns.enabled()) throw new ControlException(Errno.EINVAL, "buffered_io=" + (buffered ? "1" : "0") + ": namespace is enabled (write enable=0 first)");
         ns.bufferedIo = buffered;
     }
 
-    /** nvmet's cgroup_id: a group id; 0 unbinds. An id no group has is ENOENT, a non-number EINVAL. */
-    private void writeCgroupId(Namespace ns, String value) throws ControlException {
-        long id = KernelParse.parseU64("cgroup_id", value.strip());
-        requireDisabled(ns, "cgroup_id", value);
-        if (id == 0) {
-            ns.group = null;
-            return;
-        }
-        Group g = target.engine().controller().groupById(id);
-        if (g == null) throw new ControlException(Errno.ENOENT, "cgroup_id=" + value.strip() + ": no group has this id");
-        ns.group = g;
+    /** cgroup_id and cgroup ({@link GroupBinding}): fixed while the namespace is enabled. */
+    private static void bindGroup(Namespace ns, Group group, String write) throws ControlException {
+        requireDisabled(ns, write);
+        ns.group = group;
     }
 
-    /** iotarget's cgroup: the same binding by path ("" unbinds). */
-    private void writeCgroup(Namespace ns, String value) throws ControlException {
-        String v = value.strip();
-        requireDisabled(ns, "cgroup", value);
-        if (v.isEmpty()) {
-            ns.group = null;
-            return;
-        }
-        IoController controller = target.engine().controller();
-        try {
-            ns.group = controller.group(v);
-        } catch (ControlException e) {
-            throw new ControlException(e.errno(), "cgroup=" + v + ": " + e.detail());
-        }
-    }
-
-    private void writeEnable(Namespace ns, String value) throws ControlException {
-        boolean enable = KernelText.bool("enable", value);
+    private void writeEnable(Namespace ns, boolean enable) throws ControlException {
         if (enable == ns.enabled()) return;
         if (enable) ns.enable(target.engine());
         else disable(ns);
@@ -812,10 +765,6 @@ final class NvmetTree implements ConfigTree {
 
     // ---------------------------------------------------------------- formats
 
-    private static String bool(boolean b) {
-        return b ? "1" : "0";
-    }
-
     private static String versionText(int vs) {
         int major = vs >>> 16, minor = (vs >>> 8) & 0xFF, tertiary = vs & 0xFF;
         return tertiary == 0 ? major + "." + minor : major + "." + minor + "." + tertiary;
@@ -842,8 +791,9 @@ final class NvmetTree implements ConfigTree {
         }
     }
 
+    /** kstrtou16 / kstrtou32 with base 0, as nvmet reads ids and attributes: {@link KernelParse#kstrtou64} up to {@code max}. */
     private static long parseUnsigned(String what, String value, long max, String expected) throws ControlException {
-        long v = KernelParse.parseU64(what, value);
+        long v = KernelParse.kstrtou64(what, value);
         if (Long.compareUnsigned(v, max) > 0) throw KernelParse.invalid(what, value, expected);
         return v;
     }

@@ -73,11 +73,15 @@ class NvmetTreeTest {
     }
 
     @Test
-    void shouldRefuseBadNamesAsNvmetDoes() {
+    void shouldRefuseBadNamesAsNvmetDoes() throws Exception {
         refused(Errno.EINVAL, () -> tree.mkdir(S + "/namespaces/0"));
         refused(Errno.EINVAL, () -> tree.mkdir(S + "/namespaces/4294967295"));
         refused(Errno.EINVAL, () -> tree.mkdir(S + "/namespaces/x"));
         refused(Errno.EEXIST, () -> tree.mkdir(NS));
+        refused(Errno.EEXIST, () -> tree.mkdir(S + "/namespaces/01"));   // octal 1: the same nsid must not replace namespace 1
+        tree.mkdir("ports/8");
+        refused(Errno.EEXIST, () -> tree.mkdir("ports/010"));             // octal 8: port 8 stays as it is
+        assertEquals(List.of("8/"), tree.list("ports"));
         refused(Errno.EINVAL, () -> tree.mkdir("ports/65536"));
         refused(Errno.EINVAL, () -> tree.mkdir("subsystems/nqn.2014-08.org.nvmexpress.discovery"));
         refused(Errno.EPERM, () -> tree.mkdir(NS + "/extra"));

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.tree.KernelParse;
 
 /**
  * What io.cost.qos and io.cost.model show for one device: published as a whole by the device's

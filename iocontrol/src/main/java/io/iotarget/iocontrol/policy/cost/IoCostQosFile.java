@@ -3,10 +3,11 @@ package io.iotarget.iocontrol.policy.cost;
 import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MAX_PPM;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MIN_PPM;
@@ -76,7 +77,7 @@ final class IoCostQosFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        DeviceLine line = DeviceLine.parse(controller, text);
         CostDevice device = policy.device(line.device());
         controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
         // The controller holds the tree lock, which serializes configuration writes: the merge

@@ -4,10 +4,11 @@ import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 import java.util.List;
 
@@ -70,7 +71,7 @@ final class IoWeightFile extends InterfaceFile {
             return;
         }
         // The kernel's order: the device (blkg_conf_open_bdev), the policy on it (blkg_conf_prep), the value.
-        KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        DeviceLine line = DeviceLine.parse(controller, text);
         CostDevice device = policy.device(line.device());
         if (device.config() == null) {
             throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()

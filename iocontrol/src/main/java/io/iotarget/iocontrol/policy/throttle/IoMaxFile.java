@@ -4,10 +4,11 @@ import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
-import io.iotarget.iocontrol.file.KernelParse;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.tree.KernelParse;
 
 /**
  * io.max, as blk-throttle reads and writes it (tg_set_limit).
@@ -68,7 +69,7 @@ final class IoMaxFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        KernelParse.DeviceLine line = KernelParse.deviceLine(controller, text);
+        DeviceLine line = DeviceLine.parse(controller, text);
         Long[] given = new Long[4];
         for (String token : KernelParse.tokens(line.body())) {
             boolean split = token.length() > MAX_TOKEN;

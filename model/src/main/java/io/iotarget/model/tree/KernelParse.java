@@ -1,30 +1,30 @@
-package io.iotarget.iocontrol.file;
+package io.iotarget.model.tree;
 
-import io.iotarget.iocontrol.DeviceControl;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;
-import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
 
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The pieces of the kernel's text parsing that the cgroup files share, read from Linux 6.1:
- * {@code blkcg_conf_open_bdev}'s device key, vsscanf's {@code %s} and {@code %u} (decimal,
- * whitespace skipped), strsep, {@code kstrtoull} / {@code kstrtoint} with base 0 (so {@code 010}
- * is 8 and {@code 0x10} is 16), match_token's {@code %u} and {@code cgroup_parse_float}.
+ * The kernel's text parsing, read from Linux 6.1, shared by the cgroup files and every
+ * configuration tree: vsscanf's {@code %s} and {@code %u} (decimal, whitespace skipped),
+ * strsep, {@code kstrtobool}, {@code kstrtoull} / {@code kstrtoint} with base 0 (so {@code 010}
+ * is 8 and {@code 0x10} is 16), match_token's {@code %u} and {@code cgroup_parse_float}; and
+ * the one form of a refusal, {@link #invalid}: {@code "what=value (expected: ...)"}.
  *
  * <p>Where the kernel accepts something only by accident — a number that wraps past its type,
  * trailing characters after a number ({@code 10k} read as 10), a fraction too long for its
  * 32-bit divisor — the callers refuse it instead, with the errno the kernel uses for its own
  * refusals there (docs/decisions.md lists each case). Whitespace is the kernel's
- * {@code isspace} on ASCII: space and {@code \t \n \v \f \r}.
+ * {@code isspace} on ASCII: space and {@code \t \n \v \f \r}. Any thread; no state.
  */
 public final class KernelParse {
     /** u64 max: the kernel's "max" for byte limits. */
     public static final long U64_MAX = -1L;
     public static final long U32_MAX = 0xffff_ffffL;
+    /** What {@link #kstrtobool} takes, for refusals. */
+    public static final String BOOLEAN = "1, y, t or on; 0, n, f or off";
 
     private KernelParse() {
     }
@@ -43,55 +43,6 @@ public final class KernelParse {
         int end = s.length();
         while (end > 0 && isSpace(s.charAt(end - 1))) end--;
         return s.substring(skipSpaces(s.substring(0, end), 0), end);
-    }
-
-    /** A device key and the rest of the line, leading whitespace skipped. */
-    public record DeviceLine(DeviceControl device, String body) {
-    }
-
-    /**
-     * {@code blkcg_conf_open_bdev}: {@code MAJ:MIN} read with {@code "%u:%u"} (so whitespace may
-     * precede either number, and each is decimal), then a whitespace character — the end of the
-     * text is not one — then the body. A backend's name in place of {@code MAJ:MIN} is an
-     * iotarget extension. A number that names no device, out of range included, is ENODEV: the
-     * kernel's MKDEV would fold it onto some other number, which it never means.
-     *
-     * @throws ControlException EINVAL for bad syntax, ENODEV for an unknown device
-     */
-    public static DeviceLine deviceLine(IoController controller, String text) throws ControlException {
-        int i = skipSpaces(text, 0);
-        Scanned major = scanDecimal(text, i);
-        if (major == null) return namedDevice(controller, text, i);
-        i = major.end();
-        if (i >= text.length() || text.charAt(i) != ':') throw notDeviceKey(text);
-        Scanned minor = scanDecimal(text, skipSpaces(text, i + 1));
-        if (minor == null) throw notDeviceKey(text);
-        i = minor.end();
-        if (i >= text.length() || !isSpace(text.charAt(i))) throw notDeviceKey(text);
-        String body = text.substring(skipSpaces(text, i));
-        boolean inRange = !major.overflow() && !minor.overflow()
-                && Long.compareUnsigned(major.value(), DeviceNumber.MAX_MAJOR) <= 0
-                && Long.compareUnsigned(minor.value(), DeviceNumber.MAX_MINOR) <= 0;
-        String number = Long.toUnsignedString(major.value()) + ":" + Long.toUnsignedString(minor.value());
-        if (!inRange) throw new ControlException(Errno.ENODEV, "no device " + number);
-        return new DeviceLine(controller.findDevice(number), body);
-    }
-
-    private static DeviceLine namedDevice(IoController controller, String text, int from) throws ControlException {
-        int end = from;
-        while (end < text.length() && !isSpace(text.charAt(end))) end++;
-        String name = text.substring(from, end);
-        if (end < text.length()) {
-            for (DeviceControl dc : controller.devices()) {
-                if (dc.device().name().equals(name)) return new DeviceLine(dc, text.substring(skipSpaces(text, end)));
-            }
-        }
-        throw notDeviceKey(text);
-    }
-
-    private static ControlException notDeviceKey(String text) {
-        String line = text.lines().findFirst().orElse("").strip();
-        return new ControlException(Errno.EINVAL, "'" + line + "' does not start with MAJ:MIN (or a device name) and whitespace");
     }
 
     /** Tokens separated by runs of whitespace, as repeated sscanf {@code "%s"} reads them. */
@@ -175,10 +126,47 @@ public final class KernelParse {
      * @throws ControlException EINVAL when it is not exactly a number, ERANGE when it does not fit 64 bits
      */
     public static long parseU64(String what, String value) throws ControlException {
-        Scanned n = scanBase0(value, 0);
-        if (n == null || n.end() != value.length()) throw invalid(what, value, "an unsigned number (0x.. hex, 0.. octal)");
+        return wholeNumber(what, value, value, 0);
+    }
+
+    /** {@code text} from {@code from} to its end as one base-0 number; refusals quote {@code value}. */
+    private static long wholeNumber(String what, String value, String text, int from) throws ControlException {
+        Scanned n = scanBase0(text, from);
+        if (n == null || n.end() != text.length()) throw invalid(what, value, "an unsigned number (0x.. hex, 0.. octal)");
         if (n.overflow()) throw new ControlException(Errno.ERANGE, what + "=" + value + " (expected: a number below 2^64)");
         return n.value();
+    }
+
+    /**
+     * kstrtobool, as a configfs or sysfs attribute applies it to a write: the text stripped, then
+     * a first character of {@code 1 y Y t T} is true and {@code 0 n N f F} false, and
+     * {@code on}/{@code off} (any case) by their first two; what follows is not looked at, as in
+     * the kernel ({@code yes} and {@code 10} are true).
+     *
+     * @throws ControlException EINVAL for anything else, the empty text included
+     */
+    public static boolean kstrtobool(String what, String value) throws ControlException {
+        String v = strip(value);
+        if (v.length() >= 2 && (v.charAt(0) | 0x20) == 'o') {              // on, off
+            if ((v.charAt(1) | 0x20) == 'n') return true;
+            if ((v.charAt(1) | 0x20) == 'f') return false;
+        } else if (!v.isEmpty()) {
+            if ("1yYtT".indexOf(v.charAt(0)) >= 0) return true;
+            if ("0nNfF".indexOf(v.charAt(0)) >= 0) return false;
+        }
+        throw invalid(what, value, BOOLEAN);
+    }
+
+    /**
+     * kstrtou64 with base 0, as an attribute applies it to a write: the text stripped, an
+     * optional {@code +}, then exactly one {@link #parseU64} number ({@code 010} is 8,
+     * {@code 0x10} is 16). A {@code -} is EINVAL, as in the kernel.
+     *
+     * @throws ControlException EINVAL when not such a number, ERANGE when it does not fit 64 bits
+     */
+    public static long kstrtou64(String what, String value) throws ControlException {
+        String v = strip(value);
+        return wholeNumber(what, value, v, v.startsWith("+") ? 1 : 0);
     }
 
     /**
