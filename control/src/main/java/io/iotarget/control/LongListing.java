@@ -59,13 +59,11 @@ final class LongListing {
         List<String> groups = new ArrayList<>();
         groups.add(path);
         for (String e : entries) if (e.endsWith("/")) groups.add(join(path, e.substring(0, e.length() - 1)));
-        Map<String, Map<String, long[]>> first = new LinkedHashMap<>();
+        Map<String, Sample> first = new LinkedHashMap<>();
         for (String g : groups) first.put(g, stat(g));
-        long t0 = System.nanoTime();
         sleep();
-        Map<String, Map<String, long[]>> second = new LinkedHashMap<>();
+        Map<String, Sample> second = new LinkedHashMap<>();
         for (String g : groups) second.put(g, stat(g));
-        double seconds = (System.nanoTime() - t0) / 1e9;
 
         int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
         String format = "%-" + width + COLUMNS;
@@ -73,13 +71,14 @@ final class LongListing {
         for (String g : groups) {
             Map<String, String> ioMax = perDevice(read(g, "io.max"));
             Map<String, String> weights = perDevice(read(g, "io.weight"));
-            Map<String, long[]> now = second.get(g);
-            if (now.isEmpty()) {
+            Sample then = first.get(g), now = second.get(g);
+            double seconds = (now.atNs - then.atNs) / 1e9;
+            if (now.byDevice.isEmpty()) {
                 out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
                         weights.getOrDefault("default", NO_VALUE), NO_VALUE));
             }
-            for (Map.Entry<String, long[]> d : now.entrySet()) {
-                long[] before = first.get(g).getOrDefault(d.getKey(), new long[4]);
+            for (Map.Entry<String, long[]> d : now.byDevice.entrySet()) {
+                long[] before = then.byDevice.getOrDefault(d.getKey(), new long[4]);     // state created meanwhile: from 0
                 long[] after = d.getValue();
                 double[] rate = new double[4];
                 for (int i = 0; i < 4; i++) rate[i] = Math.max(0, after[i] - before[i]) / seconds;
@@ -92,10 +91,16 @@ final class LongListing {
         return out.toString();
     }
 
-    /** io.stat by device: rbytes, wbytes, rios, wios (zeros for a device line without fields). */
-    private Map<String, long[]> stat(String group) throws IOException {
+    /** One read of a group's io.stat: by device, rbytes, wbytes, rios, wios; and when it was read. */
+    private record Sample(Map<String, long[]> byDevice, long atNs) {
+    }
+
+    /** io.stat by device (zeros for a device line without fields). */
+    private Sample stat(String group) throws IOException {
         Map<String, long[]> byDevice = new LinkedHashMap<>();
-        for (String line : read(group, "io.stat").lines().toList()) {
+        String text = read(group, "io.stat");
+        long atNs = System.nanoTime();
+        for (String line : text.lines().toList()) {
             String[] tokens = line.strip().split(" ");
             if (tokens[0].isEmpty()) continue;
             long[] v = new long[4];
@@ -106,7 +111,7 @@ final class LongListing {
             }
             byDevice.put(tokens[0], v);
         }
-        return byDevice;
+        return new Sample(byDevice, atNs);
     }
 
     /** io.max's or io.weight's lines by their first token ("259:0", "default"): the rest of the line. */
