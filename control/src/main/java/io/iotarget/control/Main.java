@@ -194,7 +194,7 @@ public final class Main {
                 out.print(reply.body());
                 return 0;
             }
-            String what = rest.isEmpty() ? command : command + " " + rest.get(0);
+            String what = rest.isEmpty() ? command : command + " " + (command.equals("ls") ? String.join(" ", rest) : rest.get(0));
             err.print("iotarget: " + what + ": " + reply.body());
             if (reply.status() == 401 && client.tokenProblem() != null) err.println("iotarget: " + client.tokenProblem());
             return 1;

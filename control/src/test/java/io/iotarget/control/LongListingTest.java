@@ -99,7 +99,7 @@ class LongListingTest {
         assertTrue(r.out.lines().anyMatch(l -> l.matches("enable +1")), r.out);
         Result missing = cli("ls", "-l", "tenants/nope");
         assertEquals(1, missing.code);
-        assertTrue(missing.err.contains("No such file or directory (ENOENT)"), missing.err);
+        assertEquals("iotarget: ls -l tenants/nope: No such file or directory (ENOENT): no group tenants/nope\n", missing.err);
     }
 
     @Test
