@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ConnectException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -22,9 +23,10 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget read PATH                      cat a file (tenants/a/io.stat, io.cost.qos, /nvmet/...)
  *  iotarget write PATH VALUE               echo VALUE &gt; PATH
  *  iotarget mkdir PATH | rmdir PATH        groups, backends, exports, subsystems...
- *  iotarget ls [PATH]                      list a directory
+ *  iotarget ls [-l] [PATH]                 list a directory; -l: limits and live rates of groups, values of attributes
  *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
  *  iotarget devices                        name, MAJ:MIN, size of every backend
+ *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
  * {@code $IOTARGET_CONTROL}, default 127.0.0.1:9809) with the token its server wrote for this
@@ -33,23 +35,108 @@ import java.util.concurrent.CountDownLatch;
  * errors exit 2; no server exits 3.
  */
 public final class Main {
-    private static final String USAGE = """
-            usage: iotarget serve [--config FILE]
-                   iotarget [--control [https://]HOST:PORT] [--token-file FILE] [--cacert PEM] COMMAND
-            commands:
-              read PATH              print a file, e.g. tenants/a/io.stat or /nvmet/ports/1/addr_traddr
-              write PATH VALUE       write VALUE to a file, e.g. write tenants/a/io.max "259:0 riops=20000"
-              mkdir PATH             create a group, backend, export, subsystem, namespace, port...
-              rmdir PATH             remove one
-              ls [PATH]              list a directory (default: the root group)
-              ln TARGET LINK         link, e.g. ln /nvmet/subsystems/NQN /nvmet/ports/1/subsystems/NQN
-              unlink LINK            remove a link
-              devices                list backends: name, MAJ:MIN, size, type, users
-            Paths without a leading '/' are groups and their files (like /sys/fs/cgroup);
-            /backends, /nbd and /nvmet hold the rest.
-            The CLI sends the token its server wrote for this user (~/.local/state/iotarget,
-            or $IOTARGET_RUNTIME_DIR); --token-file and --cacert reach a TLS endpoint elsewhere.
-            """;
+    /** One client or server command: how it is called, one line for the list, and what {@code help COMMAND} adds. */
+    private record Command(String name, String synopsis, String summary, String detail) {
+    }
+
+    private static final List<Command> COMMANDS = List.of(
+            new Command("serve", "serve [--config FILE]", "run the target in the foreground", """
+                    Builds everything FILE describes (JSON, docs/config.md; without it the embedded
+                    default: one 1 GiB memory backend served over NBD and NVMe/TCP on loopback) and
+                    serves until stopped. The control endpoint writes its token file for this user;
+                    Prometheus scrapes /metrics with it (docs/metrics.md).
+                    """),
+            new Command("read", "read PATH", "print a file, e.g. tenants/a/io.stat or /nvmet/ports/1/addr_traddr", """
+                    Prints the file as cat would. Group files: io.stat, io.max, io.weight,
+                    cgroup.subtree_control, ...; /backends, /nbd and /nvmet hold the rest.
+                      iotarget read tenants/a/io.stat
+                      iotarget read /nbd/exports/a/cgroup
+                    """),
+            new Command("write", "write PATH VALUE", "write VALUE to a file, e.g. write tenants/a/io.max \"259:0 riops=20000\"", """
+                    One write(2) of VALUE (the remaining arguments joined by spaces), parsed as Linux
+                    parses it; a refusal prints the kernel's errno and changes nothing.
+                      iotarget write tenants/cgroup.subtree_control +io
+                      iotarget write tenants/a/io.max "259:0 riops=20000 wbps=104857600"
+                      iotarget write tenants/a/io.weight 200
+                      iotarget write io.cost.qos "259:0 enable=1"
+                    """),
+            new Command("mkdir", "mkdir PATH", "create a group, backend, export, subsystem, namespace, port...", """
+                    As mkdir(2) in cgroupfs or nvmet's configfs; the new directory's attributes start
+                    at their defaults.
+                      iotarget mkdir tenants/a
+                      iotarget mkdir /nbd/exports/a
+                      iotarget mkdir /nvmet/subsystems/nqn.2026-11.io.iotarget:a/namespaces/1
+                    """),
+            new Command("rmdir", "rmdir PATH", "remove one", """
+                    As rmdir(2). A group that still has child groups, or exports or namespaces bound
+                    to it, is refused with EBUSY.
+                      iotarget rmdir tenants/a
+                    """),
+            new Command("ls", "ls [-l] [PATH]", "list a directory (default: the root group); -l with limits and live rates", """
+                    Lists a directory; subdirectories end with '/'. / lists the mounted trees.
+                    With -l, a group shows one line per device of itself and each child group: IOPS
+                    and bandwidth (bytes per second) measured over one second from io.stat, the
+                    io.weight on that device and the io.max limits that are not max. Any other
+                    directory shows each attribute with its value.
+                      iotarget ls -l tenants
+                      iotarget ls -l /nbd/exports/a
+                    """),
+            new Command("ln", "ln TARGET LINK", "link, e.g. ln /nvmet/subsystems/NQN /nvmet/ports/1/subsystems/NQN", """
+                    A configfs-style symbolic link: a subsystem into a port, a host into a
+                    subsystem's allowed_hosts.
+                      iotarget ln /nvmet/hosts/HOSTNQN /nvmet/subsystems/NQN/allowed_hosts/HOSTNQN
+                    """),
+            new Command("unlink", "unlink LINK", "remove a link", """
+                    Removes a link made with ln.
+                    """),
+            new Command("devices", "devices", "list backends: name, MAJ:MIN, size, type, users", """
+                    The device table: each backend's name, device number (MAJ:MIN, the key of io.max
+                    and io.weight lines), size in bytes, type, and how many exports and namespaces
+                    use it.
+                    """),
+            new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
+                    Without COMMAND, lists the commands; with it, that command's usage.
+                    """));
+
+    private static final String USAGE = usage();
+
+    private static String usage() {
+        StringBuilder sb = new StringBuilder("""
+                usage: iotarget serve [--config FILE]
+                       iotarget [--control [https://]HOST:PORT] [--token-file FILE] [--cacert PEM] COMMAND
+                commands:
+                """);
+        for (Command c : COMMANDS) {
+            if (!c.name.equals("serve")) sb.append(String.format("  %-22s %s%n", c.synopsis, c.summary));
+        }
+        sb.append("""
+                Paths without a leading '/' are groups and their files (like /sys/fs/cgroup);
+                /backends, /nbd and /nvmet hold the rest. iotarget help COMMAND tells more.
+                The CLI sends the token its server wrote for this user (~/.local/state/iotarget,
+                or $IOTARGET_RUNTIME_DIR); --token-file and --cacert reach a TLS endpoint elsewhere.
+                """);
+        return sb.toString();
+    }
+
+    /** {@code help} alone: the usage; {@code help COMMAND}: its synopsis and detail. Exit 2 for an unknown command. */
+    private static int help(List<String> rest, PrintStream out, PrintStream err) {
+        if (rest.isEmpty()) {
+            out.print(USAGE);
+            return 0;
+        }
+        for (Command c : COMMANDS) {
+            if (c.name.equals(rest.get(0)) && rest.size() == 1) {
+                out.print("usage: iotarget " + c.synopsis + "\n" + c.summary + "\n\n" + c.detail);
+                return 0;
+            }
+        }
+        err.println("iotarget: help " + String.join(" ", rest) + ": no such command (commands: "
+                    + String.join(", ", COMMANDS.stream().map(Command::name).toList()) + ")");
+        return 2;
+    }
+
+    /** What {@code ls -l} measures live rates over. */
+    private static final Duration LIVE_RATE_INTERVAL = Duration.ofSeconds(1);
 
     private Main() {
     }
@@ -72,18 +159,25 @@ public final class Main {
             }
             a = a.subList(2, a.size());
         }
-        if (a.isEmpty() || a.get(0).equals("-h") || a.get(0).equals("--help") || a.get(0).equals("help")) {
-            (a.isEmpty() ? err : out).print(USAGE);
-            return a.isEmpty() ? 2 : 0;
+        if (a.isEmpty()) {
+            err.print(USAGE);
+            return 2;
         }
         String command = a.get(0);
         List<String> rest = a.subList(1, a.size());
+        if (command.equals("help") || command.equals("-h") || command.equals("--help")) return help(rest, out, err);
         if (command.equals("serve")) return serve(rest, ControlToken.directory(env), out, err);
         try {
             ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile);
             ControlClient.Reply reply = switch (command) {
                 case "read" -> client.get("read", one(rest, "read PATH"));
-                case "ls" -> client.get("list", rest.isEmpty() ? "" : one(rest, "ls [PATH]"));
+                case "ls" -> {
+                    boolean details = !rest.isEmpty() && rest.get(0).equals("-l");
+                    List<String> paths = details ? rest.subList(1, rest.size()) : rest;
+                    if (paths.size() > 1) throw new UsageException("ls [-l] [PATH]");
+                    String path = paths.isEmpty() ? "" : paths.get(0);
+                    yield details ? new LongListing(client, LIVE_RATE_INTERVAL).render(path) : client.get("list", path);
+                }
                 case "devices" -> client.get("devices", null);
                 case "write" -> {
                     if (rest.size() < 2) throw new UsageException("write PATH VALUE");
@@ -100,7 +194,7 @@ public final class Main {
                 out.print(reply.body());
                 return 0;
             }
-            String what = rest.isEmpty() ? command : command + " " + rest.get(0);
+            String what = rest.isEmpty() ? command : command + " " + (command.equals("ls") ? String.join(" ", rest) : rest.get(0));
             err.print("iotarget: " + what + ": " + reply.body());
             if (reply.status() == 401 && client.tokenProblem() != null) err.println("iotarget: " + client.tokenProblem());
             return 1;
@@ -108,7 +202,8 @@ public final class Main {
             err.println("iotarget: " + e.getMessage());
             return 2;
         } catch (UsageException e) {
-            err.print(e.getMessage() == null ? "iotarget: unknown command '" + command + "'\n" + USAGE : "usage: iotarget " + e.getMessage() + "\n");
+            err.print(e.getMessage() == null ? "iotarget: unknown command '" + command + "'\n" + USAGE
+                    : "usage: iotarget " + e.getMessage() + "   (iotarget help " + command + " tells more)\n");
             return 2;
         } catch (ConnectException e) {
             err.println("iotarget: no server at " + control + " (start one with: bin/iotarget serve)");

@@ -6,6 +6,7 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.metrics.ServerMetrics;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.MountTable;
@@ -16,6 +17,7 @@ import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 import io.iotarget.transport.Pem;
 import io.iotarget.transport.Transport;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import javax.net.ssl.SSLContext;
 import java.io.IOException;
@@ -102,7 +104,9 @@ public final class Server implements AutoCloseable {
             }
             summary.addAll(nvmePorts(nvme.tree()));
             try {
-                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, mounts, () -> deviceTable(engine));
+                PrometheusRegistry metrics = new PrometheusRegistry();
+                metrics.register(new ServerMetrics(engine, nbd, nvme));
+                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, mounts, () -> deviceTable(engine), metrics);
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);
             }

@@ -7,6 +7,7 @@ import io.iotarget.control.http.ControlToken;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.testkit.Tools;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -245,7 +246,7 @@ class ControlAccessTest {
             public void rmdir(String path) {
             }
         };
-        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "")) {
+        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "", new PrometheusRegistry())) {
             ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(endpoint.address()), null, tokens, null);
             assertEquals(new ControlClient.Reply(500, "internal error: java.lang.OutOfMemoryError: Java heap space (the server logged it)\n", "EIO"),
                     client.get("read", "x"));

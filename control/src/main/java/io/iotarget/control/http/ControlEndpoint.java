@@ -8,8 +8,11 @@ import com.sun.net.httpserver.HttpsServer;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import javax.net.ssl.SSLContext;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -37,6 +40,7 @@ import java.util.function.Supplier;
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
+ *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
  * body; nothing changed. Any other failure answers 500 with its message and is logged: no
@@ -44,12 +48,12 @@ import java.util.function.Supplier;
  *
  * <h2>1. Who may ask: the token</h2>
  * At start the endpoint writes a fresh random token to a file only its user can read
- * ({@link ControlToken}); every request under {@code /v1/} must carry
- * {@code Authorization: Bearer TOKEN}, compared in constant time, or is refused with 401.
- * Reads need it too: io.max lines, exports, host NQNs and file paths are tenant
- * configuration, not for other users of the machine. A read-only {@code /metrics} or web view,
- * when one is added, may be served without the token on plain loopback, as exporters are —
- * never under TLS, and never anything that changes state.
+ * ({@link ControlToken}); every request must carry {@code Authorization: Bearer TOKEN},
+ * compared in constant time, or is refused with 401. Reads need it too: io.max lines, exports,
+ * host NQNs and file paths are tenant configuration, not for other users of the machine — and
+ * so is {@code /metrics}, whose labels name every group, export and subsystem. Prometheus
+ * sends the token from the same file ({@code authorization.credentials_file}, read again at
+ * every scrape, so a restart's new token is picked up).
  *
  * <h2>2. No browser may ask: origin, host, content type</h2>
  * A web page can make a local browser send requests here. Four checks keep it out, each
@@ -81,6 +85,8 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
     /** Longer than any attribute's value; a client cannot make the server buffer more. */
     static final int MAX_VALUE_BYTES = 64 * 1024;
+    /** Where Prometheus scrapes; needs the token like every other request. */
+    public static final String METRICS_PATH = "/metrics";
     private static final Set<String> READS = Set.of("read", "list", "devices");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink");
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
@@ -92,21 +98,25 @@ public final class ControlEndpoint implements AutoCloseable {
     private final List<String> hostNames;
     private final ConfigTree tree;
     private final Supplier<String> devices;
+    private final PrometheusRegistry metrics;
+    private final PrometheusTextFormatWriter metricsFormat = PrometheusTextFormatWriter.create();
 
     /**
      * Binds {@code address}, writes the token file in {@code tokenDirectory}, then serves.
      *
-     * @param tls null for plain HTTP, which only a loopback address may use
+     * @param tls     null for plain HTTP, which only a loopback address may use
+     * @param metrics what {@code GET /metrics} scrapes
      * @throws java.net.BindException when the address is taken
      */
-    public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices)
-            throws IOException {
+    public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices,
+                           PrometheusRegistry metrics) throws IOException {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
         this.tls = tls != null;
         this.tree = tree;
         this.devices = devices;
+        this.metrics = metrics;
         if (tls == null) {
             this.server = HttpServer.create(address, 64);
         } else {
@@ -124,6 +134,7 @@ public final class ControlEndpoint implements AutoCloseable {
         }
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         server.createContext("/v1/", this::handle);
+        server.createContext(METRICS_PATH, this::handle);
         server.start();
     }
 
@@ -151,7 +162,10 @@ public final class ControlEndpoint implements AutoCloseable {
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
-    private record Reply(int status, String body, Errno errno) {
+    private record Reply(int status, String body, Errno errno, String contentType) {
+        Reply(int status, String body, Errno errno) {
+            this(status, body, errno, "text/plain; charset=utf-8");
+        }
     }
 
     private void handle(HttpExchange ex) throws IOException {
@@ -193,8 +207,17 @@ public final class ControlEndpoint implements AutoCloseable {
             String why = in.containsKey("Authorization") ? "wrong token" : "this endpoint needs its token (Authorization: Bearer TOKEN)";
             return new Reply(401, Errno.EACCES.message() + " (EACCES): " + why + "\n", Errno.EACCES);
         }
-        String op = ex.getRequestURI().getPath().substring("/v1/".length());
         boolean post = method.equals("POST");
+        String requestPath = ex.getRequestURI().getPath();
+        if (!requestPath.startsWith("/v1/")) {
+            if (!requestPath.equals(METRICS_PATH)) return new Reply(404, "nothing at " + requestPath + "\n", null);
+            if (post) {
+                ex.getResponseHeaders().set("Allow", "GET");
+                return new Reply(405, "use GET for " + METRICS_PATH + "\n", Errno.EOPNOTSUPP);
+            }
+            return scrape();
+        }
+        String op = requestPath.substring("/v1/".length());
         if (post) {
             String type = in.getFirst("Content-Type");
             String media = type == null ? "" : type.split(";", 2)[0].strip().toLowerCase(Locale.ROOT);
@@ -233,6 +256,13 @@ public final class ControlEndpoint implements AutoCloseable {
             }
         }
         return new Reply(204, null, null);
+    }
+
+    /** Every metric, as Prometheus' text format (version 0.0.4). */
+    private Reply scrape() throws IOException {
+        ByteArrayOutputStream text = new ByteArrayOutputStream(16 * 1024);
+        metricsFormat.write(text, metrics.scrape());
+        return new Reply(200, text.toString(StandardCharsets.UTF_8), null, metricsFormat.getContentType());
     }
 
     /** Every Origin header, or the origin of every Referer when there is no Origin; empty for non-browser clients. */
@@ -275,7 +305,7 @@ public final class ControlEndpoint implements AutoCloseable {
 
     private static void send(HttpExchange ex, Reply reply) throws IOException {
         if (reply.errno != null) ex.getResponseHeaders().set(ERRNO_HEADER, reply.errno.name());
-        ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+        ex.getResponseHeaders().set("Content-Type", reply.contentType);
         byte[] bytes = reply.body == null ? new byte[0] : reply.body.getBytes(StandardCharsets.UTF_8);
         ex.sendResponseHeaders(reply.status, bytes.length == 0 ? -1 : bytes.length);
         if (bytes.length > 0) {

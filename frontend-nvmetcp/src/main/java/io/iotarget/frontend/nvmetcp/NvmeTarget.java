@@ -104,6 +104,18 @@ public final class NvmeTarget implements AutoCloseable {
         dataBuffers.report(e);
     }
 
+    /** TCP connections open now over all ports: every admin and IO queue, discovery's included. */
+    public int connectionCount() {
+        lock();
+        try {
+            int n = 0;
+            for (Port p : ports.values()) n += p.connections.size();
+            return n;
+        } finally {
+            unlock();
+        }
+    }
+
     /** Failures the timer thread survived (each logged, rate-limited); 0 in a healthy target. */
     public long unexpectedErrors() {
         return timerErrors.count();

@@ -1,0 +1,186 @@
+package io.iotarget.control;
+
+import io.iotarget.control.http.ControlClient;
+import io.iotarget.control.http.ControlClient.Reply;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code iotarget ls -l [PATH]}: a directory with what is in it, made only of the endpoint's
+ * list and read operations.
+ * <ul>
+ *   <li>A group (a directory holding cgroup.controllers): one line per device of the group and
+ *       of each child group, with the live rates — io.stat read twice, {@code interval} apart —
+ *       and the limits: io.weight on that device and io.max's limits other than max.
+ *   <li>Anything else (/backends, /nbd/exports/a, /nvmet/...): each attribute and its value,
+ *       as {@code grep . *} shows a configfs directory; subdirectories end with '/'.
+ * </ul>
+ * <pre>
+ *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  WEIGHT  IO.MAX
+ *  tenants    259:0        0   1995      0   7.8M     100  -
+ *  tenants/a  259:0        0   1995      0   7.8M     200  wbps=104857600 riops=20000
+ * </pre>
+ * Rates are per second over the interval; bandwidth in bytes with binary suffixes (K, M, G),
+ * as {@code ls -lh}. One command's worth of requests; CLI thread only.
+ */
+final class LongListing {
+    /** After the GROUP column, whose width is the longest name's. */
+    private static final String COLUMNS = "s %-8s %6s %6s %6s %6s %7s  %s%n";
+    private static final String NO_VALUE = "-";
+    /** io.stat's fields that rates are made of, by index. */
+    private static final List<String> STAT_KEYS = List.of("rbytes", "wbytes", "rios", "wios");
+    private static final int RBYTES = 0, WBYTES = 1, RIOS = 2, WIOS = 3;
+
+    private final ControlClient client;
+    private final Duration interval;
+
+    LongListing(ControlClient client, Duration interval) {
+        this.client = client;
+        this.interval = interval;
+    }
+
+    /** The listing of {@code path} ("" is the root group), or the endpoint's refusal to list it. */
+    Reply render(String path) throws IOException {
+        Reply listing = client.get("list", path);
+        if (!listing.ok()) return listing;
+        List<String> entries = listing.body().lines().toList();
+        String body = entries.contains("cgroup.controllers") ? groups(path, entries) : attributes(path, entries);
+        return new Reply(200, body, null);
+    }
+
+    /** One row per (group, device): the group itself, then its children. */
+    private String groups(String path, List<String> entries) throws IOException {
+        List<String> groups = new ArrayList<>();
+        groups.add(path);
+        for (String e : entries) if (e.endsWith("/")) groups.add(join(path, e.substring(0, e.length() - 1)));
+        Map<String, Sample> first = new LinkedHashMap<>();
+        for (String g : groups) first.put(g, stat(g));
+        sleep();
+        Map<String, Sample> second = new LinkedHashMap<>();
+        for (String g : groups) second.put(g, stat(g));
+
+        int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
+        String format = "%-" + width + COLUMNS;
+        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "IO.MAX"));
+        for (String g : groups) {
+            Map<String, String> ioMax = perDevice(read(g, "io.max"));
+            Map<String, String> weights = perDevice(read(g, "io.weight"));
+            Sample then = first.get(g), now = second.get(g);
+            double seconds = (now.atNs - then.atNs) / 1e9;
+            if (now.byDevice.isEmpty()) {
+                out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
+                        weights.getOrDefault("default", NO_VALUE), NO_VALUE));
+            }
+            for (Map.Entry<String, long[]> d : now.byDevice.entrySet()) {
+                long[] before = then.byDevice.getOrDefault(d.getKey(), new long[4]);     // state created meanwhile: from 0
+                long[] after = d.getValue();
+                double[] rate = new double[4];
+                for (int i = 0; i < 4; i++) rate[i] = Math.max(0, after[i] - before[i]) / seconds;
+                out.append(String.format(Locale.ROOT, format, shown(g), d.getKey(),
+                        Math.round(rate[RIOS]), Math.round(rate[WIOS]), bytes(rate[RBYTES]), bytes(rate[WBYTES]),
+                        weights.getOrDefault(d.getKey(), weights.getOrDefault("default", NO_VALUE)),
+                        limits(ioMax.get(d.getKey()))));
+            }
+        }
+        return out.toString();
+    }
+
+    /** One read of a group's io.stat: by device, rbytes, wbytes, rios, wios; and when it was read. */
+    private record Sample(Map<String, long[]> byDevice, long atNs) {
+    }
+
+    /** io.stat by device (zeros for a device line without fields). */
+    private Sample stat(String group) throws IOException {
+        Map<String, long[]> byDevice = new LinkedHashMap<>();
+        String text = read(group, "io.stat");
+        long atNs = System.nanoTime();
+        for (String line : text.lines().toList()) {
+            String[] tokens = line.strip().split(" ");
+            if (tokens[0].isEmpty()) continue;
+            long[] v = new long[4];
+            for (String t : tokens) {
+                int eq = t.indexOf('=');
+                int k = eq < 0 ? -1 : STAT_KEYS.indexOf(t.substring(0, eq));
+                if (k >= 0) v[k] = Long.parseLong(t.substring(eq + 1));
+            }
+            byDevice.put(tokens[0], v);
+        }
+        return new Sample(byDevice, atNs);
+    }
+
+    /** io.max's or io.weight's lines by their first token ("259:0", "default"): the rest of the line. */
+    private static Map<String, String> perDevice(String text) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String line : text.lines().toList()) {
+            String[] kv = line.strip().split(" ", 2);
+            if (kv.length == 2) m.put(kv[0], kv[1]);
+        }
+        return m;
+    }
+
+    /** io.max's limits other than max: {@code wbps=104857600 riops=20000}, or "-". */
+    private static String limits(String ioMaxLine) {
+        if (ioMaxLine == null) return NO_VALUE;
+        List<String> set = new ArrayList<>();
+        for (String t : ioMaxLine.split(" ")) if (!t.endsWith("=max")) set.add(t);
+        return set.isEmpty() ? NO_VALUE : String.join(" ", set);
+    }
+
+    /** 8171520 → "7.8M". */
+    static String bytes(double perSecond) {
+        String[] units = {"K", "M", "G", "T"};
+        if (perSecond < 1024) return Long.toString(Math.round(perSecond));
+        double v = perSecond;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, v < 10 ? "%.1f%s" : "%.0f%s", v, units[u]);
+    }
+
+    /** Each entry and its value; a directory, or a file that cannot be read (a link, a write-only file), shows its name alone. */
+    private String attributes(String path, List<String> entries) throws IOException {
+        int width = entries.stream().mapToInt(String::length).max().orElse(0);
+        StringBuilder out = new StringBuilder();
+        for (String e : entries) {
+            Reply value = e.endsWith("/") ? null : client.get("read", join(path, e));
+            if (value == null || !value.ok()) {
+                out.append(e).append('\n');
+            } else {
+                String v = String.join(", ", value.body().strip().lines().toList());
+                out.append(String.format(Locale.ROOT, "%-" + width + "s  %s%n", e, v));
+            }
+        }
+        return out.toString();
+    }
+
+    /** A group's file, or "" when the group has none (io.max and io.weight are not in the root). */
+    private String read(String group, String file) throws IOException {
+        Reply r = client.get("read", join(group, file));
+        return r.ok() ? r.body() : "";
+    }
+
+    private static String join(String dir, String name) {
+        return dir.isEmpty() || dir.equals("/") ? (dir + name) : dir.endsWith("/") ? dir + name : dir + "/" + name;
+    }
+
+    /** The root group is shown as "/". */
+    private static String shown(String group) {
+        return group.isEmpty() ? "/" : group;
+    }
+
+    private void sleep() {
+        try {
+            Thread.sleep(interval);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,274 @@
+package io.iotarget.control.metrics;
+
+import io.iotarget.buffer.BufferAccount;
+import io.iotarget.buffer.BufferCounter;
+import io.iotarget.buffer.BufferPool;
+import io.iotarget.engine.Engine;
+import io.iotarget.frontend.nbd.NbdServer;
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.stat.DeviceStats;
+import io.iotarget.iocontrol.stat.StatField;
+import io.iotarget.iocontrol.stat.StatFlusher;
+import io.iotarget.model.ConfigTree;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
+import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot.InfoDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.prometheus.metrics.model.snapshots.Unit;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The server's metrics, read from the counters it keeps whenever Prometheus scrapes (package
+ * doc). This is the only class that knows where each counter lives; every metric's name,
+ * labels and meaning are in docs/metrics.md.
+ *
+ * <p>Any thread; scrapes may overlap (each takes the locks an io.stat read takes).
+ */
+public final class ServerMetrics implements MultiCollector {
+    /** io.stat fields by metric: op label, then the field for ops and for bytes. */
+    private static final List<OpFields> OPS = List.of(
+            new OpFields("read", StatField.RIOS, StatField.RBYTES),
+            new OpFields("write", StatField.WIOS, StatField.WBYTES),
+            new OpFields("discard", StatField.DIOS, StatField.DBYTES));
+    /** iocost's io.stat fields (CostDevice.appendStat): the root's vrate in percent, every group's usage in µs. */
+    private static final String VRATE_FIELD = "cost.vrate";
+    private static final String USAGE_FIELD = "cost.usage";
+
+    private record OpFields(String op, StatField ios, StatField bytes) {
+    }
+
+    private final Engine engine;
+    private final NbdServer nbd;
+    private final NvmeTarget nvme;
+
+    public ServerMetrics(Engine engine, NbdServer nbd, NvmeTarget nvme) {
+        this.engine = engine;
+        this.nbd = nbd;
+        this.nvme = nvme;
+    }
+
+    @Override
+    public MetricSnapshots collect() {
+        List<MetricSnapshot> out = new ArrayList<>();
+        ioStat(out);
+        devices(out);
+        buffers(out);
+        frontEnds(out);
+        return new MetricSnapshots(out);
+    }
+
+    /**
+     * io.stat and the policies' io.stat fields of every (group, device) pair, under the tree
+     * lock and then the flusher's lock, as an io.stat read (CoreFiles.IoStat) takes them.
+     */
+    private void ioStat(List<MetricSnapshot> out) {
+        CounterSnapshot.Builder ops = counter("iotarget_io_ops", "requests counted in io.stat (rios, wios, dios); flushes are writes of 0 bytes");
+        CounterSnapshot.Builder bytes = counter("iotarget_io_bytes", "bytes counted in io.stat (rbytes, wbytes, dbytes)").unit(Unit.BYTES);
+        CounterSnapshot.Builder usage = counter("iotarget_iocost_usage_seconds",
+                "device time iocost charged to the group and its descendants (io.stat cost.usage)").unit(Unit.SECONDS);
+        GaugeSnapshot.Builder vrate = GaugeSnapshot.builder().name("iotarget_iocost_vrate_ratio")
+                .help("iocost's virtual time rate on the device: 1 = the cost model's speed (io.stat cost.vrate / 100)").unit(Unit.RATIO);
+        IoController controller = engine.controller();
+        int policies = controller.policies().size();
+        StatFlusher flusher = controller.flusher();
+        ReentrantLock tree = controller.treeLock();
+        tree.lock();
+        try {
+            List<DeviceGroup> pairs = new ArrayList<>();
+            controller.walk(g -> pairs.addAll(g.deviceGroups()));
+            flusher.lock().lock();
+            try {
+                flusher.flush();
+                StringBuilder fields = new StringBuilder();
+                for (DeviceGroup dg : pairs) {
+                    String group = dg.group().path();
+                    String device = dg.device().device().number().toString();
+                    DeviceStats s = dg.stats();
+                    for (OpFields f : OPS) {
+                        Labels labels = Labels.of("group", group, "device", device, "op", f.op);
+                        ops.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(s.total(f.ios)).build());
+                        bytes.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(s.total(f.bytes)).build());
+                    }
+                    fields.setLength(0);
+                    for (int i = 0; i < policies; i++) dg.device().policy(i).appendStat(dg, fields);
+                    long usageUs = field(fields, USAGE_FIELD);
+                    if (usageUs >= 0) {
+                        usage.dataPoint(CounterDataPointSnapshot.builder().labels(Labels.of("group", group, "device", device))
+                                .value(usageUs / 1e6).build());
+                    }
+                    long vratePct = dg.parent() == null ? hundredths(fields, VRATE_FIELD) : -1;
+                    if (vratePct >= 0) {
+                        vrate.dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("device", device)).value(vratePct / 10_000.0).build());
+                    }
+                }
+            } finally {
+                flusher.lock().unlock();
+            }
+        } finally {
+            tree.unlock();
+        }
+        out.add(ops.build());
+        out.add(bytes.build());
+        out.add(usage.build());
+        out.add(vrate.build());
+    }
+
+    /** The value of {@code " name=123"} in io.stat fields, or -1 when absent. */
+    private static long field(CharSequence fields, String name) {
+        String v = fieldText(fields, name);
+        return v == null ? -1 : Long.parseLong(v);
+    }
+
+    /** {@code " name=100.00"} as 10000 (hundredths), or -1 when absent. */
+    private static long hundredths(CharSequence fields, String name) {
+        String v = fieldText(fields, name);
+        if (v == null) return -1;
+        int dot = v.indexOf('.');
+        return dot < 0 ? Long.parseLong(v) * 100 : Long.parseLong(v.substring(0, dot)) * 100 + Long.parseLong(v.substring(dot + 1));
+    }
+
+    private static String fieldText(CharSequence fields, String name) {
+        for (String token : fields.toString().strip().split(" ")) {
+            if (token.startsWith(name) && token.length() > name.length() && token.charAt(name.length()) == '=') {
+                return token.substring(name.length() + 1);
+            }
+        }
+        return null;
+    }
+
+    /** The device table and which exports and namespaces lead to which device and group. */
+    private void devices(List<MetricSnapshot> out) {
+        InfoSnapshot.Builder devices = InfoSnapshot.builder().name("iotarget_device").help("one per device: its MAJ:MIN, backend name and type");
+        for (Device d : engine.devices()) {
+            devices.dataPoint(info(Labels.of("device", d.number().toString(), "name", d.name(), "type", engine.backend(d).kind())));
+        }
+        out.add(devices.build());
+        InfoSnapshot.Builder exports = InfoSnapshot.builder().name("iotarget_export")
+                .help("one per enabled NBD export: the device it serves and the group its IO is charged to");
+        ConfigTree nbdTree = nbd.tree();
+        for (String name : entries(nbdTree, "exports")) {
+            String dir = "exports/" + name + "/";
+            String[] v = attributes(nbdTree, dir, "enable", "backend", "cgroup");
+            String device = v == null || !v[0].equals("1") ? null : number(v[1]);
+            if (device != null) exports.dataPoint(info(Labels.of("export", name, "device", device, "group", v[2])));
+        }
+        out.add(exports.build());
+        InfoSnapshot.Builder namespaces = InfoSnapshot.builder().name("iotarget_nvmet_namespace")
+                .help("one per enabled NVMe namespace: the device it serves and the group its IO is charged to");
+        ConfigTree nvmet = nvme.tree();
+        for (String nqn : entries(nvmet, "subsystems")) {
+            for (String nsid : entries(nvmet, "subsystems/" + nqn + "/namespaces")) {
+                String dir = "subsystems/" + nqn + "/namespaces/" + nsid + "/";
+                String[] v = attributes(nvmet, dir, "enable", "device_path", "cgroup");
+                String device = v == null || !v[0].equals("1") ? null : number(v[1]);
+                if (device == null) continue;
+                String group = v[2].isEmpty() ? "/" : v[2];          // no group: the root pays
+                namespaces.dataPoint(info(Labels.of("subsystem", nqn, "nsid", nsid, "device", device, "group", group)));
+            }
+        }
+        out.add(namespaces.build());
+    }
+
+    private static InfoDataPointSnapshot info(Labels labels) {
+        return InfoDataPointSnapshot.builder().labels(labels).build();
+    }
+
+    /** A directory's entries without the trailing '/'; none when it is gone. */
+    private static List<String> entries(ConfigTree tree, String dir) {
+        try {
+            return tree.list(dir).stream().map(e -> e.endsWith("/") ? e.substring(0, e.length() - 1) : e).toList();
+        } catch (ControlException e) {
+            return List.of();
+        }
+    }
+
+    /** The stripped values of {@code names} in {@code dir}, or null when the entry went away meanwhile. */
+    private static String[] attributes(ConfigTree tree, String dir, String... names) {
+        String[] values = new String[names.length];
+        try {
+            for (int i = 0; i < names.length; i++) values[i] = tree.read(dir + names[i]).strip();
+        } catch (ControlException e) {
+            return null;
+        }
+        return values;
+    }
+
+    /** MAJ:MIN of the engine device named {@code name}, or null. */
+    private String number(String name) {
+        Device d = engine.device(name);
+        return d == null ? null : d.number().toString();
+    }
+
+    /** The buffer pool as a whole, and the accounts of the groups exports and namespaces are bound to. */
+    private void buffers(List<MetricSnapshot> out) {
+        BufferPool pool = engine.buffers();
+        out.add(gauge("iotarget_buffer_capacity_bytes", "most the data buffer pool may hold (server.buffer_memory)", pool.capacityBytes()));
+        out.add(gauge("iotarget_buffer_in_use_bytes", "data buffers held by requests now, in size-class bytes", pool.inUseBytes()));
+        out.add(gauge("iotarget_buffer_resident_bytes", "data buffer memory mapped now: in use plus cached free", pool.residentBytes()));
+        for (BufferCounter c : BufferCounter.values()) {
+            out.add(counter("iotarget_buffer_" + c.label(), c.doc())
+                    .dataPoint(CounterDataPointSnapshot.builder().value(pool.counter(c)).build()).build());
+        }
+        GaugeSnapshot.Builder inUse = GaugeSnapshot.builder().name("iotarget_buffer_group_in_use_bytes")
+                .help("data buffers held by the group's requests now").unit(Unit.BYTES);
+        GaugeSnapshot.Builder share = GaugeSnapshot.builder().name("iotarget_buffer_group_share_bytes")
+                .help("most the group's requests may hold at once (server.buffer_share)").unit(Unit.BYTES);
+        GaugeSnapshot.Builder waiters = GaugeSnapshot.builder().name("iotarget_buffer_group_waiters")
+                .help("the group's takes waiting for room now");
+        List<Group> bound = new ArrayList<>();
+        engine.controller().walk(g -> {
+            if (g.members() > 0) bound.add(g);
+        });
+        for (Group g : bound) {
+            BufferAccount account = pool.account(g);
+            Labels labels = Labels.of("group", g.path());
+            inUse.dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(account.inUseBytes()).build());
+            share.dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(account.shareBytes()).build());
+            waiters.dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(account.waiting()).build());
+        }
+        out.add(inUse.build());
+        out.add(share.build());
+        out.add(waiters.build());
+    }
+
+    /** Connections per front end, and the failures the server survived. */
+    private void frontEnds(List<MetricSnapshot> out) {
+        out.add(GaugeSnapshot.builder().name("iotarget_connections").help("TCP connections open now, by front end")
+                .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("frontend", "nbd")).value(nbd.connectionCount()).build())
+                .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("frontend", "nvme")).value(nvme.connectionCount()).build())
+                .build());
+        out.add(total("iotarget_transport_unexpected_failures",
+                "connections ended by a failure that was not the peer's doing (a handler that threw, out of memory); both front ends",
+                nbd.unexpectedErrors()));
+        out.add(total("iotarget_nvmet_out_of_memory_refusals", "NVMe commands failed with Internal Error for want of memory", nvme.outOfMemoryRefusals()));
+        out.add(total("iotarget_nvmet_timer_failures", "failures the NVMe keep-alive and authentication timer survived", nvme.unexpectedErrors()));
+        out.add(total("iotarget_engine_unexpected_errors", "failures the engine's releaser thread survived", engine.unexpectedErrors()));
+    }
+
+    private static CounterSnapshot.Builder counter(String name, String help) {
+        return CounterSnapshot.builder().name(name).help(help);
+    }
+
+    private static CounterSnapshot total(String name, String help, long value) {
+        return counter(name, help).dataPoint(CounterDataPointSnapshot.builder().value(value).build()).build();
+    }
+
+    private static GaugeSnapshot gauge(String name, String help, long bytes) {
+        return GaugeSnapshot.builder().name(name).help(help).unit(Unit.BYTES)
+                .dataPoint(GaugeDataPointSnapshot.builder().value(bytes).build()).build();
+    }
+}

@@ -1,0 +1,123 @@
+package io.iotarget.control;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Tools;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code iotarget help} and {@code iotarget ls -l}: the CLI tells what it does and what each tenant is doing. */
+class LongListingTest {
+    private Server server;
+    private String control;
+    @TempDir
+    Path tokens;
+
+    @BeforeEach
+    void start() throws Exception {
+        server = Server.start(new ObjectMapper().readTree("""
+                { "server": { "control": "127.0.0.1:0", "nbd": "127.0.0.1:0" },
+                  "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
+                  "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
+                                           "a": { "io.max": "default riops=2000 wbps=104857600", "io.weight": "default 300" },
+                                           "b": {} } },
+                  "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 } } } }"""), tokens);
+        control = ControlEndpoint.hostPort(server.controlAddress());
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+    }
+
+    private record Result(int code, String out, String err) {
+    }
+
+    private Result cli(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        String[] full = new String[args.length + 2];
+        full[0] = "--control";
+        full[1] = control;
+        System.arraycopy(args, 0, full, 2, args.length);
+        int code = Main.run(full, Map.of("IOTARGET_RUNTIME_DIR", tokens.toString()), new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldShowLimitsAndLiveRatesOfEachGroup() throws Exception {
+        Tools.require("fio", "/usr/bin/fio");
+        String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/a";
+        Process fio = new ProcessBuilder("fio", "--name=ls", "--ioengine=nbd", "--uri=" + uri, "--rw=randread", "--bs=4k",
+                "--iodepth=8", "--size=16M", "--time_based", "--runtime=4", "--output-format=terse")
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            Thread.sleep(1_000);                                     // past fio's start-up
+            Result r = cli("ls", "-l", "tenants");
+            assertEquals(0, r.code, r.err);
+            List<String> lines = r.out.lines().toList();
+            assertEquals(List.of("GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "IO.MAX"), List.of(lines.get(0).split(" +")));
+            String[] tenants = lines.get(1).split(" +", 8);
+            String[] a = lines.get(2).split(" +", 8);
+            String[] b = lines.get(3).split(" +", 8);
+            assertEquals(4, lines.size(), r.out);
+            assertEquals(List.of("tenants", "259:0"), List.of(tenants).subList(0, 2), r.out);
+            assertEquals(List.of("tenants/a", "259:0"), List.of(a).subList(0, 2), r.out);
+            long riops = Long.parseLong(a[2]);
+            assertTrue(riops >= 1500 && riops <= 2100, "io.max riops=2000 holds a near 2000 reads/s: " + r.out);
+            assertEquals("0", a[3], r.out);
+            assertTrue(a[4].endsWith("M") && Double.parseDouble(a[4].replace("M", "")) >= 5.8
+                       && Double.parseDouble(a[4].replace("M", "")) <= 8.3, "2000 × 4 KiB/s is 7.8M: " + r.out);
+            assertEquals(List.of("300", "wbps=104857600 riops=2000"), List.of(a).subList(6, 8), "io.max in its own order: " + r.out);
+            assertEquals(List.of("100", "-"), List.of(tenants).subList(6, 8), "defaults: " + r.out);
+            assertTrue(Math.abs(Long.parseLong(tenants[2]) - riops) <= riops / 10, "the parent counts its child's IO: " + r.out);
+            assertEquals(List.of("tenants/b", "-", "-", "-", "-", "-", "100", "-"), List.of(b), "b has done nothing yet: " + r.out);
+        } finally {
+            assertEquals(0, fio.waitFor());
+        }
+    }
+
+    @Test
+    void shouldShowAttributesWithTheirValuesElsewhere() {
+        Result r = cli("ls", "-l", "/nbd/exports/a");
+        assertEquals(0, r.code, r.err);
+        assertTrue(r.out.lines().anyMatch(l -> l.matches("backend +default")), r.out);
+        assertTrue(r.out.lines().anyMatch(l -> l.matches("cgroup +/tenants/a")), r.out);
+        assertTrue(r.out.lines().anyMatch(l -> l.matches("enable +1")), r.out);
+        Result missing = cli("ls", "-l", "tenants/nope");
+        assertEquals(1, missing.code);
+        assertEquals("iotarget: ls -l tenants/nope: No such file or directory (ENOENT): no group tenants/nope\n", missing.err);
+    }
+
+    @Test
+    void shouldTellEveryCommand() {
+        Result list = cli("help");
+        assertEquals(0, list.code);
+        for (String command : List.of("read PATH", "write PATH VALUE", "mkdir PATH", "rmdir PATH", "ls [-l] [PATH]", "ln TARGET LINK",
+                "unlink LINK", "devices", "help [COMMAND]")) {
+            assertTrue(list.out.contains("\n  " + command + " "), command + " in\n" + list.out);
+        }
+        Result ls = cli("help", "ls");
+        assertEquals(0, ls.code);
+        assertTrue(ls.out.startsWith("usage: iotarget ls [-l] [PATH]\n"), ls.out);
+        assertTrue(ls.out.contains("iotarget ls -l tenants"), ls.out);
+        Result serve = cli("help", "serve");
+        assertTrue(serve.out.startsWith("usage: iotarget serve [--config FILE]\n"), serve.out);
+        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, help)\n"),
+                cli("help", "frobnicate"));
+        assertEquals(new Result(2, "", "usage: iotarget ln TARGET LINK   (iotarget help ln tells more)\n"), cli("ln", "x"));
+    }
+}
