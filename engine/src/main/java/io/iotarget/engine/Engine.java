@@ -166,7 +166,7 @@ public final class Engine implements AutoCloseable {
         int alignment = backend.needsAlignedIo() ? backend.logicalBlockSize() : 1;
         Device device = new Device(index, number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
         DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Hooks(), ioEngine, clock);
-        controller.registerDevice(device);
+        controller.registerDevice(device, queueDepth);
         DispatchQueue[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
         next[index] = queue;
         queues = next;
