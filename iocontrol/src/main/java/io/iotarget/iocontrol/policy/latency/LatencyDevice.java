@@ -299,7 +299,7 @@ final class LatencyDevice implements DevicePolicy {
     }
 
     /**
-     * blkcg_scale_delay: at most once a second, the delay charged in the last second is
+     * blkcg_scale_delay: at most once a second, what was owed at the previous such point is
      * forgiven (at least half of it when the group was unthrottled meanwhile).
      */
     private static void decayDelay(LatencyGroup g, long nowNs) {

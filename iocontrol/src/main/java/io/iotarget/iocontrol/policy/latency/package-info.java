@@ -46,9 +46,9 @@
  * A step down that finds the depth at 1 counts {@code use_delay} up instead (a step up counts
  * it down first). Metadata a throttled group completes under its target is owed as delay
  * (target − latency). While {@code use_delay} is non-zero, each completion of the group is
- * held back from its issuer for the delay owed on its way to the root, at most 250 ms; once a
- * second the delay charged in the second before is forgiven (half of it at least when
- * {@code use_delay} went down). The kernel delays the issuing task on its way back to user
+ * held back from its issuer for the delay owed on its way to the root, at most 250 ms. Once a
+ * second, what was already owed at the previous such point is forgiven (at least half of it
+ * when {@code use_delay} went down meanwhile), so delay lasts one to two seconds. The kernel delays the issuing task on its way back to user
  * space; here the engine holds the completion, which a tenant at a fixed queue depth feels as
  * the same pause (see docs/decisions.md).
  *
