@@ -368,7 +368,7 @@ public final class Engine implements AutoCloseable {
             io.completeNs(now);
             io.status(status);
             long holdNs = controller.complete(io, now, Engine.this::dispatchReleased);
-            if (holdNs <= 0) {
+            if (holdNs <= 0 || io.callback().delayIssuer(io, holdNs)) {
                 io.callback().complete(io);
                 return;
             }
