@@ -49,8 +49,11 @@
  * held back from its issuer for the delay owed on its way to the root, at most 250 ms. Once a
  * second, what was already owed at the previous such point is forgiven (at least half of it
  * when {@code use_delay} went down meanwhile), so delay lasts one to two seconds. The kernel delays the issuing task on its way back to user
- * space; here the engine holds the completion, which a tenant at a fixed queue depth feels as
- * the same pause (see docs/decisions.md).
+ * space; here the tenant's queue that issued the request (an NBD connection, an NVMe/TCP IO
+ * queue) takes no new command for the delay ({@code IoCallback.delayIssuer}), and where the
+ * issuer cannot pause (the embedded API) the engine holds the completion instead (see
+ * docs/decisions.md). The front ends send no metadata, so a tenant over NBD or NVMe/TCP is
+ * held by its depth alone, as a kernel group that only issues its own IO is.
  *
  * <h2>6. Worked example</h2>
  * qd 256, {@code a} target=2000 (window 100 ms), its sibling {@code b} without a target with
