@@ -325,6 +325,10 @@ public final class IoController {
         try {
             long now = lockTime(dc, nowNs);
             cancelled = stage < dc.policies.length && dc.policies[stage].cancel(io, dg, now, dc.resumers[stage]);
+            // The stages before it passed it on: it will never complete there either (rq_qos_cleanup).
+            for (int i = 0; cancelled && i < stage; i++) {
+                if ((stages & dc.trackingStages & (1 << i)) != 0) dc.policies[i].cleanup(io, dg, now, dc.resumers[i]);
+            }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
                 dc.ready.clear();

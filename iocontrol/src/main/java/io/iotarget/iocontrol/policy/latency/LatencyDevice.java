@@ -376,6 +376,15 @@ final class LatencyDevice implements DevicePolicy {
         return false;
     }
 
+    /** A later stage dropped a request that holds a slot at every level: the slots come back. */
+    @Override
+    public void cleanup(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+        for (LatencyGroup g = state(dg); !g.isRoot(); g = g.parent) {
+            g.inflight--;
+            wake(g, nowNs, resumer);
+        }
+    }
+
     /** pd_offline: as writing target=max; what waits here climbs on at once. */
     @Override
     public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {

@@ -240,6 +240,21 @@ class LatencyPolicyTest {
     }
 
     @Test
+    void shouldGiveBackTheSlotsOfARequestCancelledWhileIocostHeldIt() throws ControlException {
+        controller.write("io.cost.model", "259:0 ctrl=user model=linear rbps=1048576 rseqiops=256 rrandiops=256"
+                                          + " wbps=1048576 wseqiops=256 wrandiops=256");
+        controller.write("io.cost.qos", "259:0 enable=1");
+        List<IoRequest> sent = new ArrayList<>();
+        for (int i = 0; i < 20; i++) sent.add(submit(b, 0));
+        IoRequest heldByCost = sent.getLast();
+        assertFalse(dispatched.contains(heldByCost), "over iocost's budget");
+        LatencyGroup state = (LatencyGroup) b.deviceGroup(dev.index()).policyState(1);
+        assertEquals(20, state.inflight, "io.latency passed all 20 on");
+        assertTrue(controller.cancel(heldByCost, clock.nanoTime(), dispatched::add));
+        assertEquals(19, state.inflight, "the cancelled request's slot is back");
+    }
+
+    @Test
     void shouldReadAndWriteTheFileAsLinux() throws ControlException {
         assertEquals("259:0 target=2000\n", controller.read("a/io.latency"));
         assertEquals("", controller.read("b/io.latency"));
