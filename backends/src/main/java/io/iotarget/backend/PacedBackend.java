@@ -83,6 +83,12 @@ public final class PacedBackend extends ForwardingBackend {
         return false;
     }
 
+    /** Never shares, whatever the wrapped backend does: a read needs a buffer of its own. */
+    @Override
+    public boolean sharesReads() {
+        return false;
+    }
+
     @Override
     public void write(long offset, ByteBuffer src, boolean fua) throws IOException {
         occupy(src.remaining());

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class PacedBackendTest {
@@ -38,6 +39,14 @@ class PacedBackendTest {
         for (Thread t : threads) t.join();
         long elapsedMs = (System.nanoTime() - start) / 1_000_000;
         assertTrue(elapsedMs >= 100, "elapsed " + elapsedMs + " ms");
+    }
+
+    @Test
+    void shouldNeverShareReadsEvenOverABackendThatDoes() {
+        // A front end that trusts sharesReads sends no buffer, and every read would fail in read().
+        NullBackend inner = new NullBackend(1 << 20, 512, false);
+        assertTrue(inner.sharesReads());
+        assertFalse(new PacedBackend(inner, 0, 1L << 30).sharesReads());
     }
 
     @Test

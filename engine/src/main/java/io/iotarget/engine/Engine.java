@@ -182,7 +182,7 @@ public final class Engine implements AutoCloseable {
         int alignment = backend.needsAlignedIo() ? backend.logicalBlockSize() : 1;
         Device device = new Device(index, number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
         DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Hooks(), ioEngine, clock);
-        controller.registerDevice(device);
+        controller.registerDevice(device, queueDepth);
         DispatchQueue[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
         next[index] = queue;
         queues = next;
@@ -401,7 +401,7 @@ public final class Engine implements AutoCloseable {
             io.completeNs(now);
             io.status(status);
             long holdNs = controller.complete(io, now, Engine.this::dispatchReleased);
-            if (holdNs <= 0) {
+            if (holdNs <= 0 || io.callback().delayIssuer(io, holdNs)) {
                 io.callback().complete(io);
                 return;
             }

@@ -14,7 +14,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * and the requests they released that still have to be handed to dispatch.
  */
 public final class DeviceControl {
+    /** Queue depth of a device registered without one: the engine's default. */
+    public static final int DEFAULT_QUEUE_DEPTH = 256;
+
     private final Device device;
+    private final int queueDepth;
     final ReentrantLock lock = new ReentrantLock();
     final DevicePolicy[] policies;
     final Resumer[] resumers;
@@ -31,14 +35,20 @@ public final class DeviceControl {
     int trackingStages;
     DeviceGroup root;
 
-    DeviceControl(Device device, int policyCount) {
+    DeviceControl(Device device, int queueDepth, int policyCount) {
         this.device = device;
+        this.queueDepth = queueDepth;
         this.policies = new DevicePolicy[policyCount];
         this.resumers = new Resumer[policyCount];
     }
 
     public Device device() {
         return device;
+    }
+
+    /** Requests the device's dispatch queue runs at once: the kernel's {@code nr_requests}, which io.latency scales by. */
+    public int queueDepth() {
+        return queueDepth;
     }
 
     /** The root group's state on this device (whole-device io.stat). */

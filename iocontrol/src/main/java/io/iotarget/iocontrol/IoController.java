@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.latency.LatencyPolicy;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.StatFlusher;
@@ -60,13 +61,13 @@ public final class IoController {
     private volatile ReleaseSignal signal = ReleaseSignal.NONE;
 
     /**
-     * A controller with the standard chain: throttle (io.max), then cost (io.weight).
+     * A controller with the standard chain: throttle (io.max), latency (io.latency), cost (io.weight).
      *
      * @param clock read only by configuration changes (a new limit starts a new slice "now");
      *              the IO path takes its time as an argument
      */
     public IoController(Clock clock) {
-        this(clock, List.of(ThrottlePolicy::new, CostPolicy::new));
+        this(clock, List.of(ThrottlePolicy::new, LatencyPolicy::new, CostPolicy::new));
     }
 
     public IoController(Clock clock, List<PolicyFactory> chain) {
@@ -101,8 +102,18 @@ public final class IoController {
 
     // ---------------------------------------------------------------- devices
 
-    /** Makes a device known: creates its policy instances and the root group's state on it. */
+    /** Makes a device of {@link DeviceControl#DEFAULT_QUEUE_DEPTH} known. */
     public DeviceControl registerDevice(Device device) {
+        return registerDevice(device, DeviceControl.DEFAULT_QUEUE_DEPTH);
+    }
+
+    /**
+     * Makes a device known: creates its policy instances and the root group's state on it.
+     *
+     * @param queueDepth requests its dispatch queue runs at once, &gt; 0
+     */
+    public DeviceControl registerDevice(Device device, int queueDepth) {
+        if (queueDepth <= 0) throw new IllegalArgumentException("queueDepth " + queueDepth + " (expected: > 0)");
         treeLock.lock();
         try {
             DeviceControl[] current = devices;
@@ -115,7 +126,7 @@ public final class IoController {
                     throw new IllegalStateException("device " + device.name() + " (" + device.number() + ") already registered");
                 }
             }
-            DeviceControl dc = new DeviceControl(device, policies.size());
+            DeviceControl dc = new DeviceControl(device, queueDepth, policies.size());
             for (int i = 0; i < policies.size(); i++) {
                 int stage = i;
                 dc.policies[i] = policies.get(i).attach(dc);
@@ -315,6 +326,10 @@ public final class IoController {
         try {
             long now = lockTime(dc, nowNs);
             cancelled = stage < dc.policies.length && dc.policies[stage].cancel(io, dg, now, dc.resumers[stage]);
+            // The stages before it passed it on: it will never complete there either (rq_qos_cleanup).
+            for (int i = 0; cancelled && i < stage; i++) {
+                if ((stages & dc.trackingStages & (1 << i)) != 0) dc.policies[i].cleanup(io, dg, now, dc.resumers[i]);
+            }
             if (!dc.ready.isEmpty()) {
                 released = new ArrayList<>(dc.ready);
                 dc.ready.clear();

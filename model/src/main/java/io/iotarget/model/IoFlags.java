@@ -13,9 +13,9 @@ public final class IoFlags {
     /** Someone waits for this request. */
     public static final int SYNC = 1 << 2;
     /**
-     * Metadata: like the kernel's {@code bio_issue_as_root_blkg}, never waits in io.max or
-     * iocost (queued behind its group's data it would invert priorities); its cost is charged
-     * anyway — as iocost debt — and later requests of the group pay for it.
+     * Metadata: like the kernel's {@code bio_issue_as_root_blkg}, never waits in io.max,
+     * io.latency or iocost (queued behind its group's data it would invert priorities); its
+     * cost is charged anyway — as iocost debt, as io.latency delay — and the group pays later.
      */
     public static final int META = 1 << 3;
     /** Write-zeroes must leave the range allocated (NBD_CMD_FLAG_NO_HOLE, NVMe without DEAC). */

@@ -40,6 +40,7 @@ public final class IoRequest {
     // Owned by the controller's policies between submission and completion.
     private int policyFlags;
     private long policyCost;
+    private long policyStartNs;
     private Object policyGroup;
 
     /**
@@ -125,6 +126,7 @@ public final class IoRequest {
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;
         policyCost = 0;
+        policyStartNs = 0;
         policyGroup = null;
     }
 
@@ -240,6 +242,18 @@ public final class IoRequest {
 
     public void policyCost(long policyCost) {
         this.policyCost = policyCost;
+    }
+
+    /**
+     * A policy's per-request time (engine clock, ns): io.latency's start, the kernel's
+     * {@code bio_issue} stamp, taken when the request is past io.max. Controller only.
+     */
+    public long policyStartNs() {
+        return policyStartNs;
+    }
+
+    public void policyStartNs(long nowNs) {
+        this.policyStartNs = nowNs;
     }
 
     /**

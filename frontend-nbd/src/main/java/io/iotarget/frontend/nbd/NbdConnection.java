@@ -81,6 +81,9 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     /** No more requests are taken: DISC, end of stream, shutdown. */
     private boolean ending;
     private boolean pausedForCommands;
+    /** Input is paused for the tenant's issuer delay until {@link #delayedUntilNs} (System.nanoTime). */
+    private boolean delayed;
+    private long delayedUntilNs;
     /** The export group's share of the buffer pool. */
     private BufferAccount buffers;
     /** Input is paused until {@link #bufferWaiter} is served. */
@@ -145,6 +148,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         try {
             int events = 0;
             while (!ending) {
+                if (delayed && decoder.atHeader()) break;          // the rest waits for the delay's end
                 if (inFlight >= MAX_IN_FLIGHT && decoder.atHeader()) {
                     pausedForCommands = true;
                     connection.pauseInput();
@@ -302,7 +306,42 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     }
 
     private void resumeIfReady() {
-        if (!waitingForBuffer && !pausedForCommands) connection.resumeInput();
+        if (!waitingForBuffer && !pausedForCommands && !delayed) connection.resumeInput();
+    }
+
+    /**
+     * Engine callback, any thread: the export group owes an issuer delay (io.latency, iocost),
+     * so this connection reads no further command for {@code delayNs}; the reply goes out now.
+     */
+    @Override
+    public boolean delayIssuer(IoRequest io, long delayNs) {
+        long untilNs = System.nanoTime() + delayNs;
+        connection.loop().execute(() -> delayInput(untilNs));
+        return true;
+    }
+
+    /** Pauses input until {@code untilNs} (a later delay extends it). Loop thread. */
+    private void delayInput(long untilNs) {
+        if (ending || phase != Phase.TRANSMITTING) return;
+        if (delayed) {
+            if (untilNs - delayedUntilNs > 0) delayedUntilNs = untilNs;
+            return;
+        }
+        delayed = true;
+        delayedUntilNs = untilNs;
+        connection.pauseInput();
+        connection.loop().schedule(untilNs - System.nanoTime(), this::delayOver);
+    }
+
+    /** The delay's timer (loop thread): resumes, or waits on if the delay was extended. */
+    private void delayOver() {
+        long leftNs = delayedUntilNs - System.nanoTime();
+        if (leftNs > 0 && !ending) {
+            connection.loop().schedule(leftNs, this::delayOver);
+            return;
+        }
+        delayed = false;
+        if (!ending) resumeIfReady();
     }
 
     /** No request will take the buffer being waited for or reserved. */

@@ -129,6 +129,11 @@ public final class NbdServer implements AutoCloseable {
         return transport.unexpectedFailures();
     }
 
+    /** The open connections (tests). */
+    java.util.Set<NbdConnection> connections() {
+        return java.util.Collections.unmodifiableSet(connections);
+    }
+
     /** A connection ended. */
     void closed(NbdConnection connection) {
         connections.remove(connection);

@@ -250,6 +250,13 @@ final class CommandSlot implements IoCallback {
         return io.isDataLater() ? io : null;
     }
 
+    /** Engine callback, any thread: the queue stops taking commands for the delay; the response goes out now. */
+    @Override
+    public boolean delayIssuer(IoRequest io, long delayNs) {
+        connection.delayInput(delayNs);
+        return true;
+    }
+
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */
     @Override
     public void complete(IoRequest io) {

@@ -86,6 +86,9 @@ final class Connection implements PduHandler, ConnectionHandler {
     private boolean terminating;
     /** The slot whose in-capsule data the decoder holds back until the pool serves its buffer. */
     private CommandSlot held;
+    /** Input is paused for the tenant's issuer delay until {@link #delayedUntilNs} (System.nanoTime). */
+    private boolean delayed;
+    private long delayedUntilNs;
 
     // Fixed by Connect on the loop; read by other queues and the admin queue.
     private volatile QueueAuthentication authentication;
@@ -322,7 +325,7 @@ final class Connection implements PduHandler, ConnectionHandler {
         if (slot == held) {
             held = null;
             decoder.resume(data);
-            socket.resumeInput();
+            if (!delayed) socket.resumeInput();
         } else if (slot.awaitingData) {
             slot.event = CommandSlot.EVENT_R2T;
             queue(slot);
@@ -573,6 +576,37 @@ final class Connection implements PduHandler, ConnectionHandler {
             }
         }
         held = null;
+    }
+
+    /**
+     * A command's namespace group owes an issuer delay (io.latency, iocost; any thread): this
+     * queue reads nothing more from the socket for {@code delayNs}. What was already read is
+     * still decoded, so up to one read's worth of commands may follow.
+     */
+    void delayInput(long delayNs) {
+        long untilNs = System.nanoTime() + delayNs;
+        socket.loop().execute(() -> {
+            if (socket.isClosed() || terminating) return;
+            if (delayed) {
+                if (untilNs - delayedUntilNs > 0) delayedUntilNs = untilNs;
+                return;
+            }
+            delayed = true;
+            delayedUntilNs = untilNs;
+            socket.pauseInput();
+            socket.loop().schedule(untilNs - System.nanoTime(), this::delayOver);
+        });
+    }
+
+    /** The delay's timer (loop thread): resumes, or waits on if the delay was extended. */
+    private void delayOver() {
+        long leftNs = delayedUntilNs - System.nanoTime();
+        if (leftNs > 0 && !socket.isClosed()) {
+            socket.loop().schedule(leftNs, this::delayOver);
+            return;
+        }
+        delayed = false;
+        if (held == null && !socket.isClosed()) socket.resumeInput();
     }
 
     /** Withdraws the slot's buffer wait; if it was already served, the buffer arrives on the loop and goes back. */

@@ -70,6 +70,14 @@ public interface DevicePolicy {
         return false;
     }
 
+    /**
+     * A request this policy passed on was cancelled at a later stage: it will never be issued
+     * nor complete, and whatever this policy holds for it must be given back (the kernel's
+     * {@code rq_qos_cleanup}). Called only when {@link #tracksCompletions} is true.
+     */
+    default void cleanup(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    }
+
     /** The group was removed: nothing it parked may wait any longer. */
     void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer);
 

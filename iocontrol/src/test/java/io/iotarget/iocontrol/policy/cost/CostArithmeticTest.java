@@ -48,7 +48,7 @@ class CostArithmeticTest {
         controller.write("cgroup.subtree_control", "+io");
         controller.write("io.cost.model", MODEL);
         controller.write("io.cost.qos", "259:0 enable=1");
-        cost = ((CostPolicy) controller.policies().get(1)).device(dc);
+        cost = ((CostPolicy) controller.policies().stream().filter(p -> p instanceof CostPolicy).findFirst().orElseThrow()).device(dc);
     }
 
     private Group group(String path, int weight) throws ControlException {

@@ -68,7 +68,7 @@ class CostFilesTest {
         controller.write("a/io.weight", "default 50");
         controller.write("a/io.weight", "259:0 default");
         assertEquals("default 50\n", controller.read("a/io.weight"));
-        CostPolicy policy = (CostPolicy) controller.policies().get(1);
+        CostPolicy policy = (CostPolicy) controller.policies().stream().filter(p -> p instanceof CostPolicy).findFirst().orElseThrow();
         var dc = controller.deviceControl(0);
         assertEquals(50 * CostTunables.WEIGHT_ONE, policy.device(dc).state(controller.group("a").deviceGroup(0)).weight,
                 "the override's removal falls back to the default");

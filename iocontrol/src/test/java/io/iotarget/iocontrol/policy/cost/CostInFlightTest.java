@@ -30,7 +30,7 @@ class CostInFlightTest {
         controller = new IoController(clock);
         dc = controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "d0", 1L << 40, 512, false, 1));
         controller.write("io.cost.qos", "259:0 enable=1");
-        cost = ((CostPolicy) controller.policies().get(1)).device(dc);
+        cost = ((CostPolicy) controller.policies().stream().filter(p -> p instanceof CostPolicy).findFirst().orElseThrow()).device(dc);
     }
 
     private IoRequest write(Group g) {

@@ -1,0 +1,61 @@
+package io.iotarget.iocontrol.policy.latency;
+
+import io.iotarget.iocontrol.DeviceControl;
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.cost.CostPolicy;
+
+import java.util.List;
+
+/**
+ * io.latency (see the package documentation). Any thread; the per-device work is in
+ * {@link LatencyDevice}.
+ */
+public final class LatencyPolicy implements IoPolicy {
+    private final IoController controller;
+    private final int index;
+    private final boolean rotational;
+    private final boolean debugStats;
+
+    /**
+     * The standard policy: devices are non-rotational (iotarget's backends are memory, files
+     * and flash; the mean rule is for disks that seek), debug statistics as the
+     * {@value CostPolicy#DEBUG_STATS_PROPERTY} system property says.
+     */
+    public LatencyPolicy(IoController controller, int index) {
+        this(controller, index, false, Boolean.getBoolean(CostPolicy.DEBUG_STATS_PROPERTY));
+    }
+
+    /**
+     * @param rotational judge windows by their mean latency (the kernel's rule for rotational
+     *                   devices) instead of the share of IOs that reached the target
+     * @param debugStats add io.latency's fields to io.stat
+     */
+    public LatencyPolicy(IoController controller, int index, boolean rotational, boolean debugStats) {
+        this.controller = controller;
+        this.index = index;
+        this.rotational = rotational;
+        this.debugStats = debugStats;
+    }
+
+    @Override
+    public String name() {
+        return "latency";
+    }
+
+    @Override
+    public List<InterfaceFile> files() {
+        return List.of(new IoLatencyFile(controller, this));
+    }
+
+    @Override
+    public DevicePolicy attach(DeviceControl device) {
+        return new LatencyDevice(index, device.queueDepth(), rotational, debugStats);
+    }
+
+    int index() {
+        return index;
+    }
+}
