@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceControl;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.InterfaceFile;
