@@ -3,6 +3,7 @@ package io.iotarget.engine;
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
+import io.iotarget.dispatch.DispatchCounter;
 import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
@@ -11,6 +12,7 @@ import io.iotarget.iocontrol.chain.DeviceRegistry;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.CountedErrorHandler;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
@@ -204,6 +206,15 @@ public final class Engine implements AutoCloseable {
     public Backend backend(Device device) {
         DispatchQueue q = queue(device);
         return q == null ? null : q.backend();
+    }
+
+    /**
+     * The device's dispatch counters (backend errors, aborted requests, queue depths), or null
+     * when it was removed; the policies' counters are {@code controller().policyCounters(device)}.
+     */
+    public Counters<DispatchCounter> dispatchCounters(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? null : q.counters();
     }
 
     private DispatchQueue queue(Device device) {

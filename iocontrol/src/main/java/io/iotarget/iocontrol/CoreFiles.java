@@ -157,6 +157,7 @@ final class CoreFiles {
      * returns at once, without flushing (seed 004).
      */
     private static final class IoStat extends InterfaceFile {
+        private static final StatField[] FIELDS = StatField.values();
         private final GroupTree tree;
 
         IoStat(GroupTree tree) {
@@ -176,13 +177,12 @@ final class CoreFiles {
                 for (DeviceGroup dg : pairs) {
                     var s = dg.stats();
                     sb.append(dg.device().device().number()).append(' ');
-                    long rbytes = s.total(StatField.RBYTES), wbytes = s.total(StatField.WBYTES);
-                    long rios = s.total(StatField.RIOS), wios = s.total(StatField.WIOS);
-                    if ((rbytes | wbytes | rios | wios) != 0) {
-                        sb.append("rbytes=").append(rbytes).append(" wbytes=").append(wbytes)
-                          .append(" rios=").append(rios).append(" wios=").append(wios)
-                          .append(" dbytes=").append(s.total(StatField.DBYTES))
-                          .append(" dios=").append(s.total(StatField.DIOS));
+                    // As the kernel: all six, or none when nothing was read or written (discards alone do not show).
+                    if ((s.total(StatField.RBYTES) | s.total(StatField.WBYTES) | s.total(StatField.RIOS) | s.total(StatField.WIOS)) != 0) {
+                        for (StatField f : FIELDS) {
+                            if (f != FIELDS[0]) sb.append(' ');
+                            sb.append(f.label()).append('=').append(s.total(f));
+                        }
                     }
                     for (int i = 0; i < dg.device().policyCount(); i++) dg.device().policy(i).appendStat(dg, sb);
                     sb.append('\n');

@@ -9,11 +9,14 @@ import io.iotarget.iocontrol.policy.cost.CostPolicy;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
@@ -155,6 +158,22 @@ public final class IoController {
      */
     public DeviceControl findDevice(String key) throws ControlException {
         return registry.find(key);
+    }
+
+    /**
+     * The counters the policies keep on the device, by policy name ({@code "throttle"} →
+     * {@code ThrottleCounter}); policies that keep none are left out, and so is a device that is
+     * not registered. Any thread.
+     */
+    public Map<String, Counters<?>> policyCounters(Device device) {
+        Map<String, Counters<?>> byPolicy = new LinkedHashMap<>();
+        DeviceControl dc = registry.control(device.index());
+        if (dc == null || dc.device() != device) return byPolicy;
+        for (int i = 0; i < dc.policyCount(); i++) {
+            Counters<?> counters = dc.policy(i).counters();
+            if (counters != null) byPolicy.put(chain.policies().get(i).name(), counters);
+        }
+        return byPolicy;
     }
 
     // ---------------------------------------------------------------- IO path

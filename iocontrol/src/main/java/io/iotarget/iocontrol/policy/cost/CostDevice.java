@@ -1034,7 +1034,7 @@ final class CostDevice implements DevicePolicy {
         line.append(value);
     }
 
-    /** The configured period, µs (for tests and the debug view). */
+    /** The configured period, µs (for tests). */
     long periodUs() {
         return periodUs;
     }
