@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy;
 
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 
 import java.util.List;
