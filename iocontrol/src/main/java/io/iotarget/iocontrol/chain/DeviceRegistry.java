@@ -27,18 +27,21 @@ import java.util.List;
 public final class DeviceRegistry<Q> {
     /** One registered device. */
     static final class Entry<Q> {
+        /** The control's device, kept here too so that the IO path's lookups take one load less. */
+        private final Device device;
         private final DeviceControl control;
         private final Q queue;
         /** Front-end users; guarded by the registry. */
         private int users;
 
         Entry(DeviceControl control, Q queue) {
+            this.device = control.device();
             this.control = control;
             this.queue = queue;
         }
 
         Device device() {
-            return control.device();
+            return device;
         }
 
         DeviceControl control() {
@@ -54,6 +57,12 @@ public final class DeviceRegistry<Q> {
     public DeviceControl control(int index) {
         Entry<?>[] a = entries;
         return index < a.length && a[index] != null ? a[index].control : null;
+    }
+
+    /** The chain state of this very device; null once it was removed (even if its index was reused). */
+    public DeviceControl control(Device device) {
+        Entry<Q> e = entry(device);
+        return e == null ? null : e.control;
     }
 
     /** The owner's object for this very device; null once it was removed (even if its index was reused). */
@@ -112,7 +121,7 @@ public final class DeviceRegistry<Q> {
         Entry<?>[] a = entries;
         int i = device.index();
         Entry<?> e = i < a.length ? a[i] : null;
-        return e != null && e.device() == device ? (Entry<Q>) e : null;
+        return e != null && e.device == device ? (Entry<Q>) e : null;
     }
 
     // ---------------------------------------------------------------- changes (synchronized)

@@ -188,6 +188,7 @@ public final class PolicyChain {
 
     /** The request is leaving for the backend: policies that admitted it learn the issue time. */
     public void issue(IoRequest io, long nowNs) {
+        if ((io.policyFlags() & STAGE_BITS_MASK) == 0) return;     // no policy took it: nothing to look up
         DeviceControl dc = controlOf(io);
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
@@ -211,6 +212,7 @@ public final class PolicyChain {
      *         delay for a group in debt); 0 to report it now
      */
     public long complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
+        if ((io.policyFlags() & STAGE_BITS_MASK) == 0) return 0;
         DeviceControl dc = controlOf(io);
         if (dc == null) return 0;
         int stages = io.policyFlags() & dc.trackingStages;
@@ -337,8 +339,8 @@ public final class PolicyChain {
 
     /** The live chain state of the request's device; null once it was removed (even if its index was reused). */
     public DeviceControl controlOf(IoRequest io) {
-        DeviceControl dc = registry.control(io.device().index());
-        return dc != null && dc.device() == io.device() && !dc.removed ? dc : null;
+        DeviceControl dc = registry.control(io.device());
+        return dc != null && !dc.removed ? dc : null;
     }
 
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
