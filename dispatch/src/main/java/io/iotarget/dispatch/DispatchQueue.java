@@ -6,6 +6,7 @@ import io.iotarget.backend.Completion;
 import io.iotarget.backend.IoEngine;
 import io.iotarget.backend.RequestRunner;
 import io.iotarget.model.Clock;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
@@ -13,7 +14,6 @@ import io.iotarget.model.IoStatus;
 import java.io.IOException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Runs admitted requests of one device on its backend, at most {@link #depth()} at once (like
@@ -30,9 +30,9 @@ import java.util.concurrent.atomic.LongAdder;
  * Either way the {@link Listener} hears of each request twice, and a finished request's slot
  * goes to the oldest waiting request on whichever thread finished it.
  *
- * <p>Any thread. Backend failures become an {@link IoStatus} ({@link BackendErrors}) and are
- * logged, at most {@link BackendErrorLog#LINES_PER_SECOND} lines a second per device; nothing
- * thrown escapes.
+ * <p>Any thread. Backend failures become an {@link IoStatus} ({@link BackendErrors}), are
+ * counted ({@link DispatchCounter#BACKEND_ERRORS}) and logged, at most
+ * {@link BackendErrorLog#LINES_PER_SECOND} lines a second per device; nothing thrown escapes.
  */
 public final class DispatchQueue {
     /** Hears when a request starts and ends on the backend. */
@@ -53,7 +53,9 @@ public final class DispatchQueue {
     private final BackendErrorLog errorLog;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<IoRequest> waiting = new ConcurrentLinkedQueue<>();
-    private final LongAdder backendErrors = new LongAdder();
+    private final Counters<DispatchCounter> counters = new Counters<>(DispatchCounter.class)
+            .source(DispatchCounter.IN_FLIGHT, inFlight::get)
+            .source(DispatchCounter.WAITING, waiting::size);
     private final Completion completion = new Completion() {
         @Override
         public void completed(IoRequest io, IoStatus status) {
@@ -101,9 +103,9 @@ public final class DispatchQueue {
         return inFlight.get();
     }
 
-    /** Backend calls that failed (every errno, full file systems included). */
-    public long backendErrors() {
-        return backendErrors.sum();
+    /** This queue's counters ({@link DispatchCounter}). Any thread. */
+    public Counters<DispatchCounter> counters() {
+        return counters;
     }
 
     /**
@@ -114,7 +116,10 @@ public final class DispatchQueue {
      */
     public void close() {
         closed = true;
-        for (IoRequest io; (io = waiting.poll()) != null; ) listener.completed(io, IoStatus.ABORTED);
+        for (IoRequest io; (io = waiting.poll()) != null; ) {
+            counters.increment(DispatchCounter.ABORTED);
+            listener.completed(io, IoStatus.ABORTED);
+        }
         while (inFlight.get() > 0) {
             try {
                 Thread.sleep(1);
@@ -162,6 +167,7 @@ public final class DispatchQueue {
     private void start(IoRequest io) {
         // After taking a slot (inFlight is volatile), so close() either sees this request or it sees closed.
         if (closed) {
+            counters.increment(DispatchCounter.ABORTED);
             finish(io, IoStatus.ABORTED);
             return;
         }
@@ -185,7 +191,7 @@ public final class DispatchQueue {
 
     private IoStatus failure(IoRequest io, IOException cause) {
         int errno = BackendErrors.errno(cause);
-        backendErrors.increment();
+        counters.increment(DispatchCounter.BACKEND_ERRORS);
         errorLog.report(io, errno, cause);
         return BackendErrors.status(errno);
     }

@@ -145,6 +145,8 @@ class DispatchQueueTest {
         Thread submitter = Thread.ofPlatform().start(() -> queue.dispatch(read(0)));
         assertTrue(backend.entered.await(5, TimeUnit.SECONDS));
         queue.dispatch(read(512));   // waits for the slot
+        assertEquals(Map.of(DispatchCounter.BACKEND_ERRORS, 0L, DispatchCounter.ABORTED, 0L, DispatchCounter.IN_FLIGHT, 1L, DispatchCounter.WAITING, 1L),
+                queue.counters().snapshot());
         Thread closer = Thread.ofPlatform().start(() -> {
             queue.close();
             backend.close();
@@ -157,6 +159,8 @@ class DispatchQueueTest {
         submitter.join(5_000);
         queue.dispatch(read(0));
         assertEquals(List.of(IoStatus.ABORTED, IoStatus.OK, IoStatus.ABORTED), done.statuses);
+        assertEquals(2, queue.counters().counter(DispatchCounter.ABORTED));
+        assertEquals(0, queue.counters().counter(DispatchCounter.IN_FLIGHT));
         assertFalse(backend.usedAfterClose, "nothing reached the backend after close");
     }
 
@@ -254,7 +258,7 @@ class DispatchQueueTest {
             queue.dispatch(new IoRequest().set(IoOp.WRITE, 0, 0, 512, ByteBuffer.allocate(512)).target(DEVICE, GROUP));
             done.await(1);
             assertEquals(List.of(e.getValue()), done.statuses, BackendErrors.name(e.getKey()));
-            assertEquals(1, queue.backendErrors());
+            assertEquals(1, queue.counters().counter(DispatchCounter.BACKEND_ERRORS));
             if (blocking) assertNotSame(Thread.currentThread(), done.threads.getFirst());
             else assertSame(Thread.currentThread(), done.threads.getFirst());
         }
@@ -320,6 +324,6 @@ class DispatchQueueTest {
         }
         assertEquals(List.of(IoStatus.IO_ERROR, IoStatus.OK), done);
         assertEquals(0, queue.inFlight());
-        assertEquals(1, queue.backendErrors());
+        assertEquals(1, queue.counters().counter(DispatchCounter.BACKEND_ERRORS));
     }
 }

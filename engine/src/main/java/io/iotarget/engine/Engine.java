@@ -3,13 +3,16 @@ package io.iotarget.engine;
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
+import io.iotarget.dispatch.DispatchCounter;
 import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.chain.DeviceRegistry;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.CountedErrorHandler;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
@@ -19,7 +22,6 @@ import io.iotarget.model.tree.GroupBinding;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -54,9 +56,8 @@ public final class Engine implements AutoCloseable {
     private final HeldCompletions held = new HeldCompletions(errors);
     private final BufferPool buffers;
     private final IoEngine ioEngine;
-    private volatile DispatchQueue[] queues = new DispatchQueue[0];
-    /** Front-end users (exports, namespaces) per device index; guarded by this. */
-    private final java.util.Map<Integer, Integer> users = new java.util.HashMap<>();
+    /** The one device table: the controller's state and the dispatch queue of every device. */
+    private final DeviceRegistry<DispatchQueue> registry = new DeviceRegistry<>();
 
     /** An engine on the system clock with its releaser thread running, on io_uring where it works. */
     public Engine() {
@@ -100,7 +101,7 @@ public final class Engine implements AutoCloseable {
         }
         this.clock = clock;
         this.buffers = new BufferPool(settings.bufferMemoryBytes(), settings.bufferShareBytes());
-        this.controller = new IoController(clock);
+        this.controller = new IoController(clock, IoController.STANDARD_POLICIES, registry);
         this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased, errors) : null;
         if (releaser != null) {
             controller.releaseSignal(releaser);
@@ -167,42 +168,12 @@ public final class Engine implements AutoCloseable {
      * @throws ControlException EEXIST when the name or number is taken
      */
     public synchronized Device addDevice(String name, Backend backend, DeviceNumber number, int queueDepth) throws ControlException {
-        DispatchQueue[] current = queues;
-        int index = current.length;
-        for (int i = 0; i < current.length; i++) {
-            DispatchQueue q = current[i];
-            if (q == null) {
-                if (index == current.length) index = i;
-                continue;
-            }
-            if (q.device().name().equals(name)) throw new ControlException(Errno.EEXIST, "a device named " + name + " exists");
-            if (number != null && q.device().number().equals(number)) throw new ControlException(Errno.EEXIST, "device number " + number + " is taken");
-        }
-        if (number == null) number = nextFreeNumber(current);
+        number = registry.claim(name, number, DEFAULT_MAJOR);
         int alignment = backend.needsAlignedIo() ? backend.logicalBlockSize() : 1;
-        Device device = new Device(index, number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
+        Device device = new Device(registry.freeIndex(), number, name, backend.sizeBytes(), backend.logicalBlockSize(), backend.readOnly(), alignment);
         DispatchQueue queue = new DispatchQueue(device, backend, queueDepth, new Hooks(), ioEngine, clock);
-        controller.registerDevice(device, queueDepth);
-        DispatchQueue[] next = java.util.Arrays.copyOf(current, Math.max(current.length, index + 1));
-        next[index] = queue;
-        queues = next;
+        registry.add(controller.attach(device, queueDepth), queue);
         return device;
-    }
-
-    private static DeviceNumber nextFreeNumber(DispatchQueue[] current) {
-        int minor = 0;
-        boolean taken;
-        do {
-            taken = false;
-            for (DispatchQueue q : current) {
-                if (q != null && q.device().number().equals(new DeviceNumber(DEFAULT_MAJOR, minor))) {
-                    taken = true;
-                    minor++;
-                    break;
-                }
-            }
-        } while (taken);
-        return new DeviceNumber(DEFAULT_MAJOR, minor);
     }
 
     /**
@@ -214,8 +185,7 @@ public final class Engine implements AutoCloseable {
      */
     public Lease bind(Device device, Group group) throws ControlException {
         synchronized (this) {
-            if (queue(device) == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
-            users.merge(device.index(), 1, Integer::sum);
+            registry.acquire(device);
         }
         if (group != null) {
             try {
@@ -230,12 +200,12 @@ public final class Engine implements AutoCloseable {
 
     /** Undoes the device half of one {@link #bind}; {@link Lease#close} only. */
     synchronized void release(Device device) {
-        users.computeIfPresent(device.index(), (k, n) -> n > 1 ? n - 1 : null);
+        registry.release(device);
     }
 
     /** Exports and namespaces using the device. */
     public synchronized int users(Device device) {
-        return users.getOrDefault(device.index(), 0);
+        return registry.users(device);
     }
 
     /**
@@ -248,10 +218,8 @@ public final class Engine implements AutoCloseable {
     public synchronized void removeDevice(Device device) throws ControlException, IOException {
         DispatchQueue queue = queue(device);
         if (queue == null) return;
-        if (users(device) > 0) throw new ControlException(Errno.EBUSY, "device " + device.name() + " is used by " + users(device) + " export(s)/namespace(s)");
-        DispatchQueue[] next = queues.clone();
-        next[device.index()] = null;
-        queues = next;
+        int users = users(device);
+        if (users > 0) throw new ControlException(Errno.EBUSY, "device " + device.name() + " is used by " + users + " export(s)/namespace(s)");
         controller.unregisterDevice(device, clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
         queue.close();
         queue.backend().close();
@@ -259,15 +227,12 @@ public final class Engine implements AutoCloseable {
 
     /** Devices in index order. */
     public List<Device> devices() {
-        List<Device> list = new ArrayList<>();
-        for (DispatchQueue q : queues) if (q != null) list.add(q.device());
-        return list;
+        return registry.devices();
     }
 
     /** The device with this name, or null. */
     public Device device(String name) {
-        for (DispatchQueue q : queues) if (q != null && q.device().name().equals(name)) return q.device();
-        return null;
+        return registry.device(name);
     }
 
     /** The backend behind a device (for front ends that map extents or report capabilities). */
@@ -276,11 +241,17 @@ public final class Engine implements AutoCloseable {
         return q == null ? null : q.backend();
     }
 
+    /**
+     * The device's dispatch counters (backend errors, aborted requests, queue depths), or null
+     * when it was removed; the policies' counters are {@code controller().policyCounters(device)}.
+     */
+    public Counters<DispatchCounter> dispatchCounters(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? null : q.counters();
+    }
+
     private DispatchQueue queue(Device device) {
-        DispatchQueue[] a = queues;
-        int i = device.index();
-        DispatchQueue q = i < a.length ? a[i] : null;
-        return q != null && q.device() == device ? q : null;
+        return registry.queue(device);
     }
 
     // ---------------------------------------------------------------- request path
@@ -433,12 +404,10 @@ public final class Engine implements AutoCloseable {
     @Override
     public void close() {
         if (releaser != null) releaser.stop();
-        for (DispatchQueue q : queues) {
-            if (q != null) controller.unregisterDevice(q.device(), clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
-        }
+        List<DispatchQueue> queues = registry.queues();
+        for (DispatchQueue q : queues) controller.unregisterDevice(q.device(), clock.nanoTime(), io -> finish(io, IoStatus.ABORTED));
         held.deliverDue(Long.MAX_VALUE);
         for (DispatchQueue q : queues) {
-            if (q == null) continue;
             q.close();
             try {
                 q.backend().close();

@@ -1,7 +1,7 @@
 package io.iotarget.engine;
 
 import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.ReleaseSignal;
+import io.iotarget.iocontrol.chain.ReleaseSignal;
 import io.iotarget.model.Clock;
 import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.IoRequest;

@@ -1,7 +1,8 @@
 /**
  * The engine wires the layers into one request path and owns what the lower layers must not:
  * the clock, the one thread that releases parked requests, the IO engine (io_uring or IO
- * threads) and the device registry.
+ * threads), and the devices: it numbers them and adds each, with its dispatch queue, to the
+ * registry it shares with the controller ({@code iocontrol.chain.DeviceRegistry}).
  *
  * <pre>
  *  submit(io) ─► RequestCheck ─► IoController.admit ─┬─ true ──► DispatchQueue ─┬─ memory/null: on this thread

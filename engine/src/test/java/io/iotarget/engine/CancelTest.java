@@ -2,6 +2,8 @@ package io.iotarget.engine;
 
 import io.iotarget.backend.MemoryBackend;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.policy.cost.CostCounter;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
@@ -62,8 +64,13 @@ class CancelTest {
             List<IoRequest> costed = submit(engine, dev, a, 8, done);
             IoRequest waiting = costed.getLast();
             assertTrue(waiting.status() == null, "iocost holds the last one");
+            Counters<CostCounter> cost = engine.controller().policyCounters(dev).get("cost").as(CostCounter.class);
+            long held = costed.stream().filter(io -> io.status() == null).count();
+            assertEquals(held, cost.counter(CostCounter.WAITING));
+            assertEquals(held, cost.counter(CostCounter.WAITED));
             assertTrue(engine.cancel(waiting));
             assertEquals(IoStatus.ABORTED, waiting.status());
+            assertEquals(held - 1, cost.counter(CostCounter.WAITING), "the cancelled one waits no more");
         }
     }
 }

@@ -19,11 +19,11 @@ final class CoreFiles {
     private CoreFiles() {
     }
 
-    static List<InterfaceFile> all(IoController controller) {
+    static List<InterfaceFile> all(GroupTree tree) {
         return List.of(
-                new Controllers(), new SubtreeControl(controller), new Events(), new Stat(),
+                new Controllers(), new SubtreeControl(tree), new Events(), new Stat(),
                 new MaxLimit("cgroup.max.descendants"), new MaxLimit("cgroup.max.depth"),
-                new IoStat(controller));
+                new IoStat(tree));
     }
 
     /** cgroup.controllers: what this group may enable for its children. */
@@ -40,11 +40,11 @@ final class CoreFiles {
 
     /** cgroup.subtree_control: "+io" / "-io", the kernel's rules and errnos. */
     private static final class SubtreeControl extends InterfaceFile {
-        private final IoController controller;
+        private final GroupTree tree;
 
-        SubtreeControl(IoController controller) {
+        SubtreeControl(GroupTree tree) {
             super("cgroup.subtree_control", Placement.EVERYWHERE, false);
-            this.controller = controller;
+            this.tree = tree;
         }
 
         @Override
@@ -81,7 +81,7 @@ final class CoreFiles {
                     if (child.ioInSubtree) throw new ControlException(Errno.EBUSY, child.path() + " still has io in cgroup.subtree_control");
                 }
             }
-            controller.setIoInSubtree(g, want);
+            tree.setIoInSubtree(g, want);
         }
     }
 
@@ -158,18 +158,19 @@ final class CoreFiles {
      * returns at once, without flushing (seed 004).
      */
     private static final class IoStat extends InterfaceFile {
-        private final IoController controller;
+        private static final StatField[] FIELDS = StatField.values();
+        private final GroupTree tree;
 
-        IoStat(IoController controller) {
+        IoStat(GroupTree tree) {
             super("io.stat", Placement.EVERYWHERE, true);
-            this.controller = controller;
+            this.tree = tree;
         }
 
         @Override
         public String read(Group g) {
             List<DeviceGroup> pairs = g.deviceGroups();
             if (pairs.isEmpty()) return "";
-            StatFlusher flusher = controller.flusher();
+            StatFlusher flusher = tree.flusher();
             StringBuilder sb = new StringBuilder(96 * pairs.size());
             flusher.lock().lock();
             try {
@@ -177,15 +178,14 @@ final class CoreFiles {
                 for (DeviceGroup dg : pairs) {
                     var s = dg.stats();
                     sb.append(dg.device().device().number()).append(' ');
-                    long rbytes = s.total(StatField.RBYTES), wbytes = s.total(StatField.WBYTES);
-                    long rios = s.total(StatField.RIOS), wios = s.total(StatField.WIOS);
-                    if ((rbytes | wbytes | rios | wios) != 0) {
-                        sb.append("rbytes=").append(rbytes).append(" wbytes=").append(wbytes)
-                          .append(" rios=").append(rios).append(" wios=").append(wios)
-                          .append(" dbytes=").append(s.total(StatField.DBYTES))
-                          .append(" dios=").append(s.total(StatField.DIOS));
+                    // As the kernel: all six, or none when nothing was read or written (discards alone do not show).
+                    if ((s.total(StatField.RBYTES) | s.total(StatField.WBYTES) | s.total(StatField.RIOS) | s.total(StatField.WIOS)) != 0) {
+                        for (StatField f : FIELDS) {
+                            if (f != FIELDS[0]) sb.append(' ');
+                            sb.append(f.label()).append('=').append(s.total(f));
+                        }
                     }
-                    for (DevicePolicy p : dg.device().policies) p.appendStat(dg, sb);
+                    for (int i = 0; i < dg.device().policyCount(); i++) dg.device().policy(i).appendStat(dg, sb);
                     sb.append('\n');
                 }
             } finally {

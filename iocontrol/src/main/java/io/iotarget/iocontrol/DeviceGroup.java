@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.stat.DeviceStats;
 
 /**
@@ -13,14 +14,14 @@ public final class DeviceGroup {
     private final DeviceControl device;
     private final DeviceGroup parent;
     private final DeviceStats stats;
-    private final Object[] policyState;
+    /** Set once, before the pair is published in its group. */
+    private Object[] policyState;
 
-    DeviceGroup(Group group, DeviceControl device, DeviceGroup parent, DeviceStats stats, int policyCount) {
+    DeviceGroup(Group group, DeviceControl device, DeviceGroup parent, DeviceStats stats) {
         this.group = group;
         this.device = device;
         this.parent = parent;
         this.stats = stats;
-        this.policyState = new Object[policyCount];
     }
 
     public Group group() {
@@ -45,8 +46,8 @@ public final class DeviceGroup {
         return policyState[policyIndex];
     }
 
-    void policyState(int policyIndex, Object state) {
-        policyState[policyIndex] = state;
+    void policyStates(Object[] states) {
+        policyState = states;
     }
 
     @Override

@@ -1,5 +1,8 @@
 /**
- * The IO controller: cgroup v2's io controller for a storage target.
+ * The IO controller: cgroup v2's io controller for a storage target. This package is its front
+ * door ({@link io.iotarget.iocontrol.IoController}) and its group tree; the request's way
+ * through the policies is in {@code chain}, the policies in {@code policy.*}, the interface-file
+ * parsing in {@code file}, io.stat's counters in {@code stat}.
  *
  * <h2>1. The problem</h2>
  * Tenants share devices. Each tenant's IO must be counted exactly (io.stat), held to hard
@@ -8,12 +11,15 @@
  *
  * <h2>2. Mechanisms</h2>
  * <ol>
- *   <li>A tree of {@link io.iotarget.iocontrol.Group}s, addressed like /sys/fs/cgroup, whose
- *       interface files have the kernel's names, formats, write syntax and errnos.</li>
+ *   <li>The group tree ({@link io.iotarget.iocontrol.GroupTree}): {@link
+ *       io.iotarget.iocontrol.Group}s addressed like /sys/fs/cgroup, whose interface files
+ *       have the kernel's names, formats, write syntax and errnos.</li>
  *   <li>Per (group, device) state, a {@link io.iotarget.iocontrol.DeviceGroup} (the kernel's
  *       blkg), created lazily on first IO or first configuration, ancestors first.</li>
- *   <li>One entry point, {@link io.iotarget.iocontrol.IoController#admit}: resolve who pays,
- *       run the policy chain (throttle → [io.stat] → cost), park or pass.</li>
+ *   <li>One entry point, {@link io.iotarget.iocontrol.IoController#admit}: resolve who pays
+ *       (the tree), then run the policy chain ({@code chain.PolicyChain}: throttle → [io.stat]
+ *       → cost, in the order of {@code IoController.STANDARD_POLICIES}), park or pass.</li>
+ *   <li>One device registry ({@code chain.DeviceRegistry}), shared with the engine.</li>
  *   <li>Striped counters and a lazy hierarchical flush for io.stat ({@code stat}).</li>
  * </ol>
  *
@@ -21,6 +27,6 @@
  * No threads and no clock of its own: time comes in as {@code nowNs}; parked requests come
  * out of {@code releaseDue(nowNs)}, which the engine calls when
  * {@link io.iotarget.iocontrol.IoController#nextReleaseNs} says. Lock order: tree lock, then a
- * device lock, then the stats flusher's lock.
+ * device lock, then the stats flusher's lock; the registry's monitor is taken last and alone.
  */
 package io.iotarget.iocontrol;

@@ -66,6 +66,6 @@ class IoStatClassificationTest {
         ControllerHarness h = new ControllerHarness();
         h.group("idle");
         assertEquals("", h.controller.read("idle/io.stat"));
-        assertEquals(true, h.controller.flusher().idle());
+        assertEquals(true, h.controller.tree().flusher().idle());
     }
 }

@@ -1,5 +1,7 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.policy.throttle.ThrottleCounter;
+import io.iotarget.model.Counters;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import org.junit.jupiter.api.Test;
@@ -8,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every parked request comes out again, whatever configuration or tree change frees it. */
 class ParkedRequestsTest {
@@ -24,9 +27,16 @@ class ParkedRequestsTest {
         }
         // At 2 IOPS the first request finds full buckets and goes; the other two wait in b's queue.
         assertEquals(2, parked.size());
+        Counters<ThrottleCounter> throttle = h.controller.policyCounters(h.dev0).get("throttle").as(ThrottleCounter.class);
+        assertEquals(2, throttle.counter(ThrottleCounter.QUEUED));
+        assertEquals(2, throttle.counter(ThrottleCounter.DELAYED));
+        assertEquals(0, h.controller.policyCounters(h.dev1).get("throttle").as(ThrottleCounter.class).counter(ThrottleCounter.QUEUED), "each device has its own");
 
         List<IoRequest> released = new ArrayList<>();
         h.controller.unregisterDevice(h.dev0, h.clock.nanoTime(), released::add);
+        assertEquals(0, throttle.counter(ThrottleCounter.QUEUED), "nothing waits on a device that went away");
+        assertEquals(2, throttle.counter(ThrottleCounter.DELAYED));
+        assertTrue(h.controller.policyCounters(h.dev0).isEmpty(), "nor is it listed");
 
         List<IoRequest> out = new ArrayList<>(released);
         out.addAll(h.dispatched);

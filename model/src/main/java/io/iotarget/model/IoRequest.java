@@ -224,7 +224,7 @@ public final class IoRequest {
     }
 
     /**
-     * Policy bits; controller and policies only. The low {@code IoController.STAGE_BITS_MASK}
+     * Policy bits; controller and policies only. The low {@code PolicyChain.STAGE_BITS_MASK}
      * bits record which stages admitted the request; a policy may keep its own marks above them.
      */
     public int policyFlags() {

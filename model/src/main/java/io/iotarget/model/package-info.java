@@ -4,8 +4,10 @@
  * ({@link io.iotarget.model.Device}, {@link io.iotarget.model.DeviceNumber}), who pays
  * ({@link io.iotarget.model.IoGroup}), how it ended ({@link io.iotarget.model.IoStatus}), and how
  * the control plane reports a refused write ({@link io.iotarget.model.Errno},
- * {@link io.iotarget.model.ControlException}), and the shape of a configuration tree
- * ({@link io.iotarget.model.ConfigTree}, built with the toolkit of {@code io.iotarget.model.tree}).
+ * {@link io.iotarget.model.ControlException}), the shape of a configuration tree
+ * ({@link io.iotarget.model.ConfigTree}, built with the toolkit of {@code io.iotarget.model.tree}),
+ * and how every layer exposes its counters: a catalogue enum of
+ * {@link io.iotarget.model.CounterDescriptor}s read through {@link io.iotarget.model.Counters}.
  *
  * <p>Nothing here has threads, sockets or a clock.
  */

@@ -8,12 +8,15 @@ import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.StatField;
 import io.iotarget.iocontrol.stat.StatFlusher;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.CounterDescriptor;
+import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.prometheus.metrics.model.registry.MultiCollector;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
@@ -28,7 +31,9 @@ import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.prometheus.metrics.model.snapshots.Unit;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -84,12 +89,13 @@ public final class ServerMetrics implements MultiCollector {
                 .help("iocost's virtual time rate on the device: 1 = the cost model's speed (io.stat cost.vrate / 100)").unit(Unit.RATIO);
         IoController controller = engine.controller();
         int policies = controller.policies().size();
-        StatFlusher flusher = controller.flusher();
-        ReentrantLock tree = controller.treeLock();
+        GroupTree groups = controller.tree();
+        StatFlusher flusher = groups.flusher();
+        ReentrantLock tree = groups.treeLock();
         tree.lock();
         try {
             List<DeviceGroup> pairs = new ArrayList<>();
-            controller.walk(g -> pairs.addAll(g.deviceGroups()));
+            groups.walk(g -> pairs.addAll(g.deviceGroups()));
             flusher.lock().lock();
             try {
                 flusher.flush();
@@ -230,7 +236,7 @@ public final class ServerMetrics implements MultiCollector {
         GaugeSnapshot.Builder waiters = GaugeSnapshot.builder().name("iotarget_buffer_group_waiters")
                 .help("the group's takes waiting for room now");
         List<Group> bound = new ArrayList<>();
-        engine.controller().walk(g -> {
+        engine.controller().tree().walk(g -> {
             if (g.members() > 0) bound.add(g);
         });
         for (Group g : bound) {
@@ -245,7 +251,12 @@ public final class ServerMetrics implements MultiCollector {
         out.add(waiters.build());
     }
 
-    /** Connections per front end, and the failures the server survived. */
+    /**
+     * Connections per front end, the failures the server survived, and every counter catalogue:
+     * each front end's ({@code iotarget_nbd_*}, {@code iotarget_nvme_tcp_*}), and per device the
+     * dispatch queue's ({@code iotarget_dispatch_*}) and each policy's
+     * ({@code iotarget_<policy>_*}), named by the catalogue entries' labels.
+     */
     private void frontEnds(List<MetricSnapshot> out) {
         out.add(GaugeSnapshot.builder().name("iotarget_connections").help("TCP connections open now, by front end")
                 .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("frontend", "nbd")).value(nbd.connectionCount()).build())
@@ -254,9 +265,42 @@ public final class ServerMetrics implements MultiCollector {
         out.add(total("iotarget_transport_unexpected_failures",
                 "connections ended by a failure that was not the peer's doing (a handler that threw, out of memory); both front ends",
                 nbd.unexpectedErrors()));
-        out.add(total("iotarget_nvmet_out_of_memory_refusals", "NVMe commands failed with Internal Error for want of memory", nvme.outOfMemoryRefusals()));
-        out.add(total("iotarget_nvmet_timer_failures", "failures the NVMe keep-alive and authentication timer survived", nvme.unexpectedErrors()));
         out.add(total("iotarget_engine_unexpected_errors", "failures the engine's releaser thread survived", engine.unexpectedErrors()));
+        Catalogues catalogues = new Catalogues();
+        catalogues.add("iotarget_nbd_", nbd.counters(), Labels.EMPTY);
+        catalogues.add("iotarget_nvme_tcp_", nvme.counters(), Labels.EMPTY);
+        for (Device device : engine.devices()) {
+            Labels labels = Labels.of("device", device.number().toString());
+            Counters<?> dispatch = engine.dispatchCounters(device);
+            if (dispatch != null) catalogues.add("iotarget_dispatch_", dispatch, labels);
+            engine.controller().policyCounters(device).forEach((policy, counters) -> catalogues.add("iotarget_" + policy + "_", counters, labels));
+        }
+        catalogues.snapshots(out);
+    }
+
+    /** Counter catalogues as metrics: one metric per entry, a data point per labelled owner. */
+    private static final class Catalogues {
+        private final Map<String, CounterSnapshot.Builder> counters = new LinkedHashMap<>();
+        private final Map<String, GaugeSnapshot.Builder> gauges = new LinkedHashMap<>();
+
+        void add(String prefix, Counters<?> catalogue, Labels labels) {
+            catalogue.snapshot().forEach((entry, value) -> {
+                CounterDescriptor d = (CounterDescriptor) entry;
+                String name = prefix + d.label();
+                if (d.kind() == CounterDescriptor.Kind.COUNTER) {
+                    counters.computeIfAbsent(name, n -> counter(n, d.doc()))
+                            .dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(value).build());
+                } else {
+                    gauges.computeIfAbsent(name, n -> GaugeSnapshot.builder().name(n).help(d.doc()))
+                            .dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(value).build());
+                }
+            });
+        }
+
+        void snapshots(List<MetricSnapshot> out) {
+            counters.values().forEach(b -> out.add(b.build()));
+            gauges.values().forEach(b -> out.add(b.build()));
+        }
     }
 
     private static CounterSnapshot.Builder counter(String name, String help) {

@@ -106,7 +106,9 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     public void opened(Connection c) {
         connection.send(Negotiation.greeting());
         handshakeLimit = connection.loop().schedule(server.handshakeLimitNs(), () -> {
-            if (phase == Phase.NEGOTIATING) connection.close(null);
+            if (phase != Phase.NEGOTIATING) return;
+            server.counters().increment(NbdCounter.HANDSHAKE_TIMEOUTS);
+            connection.close(null);
         });
     }
 
@@ -157,6 +159,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 RequestDecoder.Result result = decoder.decode(in, requests);
                 if (result == RequestDecoder.Result.NEED_MORE || result == RequestDecoder.Result.BLOCKED) break;
                 if (result == RequestDecoder.Result.BAD_MAGIC) {
+                    server.counters().increment(NbdCounter.PROTOCOL_ERRORS);
                     connection.close(null);
                     return;
                 }
@@ -207,7 +210,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private void cancelParked() {
         for (int i = 0; i < allocated; i++) {
             Command c = made[i];
-            if (c.submitted) engine.cancel(c.io);
+            if (c.submitted && engine.cancel(c.io)) server.counters().increment(NbdCounter.ABORTED);
         }
     }
 
@@ -222,7 +225,10 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 case OptionDecoder.ClientFlags f -> negotiation.clientFlags(f.flags());
                 case OptionDecoder.Option o -> negotiation.option(o, replies::add);
                 case OptionDecoder.TooBig t -> negotiation.tooBig(t, replies::add);
-                case OptionDecoder.BadMagic b -> Negotiation.Next.CLOSE;
+                case OptionDecoder.BadMagic b -> {
+                    server.counters().increment(NbdCounter.PROTOCOL_ERRORS);
+                    yield Negotiation.Next.CLOSE;
+                }
             };
             for (ByteBuffer reply : replies) connection.send(reply);
             if (next == Negotiation.Next.CLOSE) {

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.model.Counters;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.Listener;
@@ -50,6 +51,7 @@ public final class NbdServer implements AutoCloseable {
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
     private final long handshakeLimitNs;
+    private final Counters<NbdCounter> counters;
     private volatile boolean closed;
 
     /** A server on the given transport (shared with other front ends; closed by its owner). */
@@ -72,6 +74,14 @@ public final class NbdServer implements AutoCloseable {
         this.transport = transport;
         this.ownsTransport = ownsTransport;
         this.handshakeLimitNs = handshakeLimit.toNanos();
+        this.counters = new Counters<>(NbdCounter.class)
+                .source(NbdCounter.CONNECTIONS, connections::size)
+                .source(NbdCounter.UNEXPECTED_ERRORS, transport::unexpectedFailures);
+    }
+
+    /** The server's counters ({@link NbdCounter}). Any thread. */
+    public Counters<NbdCounter> counters() {
+        return counters;
     }
 
     long handshakeLimitNs() {
@@ -126,7 +136,7 @@ public final class NbdServer implements AutoCloseable {
      * memory), counted by the transport: 0 in a healthy server.
      */
     public long unexpectedErrors() {
-        return transport.unexpectedFailures();
+        return counters.counter(NbdCounter.UNEXPECTED_ERRORS);
     }
 
     /** The open connections (tests). */
@@ -141,7 +151,7 @@ public final class NbdServer implements AutoCloseable {
 
     /** Connections open now (negotiating or transmitting). */
     public int connectionCount() {
-        return connections.size();
+        return (int) counters.counter(NbdCounter.CONNECTIONS);
     }
 
     /**

@@ -33,5 +33,8 @@
  * <li>A connection past the server's connection limits (in all, per host) still gets the
  * greeting; every option is then refused with ERR_POLICY and the reason.</li>
  * </ul>
+ *
+ * <p>Watch: {@link io.iotarget.frontend.nbd.NbdCounter} through {@code NbdServer.counters()}
+ * (connections, protocol errors, handshake timeouts, requests aborted by a disconnect).
  */
 package io.iotarget.frontend.nbd;

@@ -197,6 +197,7 @@ class TransmissionTest {
             good.request(0, NbdWire.CMD_READ, 2, 0, 4096);
             RawClient.Reply r = good.reply(4096);
             assertArrayEquals(random(4096, 2), r.payload(), "acknowledged data is intact");
+            assertEquals(1, target.server.counters().counter(NbdCounter.PROTOCOL_ERRORS), "the bad magic is counted");
         }
     }
 

@@ -229,10 +229,14 @@ final class CommandSlot implements IoCallback {
     /**
      * The queue's host has gone away: whatever of this command a policy still holds is dropped
      * (it completes ABORTED, unanswered). Loop thread, for a slot in the engine.
+     *
+     * @return how many of its requests were dropped
      */
-    void cancel(Engine engine) {
+    int cancel(Engine engine) {
         IoRequest[] batch = requests;
-        for (int i = 0; i < submitCount; i++) engine.cancel(batch[i]);
+        int dropped = 0;
+        for (int i = 0; i < submitCount; i++) if (engine.cancel(batch[i])) dropped++;
+        return dropped;
     }
 
     /**

@@ -179,6 +179,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             case Pdu.TYPE_CAPSULE_CMD -> capsuleDone();
             case Pdu.TYPE_H2C_DATA -> dataDone();
             case Pdu.TYPE_H2C_TERM -> {
+                target.counters().increment(NvmeTcpCounter.HOST_TERMINATIONS);
                 decoder.halt();
                 socket.close(null);
             }
@@ -276,6 +277,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             IoRequest io = slot.dataLaterRequest();
             if (socket.isClosed()) {
                 target.engine().abandon(io);             // its data will never come
+                target.counters().increment(NvmeTcpCounter.ABORTED);
                 return;
             }
             slot.admittedWaiting = true;
@@ -423,6 +425,7 @@ final class Connection implements PduHandler, ConnectionHandler {
      * recovers by reconnecting and retrying; a queue without a controller yet just closes.
      */
     private void dataDigestError() {
+        target.counters().increment(NvmeTcpCounter.DIGEST_ERRORS);
         decoder.halt();
         Controller c = controller;
         if (c != null) c.fatal();
@@ -537,6 +540,7 @@ final class Connection implements PduHandler, ConnectionHandler {
         decoder.halt();
         if (terminating) return;
         terminating = true;
+        target.counters().increment(NvmeTcpCounter.PROTOCOL_ERRORS);
         ByteBuffer term = ByteBuffer.allocate(Pdu.TERM_HLEN + Pdu.TERM_MAX_ERROR_HEADER).order(ByteOrder.LITTLE_ENDIAN);
         PduEncoder.termRequest(term, fes, fei, offendingHeader == null ? null : offendingHeader.duplicate().position(0));
         sendResponses();
@@ -566,8 +570,9 @@ final class Connection implements PduHandler, ConnectionHandler {
                 slot.admittedWaiting = false;
                 cancelWait(slot);
                 target.engine().abandon(slot.dataLaterRequest());
+                target.counters().increment(NvmeTcpCounter.ABORTED);
             } else if (slot.phase == CommandSlot.ENGINE && slot.namespace != null) {
-                slot.cancel(target.engine());
+                target.counters().add(NvmeTcpCounter.ABORTED, slot.cancel(target.engine()));
             }
             if (slot.phase == CommandSlot.RECEIVING) {
                 slot.namespace = null;

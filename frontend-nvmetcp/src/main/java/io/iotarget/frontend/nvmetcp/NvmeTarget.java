@@ -3,6 +3,7 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
+import io.iotarget.model.Counters;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
@@ -43,6 +44,9 @@ public final class NvmeTarget implements AutoCloseable {
     private final CountedErrorHandler timerErrors = new CountedErrorHandler("nvmet-keepalive");
     /** Commands that found no memory for their data. */
     private final CountedErrorHandler dataBuffers = new CountedErrorHandler("nvmet data buffers");
+    private final Counters<NvmeTcpCounter> counters = new Counters<>(NvmeTcpCounter.class)
+            .source(NvmeTcpCounter.BUFFER_REFUSALS, dataBuffers::count)
+            .source(NvmeTcpCounter.UNEXPECTED_ERRORS, timerErrors::count);
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
@@ -94,9 +98,9 @@ public final class NvmeTarget implements AutoCloseable {
         scheduler.schedule(timerErrors.guard(task), delayMs, TimeUnit.MILLISECONDS);
     }
 
-    /** Commands failed with Internal Error because no data buffer could be allocated: 0 unless direct memory ran out. */
-    public long outOfMemoryRefusals() {
-        return dataBuffers.count();
+    /** The target's counters ({@link NvmeTcpCounter}). Any thread. */
+    public Counters<NvmeTcpCounter> counters() {
+        return counters;
     }
 
     /** A command found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */
@@ -118,7 +122,7 @@ public final class NvmeTarget implements AutoCloseable {
 
     /** Failures the timer thread survived (each logged, rate-limited); 0 in a healthy target. */
     public long unexpectedErrors() {
-        return timerErrors.count();
+        return counters.counter(NvmeTcpCounter.UNEXPECTED_ERRORS);
     }
 
     SecureRandom random() {

@@ -49,7 +49,10 @@
  * secure channel: there is no TLS, and the port attributes that would claim one are refused.
  *
  * <h2>6. Watch</h2>
- * {@code Connection.describe()} per connection (queue, digests, SQ flow control, auth); the error log
- * (log page 0x01) and SMART counters per controller.
+ * {@link io.iotarget.frontend.nvmetcp.NvmeTcpCounter} through {@code NvmeTarget.counters()}:
+ * protocol and digest errors, host terminations, requests aborted by a disconnect; the error
+ * log (log page 0x01) and SMART counters per controller. {@code Connection.describe()} gives
+ * one line per connection (queue, digests, SQ flow control, auth), which the tests' control
+ * server prints.
  */
 package io.iotarget.frontend.nvmetcp;

@@ -454,6 +454,8 @@ class TargetProtocolTest {
             assertEquals(2, le(bad.termRequest).getInt(10), "FEI: hlen");
             assertTrue(bad.closedByTarget());
             assertEquals(0, good.identify(1, 0).status(), "other connections are unaffected");
+            assertEquals(1, fixture.target.counters().counter(NvmeTcpCounter.PROTOCOL_ERRORS), "one connection ended for a protocol error");
+            assertEquals(0, fixture.target.counters().counter(NvmeTcpCounter.HOST_TERMINATIONS));
         }
     }
 

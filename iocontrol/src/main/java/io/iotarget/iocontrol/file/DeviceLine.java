@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.file;
 
-import io.iotarget.iocontrol.DeviceControl;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.DeviceNumber;

@@ -1,13 +1,14 @@
 package io.iotarget.iocontrol.policy;
 
 import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.model.Counters;
 import io.iotarget.model.IoRequest;
 
 /**
  * A policy on one device: its hooks on the IO path and its per-(group, device) state.
  *
- * <p>Threads: {@link #applies} and {@link #appendStat} are called without the device lock and
- * must only read; every other hook runs under the device's lock, so a policy's device and group
+ * <p>Threads: {@link #applies}, {@link #appendStat} and {@link #counters} are called without the
+ * device lock and must only read; every other hook runs under the device's lock, so a policy's device and group
  * state needs no locking of its own. Hooks must not block; a policy that wants a request to
  * wait parks it in its own queue and later hands it to the {@link Resumer}. Any hook may resume
  * requests, {@link #admit} included (a request arriving may pay a debt that frees others): the
@@ -80,6 +81,11 @@ public interface DevicePolicy {
 
     /** The group was removed: nothing it parked may wait any longer. */
     void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer);
+
+    /** This policy's counters on the device (a catalogue enum of its own), or null when it keeps none. Any thread. */
+    default Counters<?> counters() {
+        return null;
+    }
 
     /** Appends this policy's io.stat fields for the pair (" cost.usage=12"), if any. Flusher lock held. */
     default void appendStat(DeviceGroup group, StringBuilder line) {

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy;
 
-import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 
 import java.util.List;
@@ -9,10 +9,11 @@ import java.util.List;
 /**
  * One IO control policy, the pairing of the kernel's {@code blkcg_policy} (per-group state and
  * interface files) and {@code rq_qos} (hooks on the IO path). The controller creates one
- * {@link DevicePolicy} per device and chains them: throttle (io.max) → latency → cost.
+ * {@link DevicePolicy} per device and chains them in the order of
+ * {@code IoController.STANDARD_POLICIES}: throttle (io.max), then cost (io.weight).
  */
 public interface IoPolicy {
-    /** "throttle", "latency", "cost". */
+    /** "throttle", "cost". */
     String name();
 
     /** The interface files this policy owns (its cftypes). */
@@ -20,6 +21,15 @@ public interface IoPolicy {
 
     /** The policy's instance on one device; called once when the device is registered. */
     DevicePolicy attach(DeviceControl device);
+
+    /**
+     * True for a policy that acts before io.stat counts a request, as blk-throttle acts on the
+     * bio before {@code blk_cgroup_bio_start}; the chain runs such policies first. False for the
+     * request-level policies (rq_qos: io.latency, iocost), which see requests already counted.
+     */
+    default boolean precedesStat() {
+        return false;
+    }
 
     /** Per-group, device-independent state (io.weight's default, say); null when the policy has none. */
     default Object newGroupData(Group group) {

@@ -1,9 +1,11 @@
 /**
- * The policy chain, modelled on the kernel's rq_qos and blkcg_policy. An {@link
+ * The policies, modelled on the kernel's rq_qos and blkcg_policy. An {@link
  * io.iotarget.iocontrol.policy.IoPolicy} contributes interface files and, per device, a {@link
  * io.iotarget.iocontrol.policy.DevicePolicy} with hooks (new group state, admit, release,
- * issue, complete, group offline). The controller walks the chain in a fixed order —
- * throttle (io.max) → latency (io.latency) → cost (io.weight) — and counts io.stat between
- * the throttle and the rest, where the kernel's {@code blk_cgroup_bio_start} sits.
+ * issue, complete, cancel, group offline). The chain ({@code iocontrol.chain}) walks them in
+ * the order of {@code IoController.STANDARD_POLICIES} — throttle (io.max), then cost
+ * (io.weight) — and counts io.stat after the throttle, where the kernel's
+ * {@code blk_cgroup_bio_start} sits. A new policy (io.latency, between the two) is one entry
+ * in that list.
  */
 package io.iotarget.iocontrol.policy;

@@ -12,6 +12,7 @@ import io.iotarget.model.IoOp;
  * atomic snapshot, but once IO stops the totals are exact.
  */
 public final class DeviceStats {
+    /** Stripes per (group, device): a power of two, about twice the CPU count. */
     private static final int STRIPES = Math.max(2, Integer.highestOneBit(Math.max(1, Runtime.getRuntime().availableProcessors() * 2 - 1)) << 1);
     private static final int STRIPE_SHIFT = 64 - Integer.numberOfTrailingZeros(STRIPES);
 
@@ -42,10 +43,5 @@ public final class DeviceStats {
 
     void addToTotals(long[] delta) {
         for (int i = 0; i < delta.length; i++) totals[i] += delta[i];
-    }
-
-    /** How many stripes each (group, device) has: a power of two, about twice the CPU count. */
-    public static int stripeCount() {
-        return STRIPES;
     }
 }

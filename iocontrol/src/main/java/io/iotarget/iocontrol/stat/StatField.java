@@ -1,10 +1,13 @@
 package io.iotarget.iocontrol.stat;
 
+import io.iotarget.model.CounterDescriptor;
+
 /**
- * The io.stat counters, in the order the kernel prints them. Bytes are counted once per
- * request and IOs once per request (iotarget does not split requests).
+ * The io.stat counters, in the order the kernel prints them; io.stat prints each as
+ * {@code label=value}. Bytes are counted once per request and IOs once per request (iotarget
+ * does not split requests).
  */
-public enum StatField {
+public enum StatField implements CounterDescriptor {
     RBYTES("rbytes", "bytes read (reads, cache/prefetch, verify, compare, passthrough-in)"),
     WBYTES("wbytes", "bytes written (writes, write-zeroes, passthrough-out); flushes add 0"),
     RIOS("rios", "read requests"),
@@ -21,11 +24,18 @@ public enum StatField {
     }
 
     /** The io.stat key. */
+    @Override
     public String label() {
         return label;
     }
 
+    @Override
     public String doc() {
         return doc;
+    }
+
+    @Override
+    public Kind kind() {
+        return Kind.COUNTER;
     }
 }

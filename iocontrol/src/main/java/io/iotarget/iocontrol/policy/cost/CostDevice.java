@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.model.Counters;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
@@ -97,6 +98,9 @@ final class CostDevice implements DevicePolicy {
     private final CostPolicy policy;
     private final int policyIndex;
     private final boolean debugStats;
+    /** Requests in some group's waiters; written under the device lock, read by any thread. */
+    private volatile int waiting;
+    private final Counters<CostCounter> counters = new Counters<>(CostCounter.class).source(CostCounter.WAITING, () -> waiting);
 
     /** What a device shows before its first io.cost.* write: enable=0, everything auto, SSD defaults. */
     static final CostConfig DEFAULT_CONFIG =
@@ -462,6 +466,7 @@ final class CostDevice implements DevicePolicy {
             return true;
         }
         if (mustNotWait(io)) {
+            counters.increment(CostCounter.DEBT_IOS);
             incurDebt(g, absCost, now);
             if (kickDelay(g, now)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
             return true;
@@ -473,6 +478,8 @@ final class CostDevice implements DevicePolicy {
         }
         io.policyCost(absCost);
         g.waiters.addLast(io);
+        waiting++;
+        counters.increment(CostCounter.WAITED);
         return kickWaitq(g, true, resumer, io, now);
     }
 
@@ -600,6 +607,7 @@ final class CostDevice implements DevicePolicy {
             vbudget -= cost;
             if (vbudget < 0) break;
             g.waiters.pollFirst();
+            waiting--;
             commit(g, next, absCost, cost);
             if (next == self) selfCommitted = true;
             else resumer.resume(next);
@@ -701,6 +709,7 @@ final class CostDevice implements DevicePolicy {
         weights.currentHweight(g);
         IoRequest io;
         while ((io = g.waiters.pollFirst()) != null) {
+            waiting--;
             long absCost = io.policyCost();
             commit(g, io, absCost, absCostToCost(absCost, g.hweightInuse));
             resumer.resume(io);
@@ -713,6 +722,11 @@ final class CostDevice implements DevicePolicy {
     }
 
     // ================================================================ timers
+
+    @Override
+    public Counters<CostCounter> counters() {
+        return counters;
+    }
 
     @Override
     public long nextWakeNs() {
@@ -995,6 +1009,7 @@ final class CostDevice implements DevicePolicy {
     public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         if (!g.waiters.removeIf(r -> r == io)) return false;
+        waiting--;
         kickWaitq(g, false, resumer, null, deviceNow(nowNs));
         return true;
     }
@@ -1034,7 +1049,7 @@ final class CostDevice implements DevicePolicy {
         line.append(value);
     }
 
-    /** The configured period, µs (for tests and the debug view). */
+    /** The configured period, µs (for tests). */
     long periodUs() {
         return periodUs;
     }

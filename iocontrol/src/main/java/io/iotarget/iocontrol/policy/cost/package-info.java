@@ -150,6 +150,8 @@
  *   <li>io.stat, every line: {@code cost.usage=} — µs of device time used, as vrate paces the
  *       device; with debug stats also {@code cost.wait=}, {@code cost.indebt=},
  *       {@code cost.indelay=} (µs with waiters, in debt, delayed).</li>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.CostCounter} per device
+ *       ({@code IoController.policyCounters}): requests waiting for budget now, and ever.</li>
  *   <li>Without latency targets, a group alone whose queue depth fits the device's never
  *       makes requests wait for a slot, so vrate climbs while it is throttled; when a sibling
  *       returns, vrate needs several periods (1% steps after 3 periods) to come back and the

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;

@@ -3,6 +3,7 @@ package io.iotarget.iocontrol.policy.throttle;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.model.Counters;
 import io.iotarget.model.IoRequest;
 
 import java.util.Comparator;
@@ -17,8 +18,9 @@ final class ThrottleDevice implements DevicePolicy {
     private final TreeSet<ThrottleGroup> pending = new TreeSet<>(
             Comparator.<ThrottleGroup>comparingLong(tg -> tg.dispatchTimeNs).thenComparingLong(tg -> tg.pendingSeq));
     private long nextSeq;
-    /** Requests waiting anywhere in this device's tree. */
-    private int queued;
+    /** Requests waiting anywhere in this device's tree; written under the device lock, read by any thread. */
+    private volatile int queued;
+    private final Counters<ThrottleCounter> counters = new Counters<>(ThrottleCounter.class).source(ThrottleCounter.QUEUED, () -> queued);
 
     ThrottleDevice(int policyIndex) {
         this.policyIndex = policyIndex;
@@ -28,8 +30,9 @@ final class ThrottleDevice implements DevicePolicy {
         return (ThrottleGroup) dg.policyState(policyIndex);
     }
 
-    int queued() {
-        return queued;
+    @Override
+    public Counters<ThrottleCounter> counters() {
+        return counters;
     }
 
     @Override
@@ -65,6 +68,7 @@ final class ThrottleDevice implements DevicePolicy {
 
     private void queue(IoRequest io, ThrottleGroup tg, Qnode qnode, int dir, long nowNs) {
         queued++;
+        counters.increment(ThrottleCounter.DELAYED);
         if (tg.add(io, qnode, dir)) updateDispatchTime(tg, nowNs);
     }
 

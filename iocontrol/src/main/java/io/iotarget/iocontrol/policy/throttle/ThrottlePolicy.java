@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
@@ -21,6 +21,12 @@ public final class ThrottlePolicy implements IoPolicy {
     @Override
     public String name() {
         return "throttle";
+    }
+
+    /** blk-throttle acts on the bio, before io.stat counts it: a parked request is counted when it leaves. */
+    @Override
+    public boolean precedesStat() {
+        return true;
     }
 
     @Override

@@ -62,6 +62,8 @@
  * are clamped to max.
  *
  * <h2>8. Watch</h2>
- * {@code throttle.queued} in the debug view: requests waiting per group.
+ * {@link io.iotarget.iocontrol.policy.throttle.ThrottleCounter} per device
+ * ({@code IoController.policyCounters}): requests waiting now (QUEUED) and ever delayed
+ * (DELAYED); io.stat shows what each group was charged.
  */
 package io.iotarget.iocontrol.policy.throttle;

@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
@@ -58,7 +58,7 @@ class CostArithmeticTest {
     }
 
     private CostGroup state(Group g) {
-        return cost.state(controller.ensureDeviceGroup(g, dc));
+        return cost.state(controller.tree().ensureDeviceGroup(g, dc));
     }
 
     /** A sequential 4 KiB write from {@code g}; completes at once when admitted. True when admitted. */

@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceControl;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;

@@ -50,7 +50,7 @@ class LatencyPolicyTest {
         controller = new IoController(clock, List.of(ThrottlePolicy::new,
                 (c, i) -> new LatencyPolicy(c, i, rotational, true), CostPolicy::new));
         dev = new Device(0, new DeviceNumber(259, 0), "mem0", 1L << 40, 512, false, 1);
-        controller.registerDevice(dev, 256);
+        controller.registerDevice(dev);                  // DEFAULT_QUEUE_DEPTH: 256
         controller.write("cgroup.subtree_control", "+io");
         a = controller.mkdir("a");
         b = controller.mkdir("b");

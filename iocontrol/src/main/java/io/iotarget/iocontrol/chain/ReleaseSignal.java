@@ -1,8 +1,8 @@
-package io.iotarget.iocontrol;
+package io.iotarget.iocontrol.chain;
 
 /**
  * How the controller, which has no threads and no clock, asks its owner to call
- * {@link IoController#releaseDue} again. Implementations must be cheap and must not call back
+ * {@link PolicyChain#releaseDue} again. Implementations must be cheap and must not call back
  * into the controller.
  */
 @FunctionalInterface

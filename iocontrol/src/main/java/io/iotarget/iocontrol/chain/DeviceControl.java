@@ -1,5 +1,6 @@
-package io.iotarget.iocontrol;
+package io.iotarget.iocontrol.chain;
 
+import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.Resumer;
 import io.iotarget.model.Device;
@@ -9,9 +10,10 @@ import java.util.ArrayDeque;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The controller's state for one device, the analogue of a request queue's rq_qos list and
- * root blkg: the policy chain instantiated for this device, the lock their hooks run under,
- * and the requests they released that still have to be handed to dispatch.
+ * The chain's state for one device, the analogue of a request queue's rq_qos list and root
+ * blkg: the policy chain instantiated for this device, the lock their hooks run under, and the
+ * requests they released that still have to be handed to dispatch. Made by
+ * {@link PolicyChain#attach}, kept in the {@link DeviceRegistry}.
  */
 public final class DeviceControl {
     /** Queue depth of a device registered without one: the engine's default. */
@@ -22,10 +24,12 @@ public final class DeviceControl {
     final ReentrantLock lock = new ReentrantLock();
     final DevicePolicy[] policies;
     final Resumer[] resumers;
-    /** Requests that have passed the whole chain after waiting; drained by the caller that holds the lock. */
+    /** Requests that have passed the whole chain after waiting; drained when a locked section ends. */
     final ArrayDeque<IoRequest> ready = new ArrayDeque<>();
-    /** The time of the locked operation in progress, for resumers; never goes back. Device lock. */
+    /** The time of the locked section in progress, for resumers; never goes back. Device lock. */
     long lockedNowNs = Long.MIN_VALUE;
+    /** {@link #nextWakeNs} when the locked section in progress began. Device lock. */
+    long wakeAtEntryNs;
     /** When some policy next needs {@code releaseDue}; Long.MAX_VALUE when nothing waits. */
     volatile long nextWakeNs = Long.MAX_VALUE;
     /** Requests sit in {@link #ready} and no caller is about to drain them. */
@@ -59,6 +63,16 @@ public final class DeviceControl {
     /** The instance of the policy at {@code index} on this device. */
     public DevicePolicy policy(int index) {
         return policies[index];
+    }
+
+    /** How many policies the chain runs on this device. */
+    public int policyCount() {
+        return policies.length;
+    }
+
+    /** The device is being or has been unregistered: no new state may be made on it. */
+    public boolean removed() {
+        return removed;
     }
 
     /** True for the thread inside a hook: policies may assert it. */

@@ -1,0 +1,416 @@
+package io.iotarget.iocontrol;
+
+import io.iotarget.iocontrol.chain.DeviceControl;
+import io.iotarget.iocontrol.chain.PolicyChain;
+import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.stat.DeviceStats;
+import io.iotarget.iocontrol.stat.StatFlusher;
+import io.iotarget.model.Clock;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
+import io.iotarget.model.Errno;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.tree.TreePath;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * The group tree, as cgroupfs presents it: groups addressed by path, mkdir and rmdir with the
+ * kernel's rules, the interface files of each directory, members bound to groups, and the
+ * (group, device) pairs ({@link DeviceGroup}, the kernel's blkg) made lazily, ancestors first.
+ *
+ * <p>Threads: any thread. Every change and every file read or write takes the tree lock, so
+ * files see a tree that does not change under them; a configuration change then takes the
+ * device's lock through the {@link PolicyChain} (lock order: tree, device, stats flusher). The
+ * IO path reads the tree without locks ({@link Group#effective()}, {@link Group#deviceGroup}).
+ */
+public final class GroupTree {
+    /** cgroup files take one write of at most a page (kernfs' atomic_write_len = PAGE_SIZE). */
+    public static final int MAX_WRITE_BYTES = 4096;
+
+    private final ReentrantLock treeLock = new ReentrantLock();
+    private final AtomicLong nextGroupId = new AtomicLong(1);
+    private final StatFlusher flusher = new StatFlusher();
+    private final List<IoPolicy> policies;
+    private final PolicyChain chain;
+    private final Clock clock;
+    private final Map<String, InterfaceFile> files = new LinkedHashMap<>();
+    private final Group root;
+
+    /**
+     * @param clock read only by configuration changes (a new limit starts a new slice "now");
+     *              the IO path takes its time as an argument
+     */
+    GroupTree(PolicyChain chain, Clock clock) {
+        this.chain = chain;
+        this.policies = chain.policies();
+        this.clock = clock;
+        for (InterfaceFile f : CoreFiles.all(this)) files.put(f.name(), f);
+        for (IoPolicy p : policies) for (InterfaceFile f : p.files()) files.put(f.name(), f);
+        this.root = newGroup("", null);
+        this.root.ioInSubtree = true;
+    }
+
+    public Group root() {
+        return root;
+    }
+
+    /** The tree lock, for policies' configuration writes (take it before any device lock). */
+    public ReentrantLock treeLock() {
+        return treeLock;
+    }
+
+    /** io.stat's "updated" list; readers hold its lock while they flush and read totals. */
+    public StatFlusher flusher() {
+        return flusher;
+    }
+
+    // ---------------------------------------------------------------- (group, device) pairs
+
+    /** The chain for a new device, with the root group's pair on it. */
+    DeviceControl attach(Device device, int queueDepth) {
+        treeLock.lock();
+        try {
+            return chain.attach(device, queueDepth, dc -> createDeviceGroupLocked(root, dc));
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * The device goes away: every pair on it loses its parked requests (returned, to fail in
+     * dispatch) and is removed, its counters with it. {@code beforeDetach} runs first, under
+     * the tree lock (the registry forgets the device there).
+     */
+    List<IoRequest> detach(DeviceControl dc, long nowNs, Runnable beforeDetach) {
+        treeLock.lock();
+        try {
+            beforeDetach.run();
+            int index = dc.device().index();
+            List<DeviceGroup> pairs = new ArrayList<>();
+            forEachGroupChildrenFirst(root, g -> {
+                DeviceGroup dg = g.deviceGroup(index);
+                if (dg != null) pairs.add(dg);
+            });
+            List<IoRequest> released = chain.detach(dc, pairs, nowNs);
+            forEachGroup(root, g -> g.removeDeviceGroup(index));
+            return released;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** The pair the request is charged to: its group's effective one on the device, made if missing. */
+    DeviceGroup deviceGroupFor(IoRequest io, DeviceControl dc) {
+        Group g = ((Group) io.group()).effective();
+        DeviceGroup dg = g.deviceGroup(dc.device().index());
+        return dg != null ? dg : ensureDeviceGroup(g, dc);
+    }
+
+    /** The group's state on the device, created (with missing ancestors) if needed. */
+    public DeviceGroup ensureDeviceGroup(Group group, DeviceControl dc) {
+        DeviceGroup dg = group.deviceGroup(dc.device().index());
+        if (dg != null) return dg;
+        treeLock.lock();
+        try {
+            return createDeviceGroupLocked(group, dc);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    private DeviceGroup createDeviceGroupLocked(Group group, DeviceControl dc) {
+        int index = dc.device().index();
+        DeviceGroup existing = group.deviceGroup(index);
+        if (existing != null) return existing;
+        DeviceGroup parent = group.parent() == null ? null : createDeviceGroupLocked(group.parent(), dc);
+        DeviceStats stats = new DeviceStats(parent == null ? null : parent.stats(), flusher);
+        DeviceGroup dg = new DeviceGroup(group, dc, parent, stats);
+        dg.policyStates(chain.newGroupStates(dg));
+        group.putDeviceGroup(index, dg);
+        return dg;
+    }
+
+    /**
+     * Applies a configuration change to {@code group} on one device: creates the pair (and its
+     * ancestors) if needed, as the kernel's {@code blkg_conf_prep} does, runs {@code change}
+     * under the locks, and makes sure requests it released get dispatched.
+     */
+    public void configure(Group group, DeviceControl dc, PolicyChain.ConfigChange change) throws ControlException {
+        treeLock.lock();
+        try {
+            if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
+            if (dc.removed()) throw new ControlException(Errno.ENODEV, "device " + dc.device().name() + " was removed");
+            chain.configure(createDeviceGroupLocked(group, dc), clock.nanoTime(), change);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** Removes every (group, device) state of {@code g}, releasing what its policies had parked. Tree lock held. */
+    private void offlineDeviceGroups(Group g) {
+        for (DeviceGroup dg : g.deviceGroups()) {
+            chain.offline(dg, clock.nanoTime());
+            g.removeDeviceGroup(dg.device().device().index());
+        }
+    }
+
+    // ---------------------------------------------------------------- groups
+
+    private Group newGroup(String name, Group parent) {
+        Group g = new Group(nextGroupId.getAndIncrement(), name, parent, policies.size());
+        for (int i = 0; i < policies.size(); i++) g.policyData[i] = policies.get(i).newGroupData(g);
+        g.recomputeEffective();
+        return g;
+    }
+
+    /** Finds a group by path ("" or "/" is the root). */
+    public Group group(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            return resolve(path);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** Finds an online group by id, or null. */
+    public Group groupById(long id) {
+        treeLock.lock();
+        try {
+            Group[] found = {null};
+            forEachGroup(root, g -> {
+                if (g.id() == id) found[0] = g;
+            });
+            return found[0];
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** mkdir(2) in the group tree. */
+    public Group mkdir(String path) throws ControlException {
+        List<String> parts = TreePath.split(path);
+        if (parts.isEmpty()) throw new ControlException(Errno.EEXIST, "the root group exists");
+        String name = parts.getLast();
+        checkName(name);
+        treeLock.lock();
+        try {
+            Group parent = resolve(parts.subList(0, parts.size() - 1));
+            if (parent.children.containsKey(name) || files.containsKey(name)) {
+                throw new ControlException(Errno.EEXIST, (parent.isRoot() ? "" : parent.path().substring(1) + "/") + name + " exists");
+            }
+            int depth = 1;
+            for (Group a = parent; a != null; a = a.parent(), depth++) {
+                if (a.descendantCount() >= a.maxDescendants) {
+                    throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.descendants=" + a.maxDescendants);
+                }
+                if (depth > a.maxDepth) {
+                    throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.depth=" + a.maxDepth);
+                }
+            }
+            Group g = newGroup(name, parent);
+            parent.children.put(name, g);
+            return g;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * rmdir(2): refuses (EBUSY) while the group has children or bound members. Parked IO is
+     * released, and the group's counters stay in its ancestors' totals.
+     */
+    public void rmdir(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            Group g = resolve(path);
+            if (g.isRoot()) throw new ControlException(Errno.EBUSY, "the root group cannot be removed");
+            if (!g.children.isEmpty()) throw new ControlException(Errno.EBUSY, g.path() + " has child groups");
+            if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound export(s)/namespace(s)");
+            g.markOffline();
+            g.recomputeEffective();
+            offlineDeviceGroups(g);
+            g.parent().children.remove(g.name());
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** Binds a member (export, namespace) to the group: rmdir now fails with EBUSY. */
+    public void bind(Group group) throws ControlException {
+        treeLock.lock();
+        try {
+            if (!group.online()) throw new ControlException(Errno.ENOENT, group.path() + " was removed");
+            group.members++;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    public void unbind(Group group) {
+        treeLock.lock();
+        try {
+            if (group.members > 0) group.members--;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * Applies a cgroup.subtree_control change: enabling io makes the children's io.* files
+     * appear; disabling it discards the children's io state (their IO is charged here from
+     * now on). Tree lock held; checks done by the caller.
+     */
+    void setIoInSubtree(Group group, boolean enabled) {
+        if (group.ioInSubtree == enabled) return;
+        group.ioInSubtree = enabled;
+        for (Group child : group.children.values()) {
+            if (!enabled) {
+                offlineDeviceGroups(child);
+                for (int i = 0; i < policies.size(); i++) child.policyData[i] = policies.get(i).newGroupData(child);
+            }
+            forEachGroup(child, Group::recomputeEffective);
+        }
+    }
+
+    // ---------------------------------------------------------------- files
+
+    /** Directory listing: child groups (with a trailing '/') then files, as {@code ls -p} would. */
+    public List<String> list(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            Group g = resolve(path);
+            List<String> out = new ArrayList<>();
+            for (String child : g.children.keySet()) out.add(child + "/");
+            for (InterfaceFile f : files.values()) if (f.presentIn(g)) out.add(f.name());
+            return out;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** Reads an interface file, e.g. {@code tenants/a/io.stat} or {@code io.cost.qos}. */
+    public String read(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            return ref.file.read(ref.group);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * Writes an interface file, {@code text} being what one write(2) carries; on error nothing
+     * changed (io.cost.* aside, see their files). As cgroupfs: more than {@link #MAX_WRITE_BYTES}
+     * bytes (UTF-8) is E2BIG, and an empty write succeeds without reaching the file. A NUL
+     * character is EINVAL: the kernel would silently read the text only up to it.
+     */
+    public void write(String path, String text) throws ControlException {
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
+            int bytes = text.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > MAX_WRITE_BYTES) throw new ControlException(Errno.E2BIG, path + ": " + bytes + " bytes in one write (expected: at most " + MAX_WRITE_BYTES + ")");
+            if (text.isEmpty()) return;
+            if (text.indexOf('\0') >= 0) throw new ControlException(Errno.EINVAL, path + ": the write holds a NUL character");
+            ref.file.write(ref.group, text);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    private record FileRef(Group group, InterfaceFile file) {
+    }
+
+    /** Tree lock held. */
+    private FileRef file(String path) throws ControlException {
+        List<String> parts = TreePath.split(path);
+        if (parts.isEmpty()) throw new ControlException(Errno.EISDIR, "the root is a directory");
+        String name = parts.getLast();
+        Group g = resolve(parts.subList(0, parts.size() - 1));
+        InterfaceFile f = files.get(name);
+        if (f == null) {
+            if (g.children.containsKey(name)) throw new ControlException(Errno.EISDIR, path + " is a group");
+            throw new ControlException(Errno.ENOENT, "no file " + name + " in " + g.path());
+        }
+        if (!f.presentIn(g)) throw new ControlException(Errno.ENOENT, absentReason(g, f));
+        return new FileRef(g, f);
+    }
+
+    private static String absentReason(Group g, InterfaceFile f) {
+        return switch (f.placement()) {
+            case ONLY_ON_ROOT -> f.name() + " exists only in the root group";
+            case NOT_ON_ROOT -> g.isRoot() ? f.name() + " does not exist in the root group"
+                    : f.name() + ": the io controller is not enabled for " + g.path()
+                      + " (write +io to " + parentFile(g) + ")";
+            case EVERYWHERE -> f.name() + ": the io controller is not enabled for " + g.path()
+                    + " (write +io to " + parentFile(g) + ")";
+        };
+    }
+
+    private static String parentFile(Group g) {
+        return g.parent().isRoot() ? "cgroup.subtree_control" : g.parent().path().substring(1) + "/cgroup.subtree_control";
+    }
+
+    // ---------------------------------------------------------------- paths
+
+    private Group resolve(String path) throws ControlException {
+        return resolve(TreePath.split(path));
+    }
+
+    private Group resolve(List<String> parts) throws ControlException {
+        Group g = root;
+        for (String part : parts) {
+            Group next = g.children.get(part);
+            if (next == null) {
+                if (files.containsKey(part)) throw new ControlException(Errno.ENOTDIR, part + " is a file");
+                throw new ControlException(Errno.ENOENT, "no group " + (g.isRoot() ? "" : g.path().substring(1) + "/") + part);
+            }
+            g = next;
+        }
+        return g;
+    }
+
+    private static void checkName(String name) throws ControlException {
+        if (name.length() > 255) throw new ControlException(Errno.ENAMETOOLONG, "group name longer than 255 bytes");
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                         || c == '-' || c == '_' || c == '.' || c == '@' || c == '+' || c == ':';
+            if (!ok) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: letters, digits and -_.@+:)");
+        }
+    }
+
+    /** Visits every group, parents first, under the tree lock (which may already be held). */
+    public void walk(Consumer<Group> action) {
+        treeLock.lock();
+        try {
+            forEachGroup(root, action);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /** Pre-order walk. Tree lock held. */
+    private static void forEachGroup(Group g, Consumer<Group> action) {
+        action.accept(g);
+        for (Group c : g.children.values()) forEachGroup(c, action);
+    }
+
+    /** Post-order walk. Tree lock held. */
+    private static void forEachGroupChildrenFirst(Group g, Consumer<Group> action) {
+        for (Group c : g.children.values()) forEachGroupChildrenFirst(c, action);
+        action.accept(g);
+    }
+}
