@@ -34,10 +34,10 @@ export NVME_LOAD_BUILT=1
 result() { grep -oE 'RESULT.*|[A-Za-z.]*Exception.*|ERROR.*' || true; }
 
 direct() {
-  local disk="$BENCH_DIR/disk.img" work nqn=nqn.2026-11.io.iotarget:bench port=4431 server
+  local disk="$BENCH_DIR/disk.img" nqn=nqn.2026-11.io.iotarget:bench port=4431
   mkdir -p "$BENCH_DIR"
   [[ -s "$disk" ]] || dd if=/dev/urandom of="$disk" bs=1M count=1024 oflag=direct status=none
-  work="$(mktemp -d /tmp/nvme-bench.XXXXXX)"
+  work="$(mktemp -d /tmp/nvme-bench.XXXXXX)"            # global as well
   cat > "$work/iotarget.json" <<JSON
 { "server": { "control": "127.0.0.1:9849", "io_engine": "io_uring" },
   "backends": { "disk": { "type": "file", "path": "$disk", "direct": 1, "enable": 1 } },
@@ -47,11 +47,11 @@ direct() {
                                "addr_trsvcid": "$port", "subsystems": ["$nqn"] } } } }
 JSON
   taskset -c "$SERVER_CPU" bin/iotarget serve --config "$work/iotarget.json" > "$work/server.log" 2>&1 &
-  server=$!
-  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' RETURN
+  SERVER=$!                                             # global: the EXIT trap needs it
+  trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$work"' EXIT
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
   local clk; clk="$(getconf CLK_TCK)"
-  ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+  ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
   # case rw queues depth seconds -> "iops p99us server_cpu_us_per_io"
   nvme_case() {
     local t0 t1 line
@@ -70,10 +70,12 @@ PY
   }
   fio_case() {  # rw depth seconds
     taskset -c "$FIO_CPU" fio --output-format=json --name=b --ioengine=libaio --direct=1 --filename="$disk" --rw="$1" \
-      --bs=4k --iodepth="$2" --size=1G --time_based --runtime="$3" | python3 -c '
+      --bs=4k --iodepth="$2" --size=1G --time_based --runtime="$3" > "$work/fio.json"
+    python3 - "$work/fio.json" "$1" <<'PY'
 import json, sys
-j = json.load(sys.stdin)["jobs"][0]; d = j["write" if "write" in sys.argv[1] else "read"]
-print(f"{d[\"iops\"]:.0f} {d[\"clat_ns\"][\"percentile\"][\"99.000000\"] / 1000:.0f} -")' "$1"
+d = json.load(open(sys.argv[1]))["jobs"][0]["write" if "write" in sys.argv[2] else "read"]
+print(f'{d["iops"]:.0f} {d["clat_ns"]["percentile"]["99.000000"] / 1000:.0f} -')
+PY
   }
   local cases="randread:1:1 randread:1:32 randread:4:32 randwrite:1:1 randwrite:1:32 randwrite:4:32" c rw q d
   echo "# warming up" >&2
