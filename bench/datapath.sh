@@ -11,7 +11,10 @@
 # Every server is pinned to SERVER_CPU and fio to FIO_CPU, every server is started once, its disk
 # filled and every workload warmed on it before anything is measured (nbdkit reads at half speed
 # on its first run); then runs alternate between the systems, REPEATS times, and each cell is the
-# median. CPU µs/req = the server's utime+stime over the run (/proc/PID/stat) / requests.
+# median; a ratio is the median of the ratios within one repeat (same-run ratios), iotarget's
+# 4-connection runs against fio's single QD32 job on the file. CPU µs/req = the server's
+# utime+stime over the run (/proc/PID/stat) / requests. The load average is recorded per repeat.
+# Run it under the machine's heavy-job lock: flock /tmp/iotarget-heavy.lock bench/datapath.sh
 #
 # Usage: bench/datapath.sh [--runtime S] [--repeats N] [--out FILE] [direct] [cache] [memory]
 # Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk).
@@ -48,7 +51,7 @@ DISK="$BENCH_DIR/disk.img" SHM_IOT=/dev/shm/iotarget-bench-iotarget.img SHM_NBDK
 for f in "$SHM_IOT" "$SHM_NBDKIT"; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
 
 cat > "$WORK/iotarget.json" <<JSON
-{ "server": { "control": "127.0.0.1:9829", "nbd": "127.0.0.1:10911" },
+{ "server": { "control": "127.0.0.1:9829", "nbd": "127.0.0.1:10911", "io_engine": "io_uring" },
   "backends": { "disk": { "type": "file", "path": "$DISK", "direct": 1, "enable": 1 },
                 "shm":  { "type": "file", "path": "$SHM_IOT", "enable": 1 },
                 "mem":  { "type": "memory", "size": "1G", "enable": 1 } },
@@ -127,7 +130,9 @@ for s in "${SECTIONS[@]}"; do
 done
 
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
+LOADS=()
 for rep in $(seq "$REPEATS"); do
+  LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
   for s in "${SECTIONS[@]}"; do
     for w in ${WORKLOADS[$s]}; do
       IFS=: read -r rw bs qd jobs <<<"$w"
@@ -142,18 +147,22 @@ for rep in $(seq "$REPEATS"); do
 done
 
 python3 - "$RESULTS" "$RUNTIME" "$REPEATS" "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo -dirty)" \
-  "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "${OUT:-/dev/null}"
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "${LOADS[*]}" <<'PY' | tee "${OUT:-/dev/null}"
 import statistics, sys, collections
-rows = collections.defaultdict(list)
+rows = collections.defaultdict(dict)          # (section, workload, system) -> {rep: values}
 for line in open(sys.argv[1]):
     rep, section, w, system, iops, mib, p99, cpu = line.split()
-    rows[(section, w, system)].append((float(iops), float(mib), float(p99), float(cpu)))
-med = {k: [statistics.median(x[i] for x in v) for i in range(4)] for k, v in rows.items()}
+    rows[(section, w, system)][rep] = (float(iops), float(mib), float(p99), float(cpu))
+med = {k: [statistics.median(x[i] for x in v.values()) for i in range(4)] for k, v in rows.items()}
 print(f"commit {sys.argv[4]}, fio, {sys.argv[2]} s per run, median of {sys.argv[3]} alternating runs, servers pinned to one core and fio "
-      f"to another, every system warmed first; load average at the end {sys.argv[5]}")
+      f"to another, every system warmed first; 1-min load average at the start of each repeat {sys.argv[6]}, load average at the end {sys.argv[5]}")
 def name(w):
     rw, bs, qd, jobs = w.split(":")
     return f"{bs} {rw} QD{qd}" + (f" x{jobs} conn" if jobs != "1" else "")
+def peer(s, w, x):
+    """The runs iotarget's workload w is compared with: fio on the file has only single-job runs."""
+    if (s, w, x) in rows: return rows[(s, w, x)]
+    return rows.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x == "fio-direct" else None
 sections = sorted({k[0] for k in med}, key=["direct", "cache", "memory"].index)
 for s in sections:
     systems = []
@@ -161,17 +170,19 @@ for s in sections:
         if k[0] == s and k[2] not in systems: systems.append(k[2])
     base = systems[0]
     print(f"\n### {s}\n")
-    head = "| workload | " + " | ".join(f"{x} IOPS" for x in systems) + " | " + " | ".join(f"{base}/{x}" for x in systems[1:]) \
-           + " | p99 µs " + base + " | CPU µs/req " + " | ".join(x for x in systems if x != "fio-direct") + " |"
+    head = "| workload | " + " | ".join(f"{x} IOPS" for x in systems) + " | " + " | ".join(f"{base}/{x} (min-max)" for x in systems[1:]) \
+           + f" | MiB/s {base} | p99 µs {base} | CPU µs/req " + " | ".join(x for x in systems if x != "fio-direct") + " |"
     print(head); print("|" + "---|" * (head.count("|") - 1))
     for w in dict.fromkeys(k[1] for k in med if k[0] == s):
         vals = {x: med.get((s, w, x)) for x in systems}
-        ref = vals[base]
+        mine = rows[(s, w, base)]
         cells = [f"{vals[x][0]:.0f}" if vals[x] else "-" for x in systems]
         ratios = []
         for x in systems[1:]:
-            other = vals[x] or (med.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x == "fio-direct" else None)
-            ratios.append(f"{ref[0] / other[0]:.2f}" if other else "-")
+            other = peer(s, w, x)
+            same = [mine[r][0] / other[r][0] for r in mine if other and r in other and other[r][0] > 0]
+            ratios.append(f"{statistics.median(same):.2f} ({min(same):.2f}-{max(same):.2f})" if same else "-")
         cpus = [f"{vals[x][3]:.2f}" if vals[x] else "-" for x in systems if x != "fio-direct"]
-        print(f"| {name(w)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {ref[2]:.0f} | " + " | ".join(cpus) + " |")
+        print(f"| {name(w)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {med[(s, w, base)][1]:.0f} | {med[(s, w, base)][2]:.0f} | "
+              + " | ".join(cpus) + " |")
 PY

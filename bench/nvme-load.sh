@@ -2,14 +2,15 @@
 # nvme-load.sh - iotarget's NVMe/TCP load generator (frontend-nvmetcp test scope,
 # io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator). Without --target it starts the target in
 # the same JVM on a null (default) or memory backend. Options: see that class; results and the
-# commands behind them are recorded in bench/results/nvme.md.
+# commands behind them are recorded in bench/results/nvme.md. NVME_LOAD_BUILT=1 skips the build
+# (bench/nvme-bench.sh builds once for all its runs).
 #   bench/nvme-load.sh --backend null --queues 2 --depth 32 --bs 4096 --rw randread --seconds 10
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 cd "$IOTARGET_HOME"
-MVN_ARGS="${MVN_ARGS:--o}" mvn_run test-compile -pl frontend-nvmetcp -am
+[[ -n "${NVME_LOAD_BUILT:-}" ]] || MVN_ARGS="${MVN_ARGS:--o}" mvn_run test-compile -pl frontend-nvmetcp -am
 CP=""
-for m in model backends iocontrol dispatch engine frontend-nvmetcp; do CP="$CP:$m/target/classes"; done
+for m in model buffers backends iocontrol dispatch engine transport frontend-nvmetcp; do CP="$CP:$m/target/classes"; done
 CP="${CP#:}:frontend-nvmetcp/target/test-classes"
 exec java --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xms1g -Xmx1g -cp "$CP" \
   io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator "$@"
