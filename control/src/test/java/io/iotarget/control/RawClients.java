@@ -94,7 +94,7 @@ final class RawClients {
         int id = cqe.getShort(0) & 0xFFFF;                          // DW0 of the result: the controller id
         if (qid == 0) {
             ByteBuffer set = sqe(FABRICS, 2, 0);
-            set.put(4, (byte) PROPERTY_SET).putInt(44, 0x14).putLong(48, CC_ENABLE);
+            set.put(4, (byte) PROPERTY_SET).put(39, (byte) 0x5A).putInt(44, 0x14).putLong(48, CC_ENABLE);   // no data: SGL of length 0
             nvmeExecute(c, set, null);
         }
         return id;
