@@ -35,9 +35,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  *
  * <p>The machine is two shared cores that other jobs use too, so one measurement means little:
  * B runs in short windows, alone and attacked in turn ({@link #PAIRS} pairs; for each attacked
- * window A's fio starts {@link #A_DELAY_MS} into B's measurement, so that its connections and
- * its first burst count too, and is killed after it), and the criteria apply to the medians of the
- * pairs' ratios, so that a neighbour's burst that hits one window moves one ratio only. A killed
+ * window A's fio is started afresh, flooding before the window opens, and killed after it), and
+ * the criteria apply to the medians of the pairs' ratios, so that a neighbour's burst that hits one window moves one ratio only. A killed
  * fio's connections are not gone for the server at once: each still has megabytes of writes in
  * the kernel's buffers, which the server reads as A's share lets it (1 MiB/s), so later solo
  * windows share the server with A's lingering connections — still holding only A's share.
@@ -56,8 +55,8 @@ class FloodIsolationTest {
     private static final int PAIRS = 8;
     private static final int WINDOW_MS = 1500;
     private static final int RAMP_MS = 200;
-    /** A starts this long into B's attacked window (after B's ramp): B sees A arrive. */
-    private static final int A_DELAY_MS = 100;
+    /** After A's first write reached the server: its other connections arrive and fill A's share. */
+    private static final int SETTLE_MS = 300;
 
     @TempDir
     Path dir;
@@ -94,12 +93,10 @@ class FloodIsolationTest {
             List<Window> attacked = new ArrayList<>();
             for (int i = 0; i < PAIRS; i++) {
                 solo.add(runB(server, clientCpus, WINDOW_MS));
-                // A arrives while B is being measured: its connections, its first burst and then its flood all fall in the window.
-                RunningB b = startB(server, clientCpus, WINDOW_MS);
-                Thread.sleep(RAMP_MS + A_DELAY_MS);
                 Process flood = startA(server, clientCpus);
                 try {
-                    attacked.add(b.finish());
+                    awaitFlood(server, flood);
+                    attacked.add(runB(server, clientCpus, WINDOW_MS));
                     assertTrue(flood.isAlive(), "A's fio ran throughout");
                 } finally {
                     flood.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
@@ -170,19 +167,34 @@ class FloodIsolationTest {
         }
     }
 
-    /**
-     * A: 8 connections (fio jobs as threads, so that killing fio ends them all) writing 1 MiB
-     * blocks at QD128 each. A's fio shares B's core, at nice 19: a tenant's client runs on its own
-     * machine, and unniced it took half of that core from B's fio (B at 48 % of its IOPS with the
-     * server's CPU per B IO unchanged, 9.3 against 9.7 us, and the server's core half idle), which
-     * says nothing about the server.
-     */
+    /** A: 8 connections (fio jobs as threads, so that killing fio ends them all) writing 1 MiB blocks at QD128 each. */
     private Process startA(ServerProcess server, String cpus) throws IOException {
-        List<String> command = pinned(cpus, "nice", "-n", "19", "fio", "--name=a", "--thread", "--ioengine=nbd",
+        List<String> command = pinned(cpus, "fio", "--name=a", "--thread", "--ioengine=nbd",
                 "--uri=nbd://127.0.0.1:" + server.nbdPort() + "/a", "--rw=write", "--bs=1M", "--iodepth=128", "--numjobs=8",
                 "--size=" + DEVICE_BYTES, "--time_based", "--runtime=600");
         return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile())).start();
+    }
+
+    /**
+     * Waits until A floods: its first write passed io.max (A's wios grew), then {@link #SETTLE_MS}.
+     * A's fio first fills 1 GiB of write buffers, on B's core: were that inside B's window, it
+     * would measure the clients (B fell to 48 % so, with the server's CPU per B IO unchanged and
+     * its core half idle), not what A does to the server.
+     */
+    private void awaitFlood(ServerProcess server, Process flood) throws InterruptedException {
+        long before = wios(server);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (wios(server) == before) {
+            assertTrue(flood.isAlive() && System.nanoTime() < deadline, "A's fio never wrote");
+            Thread.sleep(20);
+        }
+        Thread.sleep(SETTLE_MS);
+    }
+
+    private long wios(ServerProcess server) {
+        String stat = cli(server.control(), "read", "tenants/a/io.stat");
+        return stat.isBlank() ? 0 : Long.parseLong(stat.replaceAll("(?s).*wios=(\\d+).*", "$1"));
     }
 
     private static List<String> pinned(String cpus, String... command) {
