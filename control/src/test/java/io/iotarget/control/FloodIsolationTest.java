@@ -193,8 +193,9 @@ class FloodIsolationTest {
     }
 
     private long wios(ServerProcess server) {
-        String stat = cli(server.control(), "read", "tenants/a/io.stat");
-        return stat.isBlank() ? 0 : Long.parseLong(stat.replaceAll("(?s).*wios=(\\d+).*", "$1"));
+        // Empty, or "259:0 " alone, until A's first write is counted.
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("wios=(\\d+)").matcher(cli(server.control(), "read", "tenants/a/io.stat"));
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
     }
 
     private static List<String> pinned(String cpus, String... command) {
