@@ -12,8 +12,6 @@ import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -55,8 +53,8 @@ class ManyConnectionsTest {
             List<SocketChannel> clients = new ArrayList<>();
             try {
                 long t0 = System.nanoTime();
-                for (int i = 0; i < NBD_CONNECTIONS; i++) clients.add(nbdTransmitting(nbdPort));
-                for (int i = 0; i < NVME_CONNECTIONS; i++) clients.add(nvmePastIcReq(nvmePort));
+                for (int i = 0; i < NBD_CONNECTIONS; i++) clients.add(RawClients.nbdTransmitting(nbdPort, "default", 0));
+                for (int i = 0; i < NVME_CONNECTIONS; i++) clients.add(RawClients.nvmePastIcReq(nvmePort, 0));
                 long connectMs = (System.nanoTime() - t0) / 1_000_000;
                 System.gc();
                 int threadsAfter = ManagementFactory.getThreadMXBean().getThreadCount();
@@ -96,45 +94,6 @@ class ManyConnectionsTest {
                 for (SocketChannel c : clients) c.close();
             }
         }
-    }
-
-    /** An NBD client that negotiated (fixed newstyle, GO on "default") and then says nothing. */
-    private static SocketChannel nbdTransmitting(int port) throws IOException {
-        SocketChannel c = SocketChannel.open(new InetSocketAddress("127.0.0.1", port));
-        readFully(c, 18);                                          // NBDMAGIC, IHAVEOPT, handshake flags
-        byte[] name = "default".getBytes(StandardCharsets.US_ASCII);
-        ByteBuffer out = ByteBuffer.allocate(4 + 16 + 4 + name.length + 2);
-        out.putInt(3);                                              // FIXED_NEWSTYLE | NO_ZEROES
-        out.putLong(0x49484156454F5054L).putInt(7).putInt(4 + name.length + 2).putInt(name.length).put(name).putShort((short) 0);
-        writeFully(c, out.flip());
-        while (true) {                                              // INFO replies, then ACK
-            ByteBuffer header = readFully(c, 20);
-            int type = header.getInt(12);
-            readFully(c, header.getInt(16));
-            if (type == 1) return c;
-            if (type != 3) throw new IOException("GO refused: reply type 0x" + Integer.toHexString(type));
-        }
-    }
-
-    /** An NVMe/TCP host that sent ICReq, got ICResp, and never sends Connect. */
-    private static SocketChannel nvmePastIcReq(int port) throws IOException {
-        SocketChannel c = SocketChannel.open(new InetSocketAddress("127.0.0.1", port));
-        ByteBuffer icreq = ByteBuffer.allocate(128).order(ByteOrder.LITTLE_ENDIAN);
-        icreq.put(0, (byte) 0x00).put(2, (byte) 128).putInt(4, 128);   // type ICReq, hlen 128, plen 128; pfv 0, hpda 0, no digests
-        writeFully(c, icreq);
-        ByteBuffer icresp = readFully(c, 128);
-        if (icresp.get(0) != 0x01) throw new IOException("expected ICResp, got PDU type " + icresp.get(0));
-        return c;
-    }
-
-    private static ByteBuffer readFully(SocketChannel c, int n) throws IOException {
-        ByteBuffer b = ByteBuffer.allocate(n);
-        while (b.hasRemaining()) if (c.read(b) < 0) throw new IOException("closed by the server");
-        return b.flip();
-    }
-
-    private static void writeFully(SocketChannel c, ByteBuffer b) throws IOException {
-        while (b.hasRemaining()) c.write(b);
     }
 
     private String cli(String control, String... args) {

@@ -1,0 +1,149 @@
+package io.iotarget.control;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Clients written byte by byte for tests that need one to misbehave (stay idle, never read its
+ * replies), which no real client does on purpose: NBD after negotiation, NVMe/TCP past ICReq and
+ * with an IO queue. Blocking channels; no digests, no structured replies.
+ */
+final class RawClients {
+    static final int NBD_CMD_READ = 0;
+    private static final int NBD_REQUEST_MAGIC = 0x25609513;
+    private static final int NBD_SIMPLE_REPLY_MAGIC = 0x67446698;
+    /** NVMe/TCP PDU types and lengths (no digests). */
+    private static final int IC_REQ = 0x00, IC_RESP = 0x01, CAPSULE_CMD = 0x04, CAPSULE_RESP = 0x05;
+    private static final int IC_LEN = 128, CAPSULE_CMD_HLEN = 72, CAPSULE_RESP_LEN = 24;
+    private static final int FABRICS = 0x7F, CONNECT = 0x01, PROPERTY_SET = 0x00, NVM_READ = 0x02;
+    /** CC with EN and the Linux host's queue entry sizes (IOSQES 6, IOCQES 4). */
+    private static final long CC_ENABLE = 0x460001;
+
+    private RawClients() {
+    }
+
+    /**
+     * An NBD client that negotiated (fixed newstyle, GO on {@code export}), in transmission. A
+     * {@code receiveBuffer} above 0 is set before connecting (a client that will not read should
+     * not offer the kernel's default of megabytes).
+     */
+    static SocketChannel nbdTransmitting(int port, String export, int receiveBuffer) throws IOException {
+        SocketChannel c = SocketChannel.open();
+        if (receiveBuffer > 0) c.socket().setReceiveBufferSize(receiveBuffer);
+        c.connect(new InetSocketAddress("127.0.0.1", port));
+        readFully(c, 18);                                          // NBDMAGIC, IHAVEOPT, handshake flags
+        byte[] name = export.getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer out = ByteBuffer.allocate(4 + 16 + 4 + name.length + 2);
+        out.putInt(3);                                              // FIXED_NEWSTYLE | NO_ZEROES
+        out.putLong(0x49484156454F5054L).putInt(7).putInt(4 + name.length + 2).putInt(name.length).put(name).putShort((short) 0);
+        writeFully(c, out.flip());
+        while (true) {                                              // INFO replies, then ACK
+            ByteBuffer header = readFully(c, 20);
+            int type = header.getInt(12);
+            readFully(c, header.getInt(16));
+            if (type == 1) return c;
+            if (type != 3) throw new IOException("GO refused: reply type 0x" + Integer.toHexString(type));
+        }
+    }
+
+    /** One NBD request header (28 bytes). */
+    static ByteBuffer nbdRequest(int type, long cookie, long offset, int length) {
+        return ByteBuffer.allocate(28).putInt(NBD_REQUEST_MAGIC).putShort((short) 0).putShort((short) type).putLong(cookie)
+                .putLong(offset).putInt(length).flip();
+    }
+
+    /** Sends an NBD READ and waits for its simple reply; returns the NBD error (0: the data was read). */
+    static int nbdRead(SocketChannel c, long cookie, long offset, int length) throws IOException {
+        writeFully(c, nbdRequest(NBD_CMD_READ, cookie, offset, length));
+        ByteBuffer reply = readFully(c, 16);
+        if (reply.getInt(0) != NBD_SIMPLE_REPLY_MAGIC || reply.getLong(8) != cookie) throw new IOException("not the reply to " + cookie);
+        int error = reply.getInt(4);
+        if (error == 0) readFully(c, length);
+        return error;
+    }
+
+    /** An NVMe/TCP host that sent ICReq and got ICResp. */
+    static SocketChannel nvmePastIcReq(int port, int receiveBuffer) throws IOException {
+        SocketChannel c = SocketChannel.open();
+        if (receiveBuffer > 0) c.socket().setReceiveBufferSize(receiveBuffer);
+        c.connect(new InetSocketAddress("127.0.0.1", port));
+        ByteBuffer icreq = le(IC_LEN);
+        icreq.put(0, (byte) IC_REQ).put(2, (byte) IC_LEN).putInt(4, IC_LEN);   // hlen, plen; pfv 0, hpda 0, no digests
+        writeFully(c, icreq);
+        ByteBuffer icresp = readFully(c, IC_LEN);
+        if (icresp.get(0) != IC_RESP) throw new IOException("expected ICResp, got PDU type " + icresp.get(0));
+        return c;
+    }
+
+    /**
+     * Connects {@code c} as queue {@code qid} of controller {@code cntlid} (0xFFFF: a new one, on
+     * the admin queue) of {@code subsystem}; returns the controller id. The admin queue is then
+     * enabled (CC.EN), so that IO queues may connect.
+     */
+    static int nvmeConnect(SocketChannel c, String subsystem, String hostNqn, int qid, int cntlid, int queueSize) throws IOException {
+        ByteBuffer sqe = sqe(FABRICS, 1, 0);
+        sqe.put(4, (byte) CONNECT).putShort(42, (short) qid).putShort(44, (short) (queueSize - 1));
+        sqe.putInt(32, 1024).put(39, (byte) 0x01);                 // SGL: 1024 bytes in the capsule
+        ByteBuffer data = le(1024);
+        data.putShort(16, (short) cntlid).put(256, subsystem.getBytes(StandardCharsets.UTF_8)).put(512, hostNqn.getBytes(StandardCharsets.UTF_8));
+        ByteBuffer cqe = nvmeExecute(c, sqe, data);
+        int id = cqe.getShort(0) & 0xFFFF;                          // DW0 of the result: the controller id
+        if (qid == 0) {
+            ByteBuffer set = sqe(FABRICS, 2, 0);
+            set.put(4, (byte) PROPERTY_SET).put(39, (byte) 0x5A).putInt(44, 0x14).putLong(48, CC_ENABLE);   // no data: SGL of length 0
+            nvmeExecute(c, set, null);
+        }
+        return id;
+    }
+
+    /** A Read command capsule of {@code blocks} 512-byte blocks at {@code lba}, its data through C2HData. */
+    static ByteBuffer nvmeRead(int commandId, int nsid, long lba, int blocks) {
+        ByteBuffer sqe = sqe(NVM_READ, commandId, nsid);
+        sqe.putInt(32, blocks * 512).put(39, (byte) 0x5A);           // SGL: transport data block
+        sqe.putLong(40, lba).putInt(48, blocks - 1);
+        return capsule(sqe, null);
+    }
+
+    private static ByteBuffer sqe(int opcode, int commandId, int nsid) {
+        ByteBuffer sqe = le(64);
+        sqe.put(0, (byte) opcode).put(1, (byte) 0x40).putShort(2, (short) commandId).putInt(4, nsid);   // SGL, not PRPs
+        return sqe;
+    }
+
+    private static ByteBuffer capsule(ByteBuffer sqe, ByteBuffer data) {
+        int dataBytes = data == null ? 0 : data.capacity();
+        ByteBuffer pdu = le(CAPSULE_CMD_HLEN + dataBytes);
+        pdu.put(0, (byte) CAPSULE_CMD).put(2, (byte) CAPSULE_CMD_HLEN).put(3, (byte) (dataBytes > 0 ? CAPSULE_CMD_HLEN : 0))
+                .putInt(4, CAPSULE_CMD_HLEN + dataBytes).put(8, sqe, 0, 64);
+        if (data != null) pdu.put(CAPSULE_CMD_HLEN, data, 0, dataBytes);
+        return pdu;
+    }
+
+    /** Sends one admin or fabrics command and reads its response capsule; returns the 16-byte CQE, status checked. */
+    private static ByteBuffer nvmeExecute(SocketChannel c, ByteBuffer sqe, ByteBuffer data) throws IOException {
+        writeFully(c, capsule(sqe, data));
+        ByteBuffer resp = readFully(c, CAPSULE_RESP_LEN).order(ByteOrder.LITTLE_ENDIAN);
+        if (resp.get(0) != CAPSULE_RESP) throw new IOException("expected a response capsule, got PDU type " + resp.get(0));
+        int status = (resp.getShort(8 + 14) & 0xFFFF) >>> 1;
+        if (status != 0) throw new IOException("command 0x" + Integer.toHexString(sqe.get(0) & 0xFF) + " failed: status 0x" + Integer.toHexString(status));
+        return resp.slice(8, 16).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static ByteBuffer le(int bytes) {
+        return ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    static ByteBuffer readFully(SocketChannel c, int n) throws IOException {
+        ByteBuffer b = ByteBuffer.allocate(n);
+        while (b.hasRemaining()) if (c.read(b) < 0) throw new IOException("closed by the server");
+        return b.flip();
+    }
+
+    static void writeFully(SocketChannel c, ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) c.write(b);
+    }
+}
