@@ -24,7 +24,9 @@ final class Releaser implements ReleaseSignal {
      * Maintainers' notes. Missed wake-ups are excluded by a Dekker pair: the releaser publishes
      * scheduledNs and then re-reads the controller's next release time before parking; a
      * submitter publishes its wake time in the controller and then reads scheduledNs. One of
-     * the two always sees the other's write.
+     * the two always sees the other's write (the controller's wake times are volatile, the held
+     * completions' are read under their monitor). stress-tests' ReleaserWakeupStress holds it
+     * to this.
      */
     private final IoController controller;
     private final HeldCompletions held;
