@@ -38,9 +38,9 @@
  * <h2>3. What a pass means, and what it cannot show</h2>
  * jcstress runs every test in each JVM configuration it knows (interpreter, C1, C2, split
  * compilation, C2 with randomized scheduling), in forked JVMs, millions of times. A pass on
- * x86 cannot show a reordering x86 never does (release/acquire where volatile is needed is
- * invisible there, hence §2 is argued from the JMM and the code uses volatile); on AArch64 the
- * same tests would. A forbidden outcome, once seen, is a real race: fix it, and the test that
+ * x86 cannot show a reordering x86 never does (release/acquire where a synchronization action
+ * is needed is invisible there, hence §2 is argued from the JMM, as SlotQueue's notes do); on
+ * AArch64 the same tests could. A forbidden outcome, once seen, is a real race: fix it, and the test that
  * showed it stays as its regression test.
  *
  * <h2>4. Running</h2>

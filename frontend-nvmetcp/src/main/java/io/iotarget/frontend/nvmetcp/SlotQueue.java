@@ -18,15 +18,20 @@ import java.lang.invoke.VarHandle;
  */
 final class SlotQueue {
     /*
-     * Maintainers' notes. The link from the previous head is written and read with volatile
-     * semantics, not release/acquire, because of the flag: "the loop lowers the flag, then
-     * reads the link" against "the producer writes the link, then reads the flag" is a
-     * store-buffering pair, and only if all four accesses are in the total order of volatile
-     * accesses does one side have to see the other's write. With release/acquire the Java memory
-     * model would allow the loop to miss a half-linked slot while its producer still saw the flag
-     * raised — a response left in the queue until the next completion. (HotSpot on x86 and ARM
-     * never does that, since the getAndSet and the flag's CAS are full fences there; the proof
-     * must not lean on it.)
+     * Maintainers' notes. "The loop lowers the flag, then reads a link" against "a producer
+     * writes the link, then raises the flag" is a store-buffering pair, and a release store and an
+     * acquire load of the link are not ordered against the flag by the Java memory model: with a
+     * plain store to lower the flag and a compare-and-set to raise it, the loop could miss a
+     * half-linked slot while its producer still found the flag up — a response left queued until
+     * the next completion. HotSpot never does that on x86 or ARM (the head's getAndSet and the
+     * flag's CAS are full fences there); the proof must not lean on it. So the flag carries the
+     * ordering: both ends exchange it (getAndSet), and an exchange always writes. If the task's
+     * exchange reads a producer's raise (or a later write), that raise happened-before the task's
+     * polls, and so did the link written before it; if it comes first, the producer's exchange
+     * reads the lowered flag and that producer schedules the next task. Each exchange costs what
+     * the store and the CAS it replaces cost (one locked instruction each), and the links stay
+     * release/acquire; making them volatile instead cost 9 ns more per response on x86
+     * (SlotQueueBenchmark: 31.5-32.0 against 22.1-23.8 ns).
      */
     private static final VarHandle HEAD;
     private static final VarHandle FLUSH_ARMED;
@@ -43,28 +48,28 @@ final class SlotQueue {
 
     private final CommandSlot stub = new CommandSlot(-1, null);
     /** Producers' end, exchanged atomically. */
-    @SuppressWarnings("unused")     // HEAD
     private volatile CommandSlot head = stub;
     /** Consumer's end; loop thread only. */
     private CommandSlot tail = stub;
-    /** A flush task is scheduled and has not started polling yet. */
+    /** A flush task is scheduled and has not started polling yet; only ever exchanged (FLUSH_ARMED). */
+    @SuppressWarnings("unused")
     private volatile boolean flushArmed;
 
     /** Any thread. */
     void push(CommandSlot slot) {
         CommandSlot.NEXT.set(slot, (CommandSlot) null);
         CommandSlot previous = (CommandSlot) HEAD.getAndSet(this, slot);
-        CommandSlot.NEXT.setVolatile(previous, slot);
+        CommandSlot.NEXT.setRelease(previous, slot);
     }
 
     /** Any thread, after {@link #push}: true when the caller is to schedule the flush task (none is pending). */
     boolean armFlush() {
-        return FLUSH_ARMED.compareAndSet(this, false, true);
+        return !(boolean) FLUSH_ARMED.getAndSet(this, true);
     }
 
     /** Loop thread, at the start of the flush task, before it polls: pushes from now on arm a new one. */
     void flushStarting() {
-        flushArmed = false;
+        FLUSH_ARMED.getAndSet(this, false);
     }
 
     /**
@@ -95,6 +100,6 @@ final class SlotQueue {
     }
 
     private static CommandSlot next(CommandSlot slot) {
-        return (CommandSlot) CommandSlot.NEXT.getVolatile(slot);
+        return (CommandSlot) CommandSlot.NEXT.getAcquire(slot);
     }
 }
