@@ -24,7 +24,9 @@ final class Releaser implements ReleaseSignal {
      * Maintainers' notes. Missed wake-ups are excluded by a Dekker pair: the releaser publishes
      * scheduledNs and then re-reads the controller's next release time before parking; a
      * submitter publishes its wake time in the controller and then reads scheduledNs. One of
-     * the two always sees the other's write.
+     * the two always sees the other's write (the controller's wake times are volatile, the held
+     * completions' are read under their monitor). stress-tests' ReleaserWakeupStress holds it
+     * to this.
      */
     private final IoController controller;
     private final HeldCompletions held;
@@ -77,15 +79,32 @@ final class Releaser implements ReleaseSignal {
         long now = clock.nanoTime();
         controller.releaseDue(now, dispatch);
         held.deliverDue(now);
+        long parkNs = publishNextWake();
+        if (parkNs == Long.MAX_VALUE) {
+            LockSupport.park(this);
+        } else if (parkNs > 0) {
+            LockSupport.parkNanos(this, parkNs);
+        }
+    }
+
+    /**
+     * The releaser's half of the Dekker pair: publishes when it will wake next, then reads the
+     * controller again. Returns how long it may park — {@code Long.MAX_VALUE} until unparked —
+     * or 0 when something is due or arrived meanwhile and it must run again at once. Releaser
+     * thread (the stress test calls it as the releaser would).
+     */
+    long publishNextWake() {
         long next = nextNs();
         scheduledNs = next;
         long recheck = nextNs();
-        if (recheck < next || next <= clock.nanoTime()) return;
-        if (next == Long.MAX_VALUE) {
-            LockSupport.park(this);
-        } else {
-            LockSupport.parkNanos(this, next - clock.nanoTime());
-        }
+        if (recheck < next) return 0;
+        if (next == Long.MAX_VALUE) return Long.MAX_VALUE;
+        return Math.max(0, next - clock.nanoTime());
+    }
+
+    /** The wake time last published, by the releaser or by a submitter that unparked it; Long.MIN_VALUE while it runs. */
+    long scheduledNs() {
+        return scheduledNs;
     }
 
     private long nextNs() {

@@ -32,8 +32,11 @@ public final class EventLoop {
     /*
      * Maintainers' notes. Wake-ups: a producer queues its task and then, only if no wake-up is
      * pending, sets the flag and calls Selector.wakeup(); the loop clears the flag before it
-     * drains the queue. A task queued after the drain finds the flag clear and wakes the next
-     * select; one queued before it is run by the drain. Either way nothing waits for a timeout.
+     * drains the queue (the first thing runTasks does). A task queued after the drain finds the
+     * flag clear and wakes the next select (a wakeup() between two selects is kept for the next
+     * one); one queued before it is run by the drain. Either way nothing waits for a timeout.
+     * The queue and the flag are both volatile, so one of the two sides sees the other's write:
+     * stress-tests' EventLoopWakeupStress holds it to this.
      */
     /** Bytes read from a socket per call: big enough for a burst of pipelined small requests. */
     static final int READ_BUFFER_BYTES = 64 * 1024;
@@ -222,7 +225,6 @@ public final class EventLoop {
         } else {
             ready = selector.select(Math.max(1, (leftNs + 999_999) / 1_000_000));
         }
-        wakeupPending.set(false);
         if (ready == 0) return;
         var keys = selector.selectedKeys();
         for (var it = keys.iterator(); it.hasNext(); ) {
@@ -239,7 +241,9 @@ public final class EventLoop {
         }
     }
 
-    private void runTasks() {
+    /** The queued tasks, after lowering the wake-up flag. Loop thread (and the stress test, acting as the loop). */
+    void runTasks() {
+        wakeupPending.set(false);
         for (Runnable task; (task = tasks.poll()) != null; ) {
             try {
                 task.run();

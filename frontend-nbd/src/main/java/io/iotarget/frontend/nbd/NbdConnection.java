@@ -14,8 +14,6 @@ import javax.net.ssl.SSLException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One client session on one transport {@link Connection}: the handshake, then pipelined
@@ -60,8 +58,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private final Negotiation negotiation;
     private final OptionDecoder options = new OptionDecoder();
     private final RequestDecoder decoder = new RequestDecoder();
-    private final AtomicReference<Command> completed = new AtomicReference<>();
-    private final AtomicBoolean flushScheduled = new AtomicBoolean();
+    private final FinishedCommands finished = new FinishedCommands();
     private final Runnable flushTask = this::flushTask;
     /** Reply buffers of one command, handed to the connection's output queue. */
     private final ByteBuffer[] replyParts = new ByteBuffer[Command.MAX_VIEWS + 2];
@@ -382,7 +379,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 pendingWrite = c;
                 return c.error == 0 ? c.data : null;
             }
-            if (c.error != 0 || !commands.execute(c)) completed(c);
+            if (c.error != 0 || !commands.execute(c)) finished.push(c);
             return null;
         }
 
@@ -390,7 +387,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         public void payloadDone() {
             Command c = pendingWrite;
             pendingWrite = null;
-            if (c.error != 0 || !commands.execute(c)) completed(c);
+            if (c.error != 0 || !commands.execute(c)) finished.push(c);
         }
     };
 
@@ -440,21 +437,13 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     /** Engine callback: any thread, never blocks. */
     @Override
     public void complete(IoRequest io) {
-        completed((Command) io.attachment());
+        finished.push((Command) io.attachment());
         if (decoding && connection.loop().inLoop()) return;     // sent at the end of the batch
-        if (flushScheduled.compareAndSet(false, true)) connection.loop().execute(flushTask);
-    }
-
-    private void completed(Command c) {
-        Command head;
-        do {
-            head = completed.get();
-            c.next = head;
-        } while (!completed.compareAndSet(head, c));
+        if (finished.armFlush()) connection.loop().execute(flushTask);
     }
 
     private void flushTask() {
-        flushScheduled.set(false);
+        finished.flushStarting();
         flushReplies();
         connection.flush();
         finishIfDone();
@@ -462,15 +451,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     /** Queues the reply of every finished command, oldest first. Loop thread. */
     private void flushReplies() {
-        Command list = completed.getAndSet(null);
-        if (list == null) return;
-        Command fifo = null;
-        while (list != null) {
-            Command next = list.next;
-            list.next = fifo;
-            fifo = list;
-            list = next;
-        }
+        Command fifo = finished.drain();
+        if (fifo == null) return;
         boolean structured = commands != null && commands.structured();
         for (Command c = fifo; c != null; ) {
             Command next = c.next;

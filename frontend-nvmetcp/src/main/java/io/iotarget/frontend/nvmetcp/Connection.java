@@ -13,7 +13,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One NVMe/TCP connection, which is one queue (the admin queue or an IO queue) once Connect
@@ -62,7 +61,6 @@ final class Connection implements PduHandler, ConnectionHandler {
     private final io.iotarget.transport.Connection socket;
     private final PduDecoder decoder = new PduDecoder(this);
     private final SlotQueue responses = new SlotQueue();
-    private final AtomicBoolean flushScheduled = new AtomicBoolean();
     private final Runnable flushTask = this::flushTask;
     private final CommandSlot[] slots;
     private final IoCommands io;
@@ -523,11 +521,11 @@ final class Connection implements PduHandler, ConnectionHandler {
         responses.push(slot);
         EventLoop loop = socket.loop();
         if (decoding && loop.inLoop()) return;           // sent after the batch
-        if (flushScheduled.compareAndSet(false, true)) loop.execute(flushTask);
+        if (responses.armFlush()) loop.execute(flushTask);
     }
 
     private void flushTask() {
-        flushScheduled.set(false);
+        responses.flushStarting();
         sendResponses();
         socket.flush();
     }

@@ -9,6 +9,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * interval); a reader drains the whole list and folds every stripe's delta into its
  * {@link DeviceStats} and all of that node's ancestors. Each delta is folded exactly once, by
  * whichever reader comes first, so the cost of a read is the work done since the previous one.
+ * stress-tests' StatFlusherPushStress and StatStripeRequeueStress check the list's two ends.
  *
  * <p>Thread-safety: {@link #push} from any thread without locks; {@link #flush} and reads of
  * totals under {@link #lock()}.

@@ -16,7 +16,8 @@ final class StatStripe {
      * (volatile) and then reads queued (volatile); the flusher clears queued (volatile) and then
      * reads the counters (volatile). Under the Java memory model's total order of volatile
      * accesses, either the flusher sees the add, or the writer sees queued == 0 and pushes the
-     * stripe again, so no add is ever left behind. Fields are padded so that two stripes never
+     * stripe again, so no add is ever left behind (stress-tests' StatStripeRequeueStress and
+     * StatStripeWritersStress hold it to this). Fields are padded so that two stripes never
      * share a cache line.
      */
     private static final VarHandle COUNT;
