@@ -2,6 +2,7 @@ package io.iotarget.control;
 
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.config.StateFile;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.http.ControlToken;
@@ -25,6 +26,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget ls [PATH]                      list a directory
  *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
  *  iotarget devices                        name, MAJ:MIN, size of every backend
+ *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
  * {@code $IOTARGET_CONTROL}, default 127.0.0.1:9809) with the token its server wrote for this
@@ -45,6 +47,8 @@ public final class Main {
               ln TARGET LINK         link, e.g. ln /nvmet/subsystems/NQN /nvmet/ports/1/subsystems/NQN
               unlink LINK            remove a link
               devices                list backends: name, MAJ:MIN, size, type, users
+              save [FILE]            the whole live configuration as the JSON serve --config takes
+                                     (stdout, or FILE replaced atomically, mode 0600: it holds secrets)
             Paths without a leading '/' are groups and their files (like /sys/fs/cgroup);
             /backends, /nbd and /nvmet hold the rest.
             The CLI sends the token its server wrote for this user (~/.local/state/iotarget,
@@ -85,6 +89,10 @@ public final class Main {
                 case "read" -> client.get("read", one(rest, "read PATH"));
                 case "ls" -> client.get("list", rest.isEmpty() ? "" : one(rest, "ls [PATH]"));
                 case "devices" -> client.get("devices", null);
+                case "save" -> {
+                    if (rest.size() > 1) throw new UsageException("save [FILE]");
+                    yield client.get("save", null);
+                }
                 case "write" -> {
                     if (rest.size() < 2) throw new UsageException("write PATH VALUE");
                     yield client.post("write", rest.get(0), null, String.join(" ", rest.subList(1, rest.size())));
@@ -96,6 +104,7 @@ public final class Main {
                 }
                 default -> throw new UsageException(null);
             };
+            if (reply.ok() && command.equals("save") && !rest.isEmpty()) return saveTo(rest.get(0), reply.body(), err);
             if (reply.ok()) {
                 out.print(reply.body());
                 return 0;
@@ -116,6 +125,17 @@ public final class Main {
         } catch (IOException e) {
             err.println("iotarget: " + control + ": " + e.getMessage());
             return 3;
+        }
+    }
+
+    /** {@code save FILE}: the file replaced atomically, 0600 (it holds DH-HMAC-CHAP keys). */
+    private static int saveTo(String file, String json, PrintStream err) {
+        try {
+            new StateFile(Path.of(file)).write(json);
+            return 0;
+        } catch (IOException | java.nio.file.InvalidPathException e) {
+            err.println("iotarget: save " + file + ": cannot write it: " + e.getMessage());
+            return 1;
         }
     }
 

@@ -34,6 +34,7 @@ import java.util.function.Supplier;
  *  GET  /v1/read?path=P            200 file contents
  *  GET  /v1/list?path=P            200 one entry per line (directories end with '/')
  *  GET  /v1/devices                200 the device table
+ *  GET  /v1/save                   200 the whole configuration as config JSON (control's ConfigSaver)
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
@@ -81,7 +82,7 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
     /** Longer than any attribute's value; a client cannot make the server buffer more. */
     static final int MAX_VALUE_BYTES = 64 * 1024;
-    private static final Set<String> READS = Set.of("read", "list", "devices");
+    private static final Set<String> READS = Set.of("read", "list", "devices", "save");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink");
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
@@ -92,21 +93,30 @@ public final class ControlEndpoint implements AutoCloseable {
     private final List<String> hostNames;
     private final ConfigTree tree;
     private final Supplier<String> devices;
+    private final Report save;
+
+    /** A text the endpoint serves whole, made when asked. */
+    @FunctionalInterface
+    public interface Report {
+        String text() throws ControlException;
+    }
 
     /**
      * Binds {@code address}, writes the token file in {@code tokenDirectory}, then serves.
      *
-     * @param tls null for plain HTTP, which only a loopback address may use
+     * @param tls  null for plain HTTP, which only a loopback address may use
+     * @param save the configuration as {@code serve --config} takes it
      * @throws java.net.BindException when the address is taken
      */
-    public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices)
-            throws IOException {
+    public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices,
+                           Report save) throws IOException {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
         this.tls = tls != null;
         this.tree = tree;
         this.devices = devices;
+        this.save = save;
         if (tls == null) {
             this.server = HttpServer.create(address, 64);
         } else {
@@ -222,6 +232,9 @@ public final class ControlEndpoint implements AutoCloseable {
             }
             case "devices" -> {
                 return ok(devices.get());
+            }
+            case "save" -> {
+                return ok(save.text());
             }
             case "write" -> tree.write(required(path), value(ex));
             case "mkdir" -> tree.mkdir(required(path));

@@ -1,6 +1,8 @@
 package io.iotarget.control.tree;
 
+import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -45,6 +47,22 @@ public final class CgroupTree implements ConfigTree {
     @Override
     public void write(String path, String value) throws ControlException {
         controller.write(path, value);
+    }
+
+    /** The file's {@link io.iotarget.iocontrol.file.InterfaceFile#replay}, under the tree lock. */
+    @Override
+    public List<String> replay(String path) throws ControlException {
+        List<String> names = TreePath.split(path);
+        if (names.isEmpty()) throw new ControlException(Errno.EISDIR, "the root is a directory");
+        controller.treeLock().lock();
+        try {
+            Group group = controller.group(String.join("/", names.subList(0, names.size() - 1)));
+            InterfaceFile file = controller.files().get(names.getLast());
+            if (file == null || !file.presentIn(group)) throw new ControlException(Errno.ENOENT, "no file " + path);
+            return file.replay(group);
+        } finally {
+            controller.treeLock().unlock();
+        }
     }
 
     @Override
