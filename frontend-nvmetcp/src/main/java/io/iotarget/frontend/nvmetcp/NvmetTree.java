@@ -134,7 +134,8 @@ final class NvmetTree implements ConfigTree {
                 Attribute.text("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
                 Attribute.text("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
                 Attribute.text("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
-                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas),
+                // What addr_tsas reads follows addr_trtype, and its one value changes nothing a save must keep.
+                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas).replayedAs(Attribute::nothing),
                 Attribute.text("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
                 Attribute.text("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
                 Attribute.text("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize)));
