@@ -58,7 +58,7 @@ public final class ConfigLoader {
     /** Where a link in a links directory of this name points: {@code subsystems/NAME}, {@code hosts/NAME}. */
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
     /** Written after everything else in their directory, subdirectories included, in this order. */
-    static final List<String> LAST = List.of("cgroup.max.descendants", "cgroup.max.depth", "enable");
+    public static final List<String> LAST = List.of("cgroup.max.descendants", "cgroup.max.depth", "enable");
     /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys): an error names the field but never shows the value. */
     private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
