@@ -48,7 +48,7 @@ import java.util.regex.Pattern;
 public final class ConfigSaver {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,17}");
-    private static final String LINKS_SEPARATOR = "/";
+    private static final String DIRECTORY_SUFFIX = "/";     // list() marks subdirectories (links directories too) so
 
     private final JsonNode server;
     private final ConfigLoader.Trees trees;
@@ -79,7 +79,7 @@ public final class ConfigSaver {
         ObjectNode object = JsonNodeFactory.instance.objectNode();
         List<String> entries = tree.list(dir);
         for (String entry : entries) {
-            if (entry.endsWith(LINKS_SEPARATOR)) continue;
+            if (entry.endsWith(DIRECTORY_SUFFIX)) continue;
             List<String> writes;
             try {
                 writes = tree.replay(path(dir, entry));
@@ -95,7 +95,7 @@ public final class ConfigSaver {
             }
         }
         for (String entry : entries) {
-            if (!entry.endsWith(LINKS_SEPARATOR)) continue;
+            if (!entry.endsWith(DIRECTORY_SUFFIX)) continue;
             String name = entry.substring(0, entry.length() - 1);
             String path = path(dir, name);
             try {
