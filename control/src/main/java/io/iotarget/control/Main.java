@@ -2,6 +2,7 @@ package io.iotarget.control;
 
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.config.StateFile;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.http.ControlToken;
@@ -26,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget ls [-l] [PATH]                 list a directory; -l: limits and live rates of groups, values of attributes
  *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
  *  iotarget devices                        name, MAJ:MIN, size of every backend
+ *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -93,6 +95,14 @@ public final class Main {
                     The device table: each backend's name, device number (MAJ:MIN, the key of io.max
                     and io.weight lines), size in bytes, type, and how many exports and namespaces
                     use it.
+                    """),
+            new Command("save", "save [FILE]", "the whole live configuration as the JSON serve --config takes", """
+                    Prints the configuration (backends, groups with their io.* settings, exports,
+                    nvmet subsystems, namespaces, ports, hosts and links) as serve --config reads
+                    it, or replaces FILE atomically (mode 0600: it holds secrets). Restarting from
+                    it and saving again gives the same bytes (docs/config.md).
+                      iotarget save target.json
+                      iotarget serve --config target.json
                     """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
                     Without COMMAND, lists the commands; with it, that command's usage.
@@ -179,6 +189,10 @@ public final class Main {
                     yield details ? new LongListing(client, LIVE_RATE_INTERVAL).render(path) : client.get("list", path);
                 }
                 case "devices" -> client.get("devices", null);
+                case "save" -> {
+                    if (rest.size() > 1) throw new UsageException("save [FILE]");
+                    yield client.get("save", null);
+                }
                 case "write" -> {
                     if (rest.size() < 2) throw new UsageException("write PATH VALUE");
                     yield client.post("write", rest.get(0), null, String.join(" ", rest.subList(1, rest.size())));
@@ -190,6 +204,7 @@ public final class Main {
                 }
                 default -> throw new UsageException(null);
             };
+            if (reply.ok() && command.equals("save") && !rest.isEmpty()) return saveTo(rest.get(0), reply.body(), err);
             if (reply.ok()) {
                 out.print(reply.body());
                 return 0;
@@ -211,6 +226,17 @@ public final class Main {
         } catch (IOException e) {
             err.println("iotarget: " + control + ": " + e.getMessage());
             return 3;
+        }
+    }
+
+    /** {@code save FILE}: the file replaced atomically, 0600 (it holds DH-HMAC-CHAP keys). */
+    private static int saveTo(String file, String json, PrintStream err) {
+        try {
+            new StateFile(Path.of(file)).write(json);
+            return 0;
+        } catch (IOException | java.nio.file.InvalidPathException e) {
+            err.println("iotarget: save " + file + ": cannot write it: " + e.getMessage());
+            return 1;
         }
     }
 

@@ -5,6 +5,9 @@ import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
+import io.iotarget.control.config.ConfigSaver;
+import io.iotarget.control.config.PersistedTree;
+import io.iotarget.control.config.StateFile;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ServerMetrics;
 import io.iotarget.control.tree.BackendTree;
@@ -24,6 +27,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -88,7 +92,23 @@ public final class Server implements AutoCloseable {
                     .mount("backends", new BackendTree(engine))
                     .mount("nbd", nbd.tree())
                     .mount("nvmet", nvme.tree());
-            ConfigLoader.apply(config, section -> mounted(mounts, section));
+            ConfigLoader.Trees trees = section -> mounted(mounts, section);
+            StateFile state = settings.state() == null ? null : new StateFile(settings.state());
+            boolean restored = state != null && Files.exists(state.path());
+            if (restored) applyState(state, trees);
+            else ConfigLoader.apply(config, trees);
+            ConfigSaver saver = new ConfigSaver(config.get("server"), trees);
+            ConfigTree served = mounts;
+            if (state != null) {
+                PersistedTree persisted = new PersistedTree(mounts, saver, state);
+                try {
+                    state.removeStrays();
+                    persisted.persist();
+                } catch (IOException | io.iotarget.model.ControlException e) {
+                    throw new ConfigException("server.state = \"" + state.path() + "\": cannot write it: " + e.getMessage(), e);
+                }
+                served = persisted;
+            }
             List<String> summary = new ArrayList<>();
             for (Listen listen : settings.nbd()) {
                 try {
@@ -106,12 +126,13 @@ public final class Server implements AutoCloseable {
             try {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
-                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, mounts, () -> deviceTable(engine), metrics);
+                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save);
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);
             }
             summary.add("control endpoint " + endpoint.url() + (endpoint.tls() ? " (TLS" : " (loopback")
                         + "; every request needs the token in " + endpoint.tokenFile() + ", readable only by this user)");
+            if (state != null) summary.add("every change kept in " + state.path() + (restored ? " (restored from it)" : ""));
             return new Server(engine, transport, nbd, nvme, mounts, endpoint, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (endpoint != null) endpoint.close();
@@ -120,6 +141,21 @@ public final class Server implements AutoCloseable {
             transport.close();
             engine.close();
             throw e;
+        }
+    }
+
+    /**
+     * Replays the trees a state file holds instead of the config's. Its server section is
+     * checked but not used: the config's wins, as it may have changed since.
+     */
+    private static void applyState(StateFile state, ConfigLoader.Trees trees) throws ConfigException {
+        try {
+            JsonNode saved = ConfigLoader.parse(state.path());
+            ConfigLoader.serverSettings(saved);
+            ConfigLoader.apply(saved, trees);
+        } catch (ConfigException e) {
+            throw new ConfigException("server.state = \"" + state.path() + "\": " + e.getMessage()
+                                      + " (move the file away to start from the config's trees)", e);
         }
     }
 

@@ -239,6 +239,11 @@ class ControlAccessTest {
             }
 
             @Override
+            public List<String> replay(String path) {
+                return List.of();
+            }
+
+            @Override
             public void mkdir(String path) {
             }
 
@@ -246,7 +251,7 @@ class ControlAccessTest {
             public void rmdir(String path) {
             }
         };
-        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "", new PrometheusRegistry())) {
+        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "", new PrometheusRegistry(), () -> "{}\n")) {
             ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(endpoint.address()), null, tokens, null);
             assertEquals(new ControlClient.Reply(500, "internal error: java.lang.OutOfMemoryError: Java heap space (the server logged it)\n", "EIO"),
                     client.get("read", "x"));

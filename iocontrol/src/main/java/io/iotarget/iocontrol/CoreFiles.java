@@ -57,6 +57,12 @@ final class CoreFiles {
             return true;
         }
 
+        /** It reads {@code io} and takes {@code +io}. */
+        @Override
+        public List<String> replay(Group g) {
+            return g.ioInSubtree ? List.of("+io") : List.of();
+        }
+
         /** cgroup_subtree_control_write: the text stripped, then tokens split on single spaces. */
         @Override
         public void write(Group g, String text) throws ControlException {

@@ -309,6 +309,17 @@ public final class GroupTree {
         }
     }
 
+    /** The writes that give the file its current value in a new tree: {@link InterfaceFile#replay}. */
+    public List<String> replay(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            return ref.file.replay(ref.group);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
     /**
      * Writes an interface file, {@code text} being what one write(2) carries; on error nothing
      * changed (io.cost.* aside, see their files). As cgroupfs: more than {@link #MAX_WRITE_BYTES}

@@ -33,6 +33,15 @@ public interface ConfigTree {
 
     void write(String path, String value) throws ControlException;
 
+    /**
+     * What a save keeps of the file at {@code path}: the writes, in order, that give the same
+     * file in a freshly made directory the value this one has. Empty when there is nothing to
+     * keep: a read-only file, one that mirrors another ({@code cgroup_id} mirrors
+     * {@code cgroup}), or one that is unset. A config made of these writes (and the mkdirs
+     * and links a listing shows) rebuilds the tree: see control's ConfigSaver.
+     */
+    List<String> replay(String path) throws ControlException;
+
     void mkdir(String path) throws ControlException;
 
     void rmdir(String path) throws ControlException;

@@ -20,17 +20,20 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * Loads a JSON config by replaying it onto the control trees, the way nvmetcli restores a
  * saved configfs: an object is a directory (created with mkdir unless it exists), a scalar is
  * an attribute write, an array is several writes to one attribute — or, under a links
- * directory such as {@code ports/1/subsystems}, one link per element. In every directory an
- * attribute named {@code enable} is written last, and a section's links are made after all
- * its directories and attributes (a port links subsystems and hosts that may come later in
+ * directory such as {@code ports/1/subsystems}, one link per element. In every directory the
+ * attributes that gate what follows ({@link #LAST}: {@code enable}, and the cgroup limits on
+ * descendants, which would refuse the groups below) are written last, after its
+ * subdirectories, and a section's links are made after all its directories and attributes (a port links subsystems and hosts that may come later in
  * the file). Sections are applied in dependency order (backends, cgroup, nbd, nvmet)
  * whatever their order in the file.
  *
@@ -54,6 +57,8 @@ public final class ConfigLoader {
     public static final List<String> SECTIONS = List.of("backends", "cgroup", "nbd", "nvmet");
     /** Where a link in a links directory of this name points: {@code subsystems/NAME}, {@code hosts/NAME}. */
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
+    /** Written after everything else in their directory, subdirectories included, in this order. */
+    public static final List<String> LAST = List.of("cgroup.max.descendants", "cgroup.max.depth", "enable");
     /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys): an error names the field but never shows the value. */
     private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
@@ -84,9 +89,11 @@ public final class ConfigLoader {
 
     /**
      * The "server" section: where to listen, the control endpoint's TLS (null: plain HTTP on
-     * loopback), and the connection machinery's limits.
+     * loopback), the connection machinery's limits, and the state file (null: none) that keeps
+     * every change ({@link StateFile}).
      */
-    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport, Engine.Settings engine) {
+    public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport, Engine.Settings engine,
+                                 Path state) {
     }
 
     /** A config that could not be applied: where, what, and the tree's error. */
@@ -145,7 +152,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
-                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine");
+                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -193,7 +200,7 @@ public final class ConfigLoader {
         }
         IoEngine.Kind ioEngine = ioEngine(server.get("io_engine"));
         return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport,
-                                  new Engine.Settings(bufferMemory, bufferShare, ioEngine));
+                                  new Engine.Settings(bufferMemory, bufferShare, ioEngine), absolutePath("server.state", server.get("state"), "a file"));
     }
 
     /** {@code server.io_engine}: auto (io_uring where it works), io_uring (or refuse to start), threads. */
@@ -232,9 +239,13 @@ public final class ConfigLoader {
     }
 
     private static Path pemFile(String where, JsonNode v) throws ConfigException {
+        return absolutePath(where, v, "a PEM file");
+    }
+
+    private static Path absolutePath(String where, JsonNode v, String what) throws ConfigException {
         if (v == null) return null;
-        if (!v.isTextual() || !v.textValue().startsWith("/")) {
-            throw new ConfigException(where + " = " + v + ": expected the absolute path of a PEM file, as a string");
+        if (!v.isTextual() || !v.textValue().startsWith("/") || v.textValue().indexOf('\0') >= 0) {
+            throw new ConfigException(where + " = " + v + ": expected the absolute path of " + what + ", as a string");
         }
         return Path.of(v.textValue());
     }
@@ -279,7 +290,7 @@ public final class ConfigLoader {
     }
 
     private static void applyDirectory(ConfigTree tree, String dir, JsonNode object, String where, List<Link> links) throws ConfigException {
-        JsonNode enable = null;
+        Map<String, JsonNode> last = new TreeMap<>(Comparator.comparingInt(LAST::indexOf));
         for (var it = object.properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             String name = e.getKey();
@@ -306,17 +317,18 @@ public final class ConfigLoader {
                         run(at + "[" + i + "]", value.get(i), () -> tree.write(path, text));
                     }
                 }
-            } else if (name.equals("enable")) {
-                enable = value;
+            } else if (LAST.contains(name)) {
+                last.put(name, value);
             } else {
                 String text = scalar(at, name, value);
                 run(at, SECRET_ATTRIBUTES.contains(name) ? SECRET : value, () -> tree.write(path, text));
             }
         }
-        if (enable != null) {
-            String text = scalar(where + ".enable", "enable", enable);
-            String path = dir.isEmpty() ? "enable" : dir + "/enable";
-            run(where + ".enable", enable, () -> tree.write(path, text));
+        for (Map.Entry<String, JsonNode> e : last.entrySet()) {
+            String at = where + "." + e.getKey();
+            String text = scalar(at, e.getKey(), e.getValue());
+            String path = dir.isEmpty() ? e.getKey() : dir + "/" + e.getKey();
+            run(at, e.getValue(), () -> tree.write(path, text));
         }
     }
 

@@ -37,6 +37,7 @@ import java.util.function.Supplier;
  *  GET  /v1/read?path=P            200 file contents
  *  GET  /v1/list?path=P            200 one entry per line (directories end with '/')
  *  GET  /v1/devices                200 the device table
+ *  GET  /v1/save                   200 the whole configuration as config JSON (control's ConfigSaver)
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
@@ -87,7 +88,7 @@ public final class ControlEndpoint implements AutoCloseable {
     static final int MAX_VALUE_BYTES = 64 * 1024;
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
-    private static final Set<String> READS = Set.of("read", "list", "devices");
+    private static final Set<String> READS = Set.of("read", "list", "devices", "save");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink");
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
@@ -101,15 +102,24 @@ public final class ControlEndpoint implements AutoCloseable {
     private final PrometheusRegistry metrics;
     private final PrometheusTextFormatWriter metricsFormat = PrometheusTextFormatWriter.create();
 
+    private final Report save;
+
+    /** A text the endpoint serves whole, made when asked. */
+    @FunctionalInterface
+    public interface Report {
+        String text() throws ControlException;
+    }
+
     /**
      * Binds {@code address}, writes the token file in {@code tokenDirectory}, then serves.
      *
      * @param tls     null for plain HTTP, which only a loopback address may use
      * @param metrics what {@code GET /metrics} scrapes
+     * @param save    the configuration as {@code serve --config} takes it
      * @throws java.net.BindException when the address is taken
      */
     public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices,
-                           PrometheusRegistry metrics) throws IOException {
+                           PrometheusRegistry metrics, Report save) throws IOException {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
@@ -117,6 +127,7 @@ public final class ControlEndpoint implements AutoCloseable {
         this.tree = tree;
         this.devices = devices;
         this.metrics = metrics;
+        this.save = save;
         if (tls == null) {
             this.server = HttpServer.create(address, 64);
         } else {
@@ -245,6 +256,9 @@ public final class ControlEndpoint implements AutoCloseable {
             }
             case "devices" -> {
                 return ok(devices.get());
+            }
+            case "save" -> {
+                return ok(save.text());
             }
             case "write" -> tree.write(required(path), value(ex));
             case "mkdir" -> tree.mkdir(required(path));

@@ -122,6 +122,12 @@ public final class BackendTree implements ConfigTree {
         return attributes.find(p.get(1)).read(spec(p.get(0)));
     }
 
+    @Override
+    public synchronized List<String> replay(String path) throws ControlException {
+        List<String> p = attributePath(path);
+        return attributes.find(p.get(1)).replay(spec(p.get(0)));
+    }
+
     /** Every attribute but {@code enable} is fixed while the backend is enabled. */
     @Override
     public synchronized void write(String path, String value) throws ControlException {

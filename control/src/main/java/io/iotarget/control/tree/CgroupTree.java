@@ -1,6 +1,7 @@
 package io.iotarget.control.tree;
 
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -45,6 +46,12 @@ public final class CgroupTree implements ConfigTree {
     @Override
     public void write(String path, String value) throws ControlException {
         controller.write(path, value);
+    }
+
+    /** The file's {@link io.iotarget.iocontrol.file.InterfaceFile#replay}, under the tree lock. */
+    @Override
+    public List<String> replay(String path) throws ControlException {
+        return controller.tree().replay(path);
     }
 
     @Override

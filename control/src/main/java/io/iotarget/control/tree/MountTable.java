@@ -84,6 +84,12 @@ public final class MountTable implements ConfigTree {
     }
 
     @Override
+    public List<String> replay(String path) throws ControlException {
+        Resolved r = resolve(path);
+        return r.tree.replay(r.path);
+    }
+
+    @Override
     public void mkdir(String path) throws ControlException {
         Resolved r = resolve(path);
         r.tree.mkdir(r.path);

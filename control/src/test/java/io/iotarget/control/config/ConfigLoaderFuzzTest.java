@@ -116,6 +116,11 @@ class ConfigLoaderFuzzTest {
         }
 
         @Override
+        public List<String> replay(String path) throws ControlException {
+            return tree.replay(path);
+        }
+
+        @Override
         public void mkdir(String path) throws ControlException {
             tree.mkdir(path);
         }

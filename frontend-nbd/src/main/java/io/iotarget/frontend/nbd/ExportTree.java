@@ -266,6 +266,10 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         void write(String value) throws ControlException {
             attribute.write(owner, value);
         }
+
+        List<String> replay() {
+            return attribute.replay(owner);
+        }
     }
 
     @Override
@@ -276,7 +280,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     @Override
     public synchronized List<String> list(String path) throws ControlException {
         return switch (resolve(path)) {
-            case Root r -> List.of(EXPORTS + "/", TLS + "/");
+            case Root r -> List.of(TLS + "/", EXPORTS + "/");        // dependency order: an export with tls 1 needs the credentials
             case Tls t -> List.of(CERTIFICATES);
             case Exports x -> entries.keySet().stream().map(name -> name + "/").toList();
             case ExportDir d -> attributes.names();
@@ -292,6 +296,11 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     @Override
     public synchronized void write(String path, String value) throws ControlException {
         file(path).write(value);
+    }
+
+    @Override
+    public synchronized List<String> replay(String path) throws ControlException {
+        return file(path).replay();
     }
 
     @Override

@@ -120,7 +120,8 @@ final class NvmetTree implements ConfigTree {
                 Attribute.text("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
                 Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax)));
         this.namespaceAttributes = Attributes.of(List.of(
-                Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath),
+                Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath)
+                         .replayedAs(ns -> ns.devicePath == null ? List.of() : List.of(ns.devicePath)),
                 Attribute.text("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
                 Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
                 Attribute.flag("readonly", ns -> ns.readOnly, NvmetTree::writeReadOnly),
@@ -133,7 +134,8 @@ final class NvmetTree implements ConfigTree {
                 Attribute.text("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
                 Attribute.text("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
                 Attribute.text("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
-                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas),
+                // What addr_tsas reads follows addr_trtype, and its one value changes nothing a save must keep.
+                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas).replayedAs(Attribute::nothing),
                 Attribute.text("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
                 Attribute.text("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
                 Attribute.text("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize)));
@@ -219,6 +221,21 @@ final class NvmetTree implements ConfigTree {
 
     private static <T> String show(File<T> file) {
         return file.attribute().read(file.owner());
+    }
+
+    @Override
+    public List<String> replay(String path) throws ControlException {
+        target.lock();
+        try {
+            if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
+            return replay(file);
+        } finally {
+            target.unlock();
+        }
+    }
+
+    private static <T> List<String> replay(File<T> file) {
+        return file.attribute().replay(file.owner());
     }
 
     @Override

@@ -4,6 +4,8 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
+import java.util.List;
+
 /**
  * One file of a group's directory, with the kernel's name, read format, write syntax and
  * errors (a cftype). The controller calls {@link #read} and {@link #write} under its tree
@@ -52,6 +54,17 @@ public abstract class InterfaceFile {
     /** Applies {@code text} (one write(2)); EACCES for read-only files, like kernfs. */
     public void write(Group group, String text) throws ControlException {
         throw new ControlException(Errno.EACCES, name + " is read-only");
+    }
+
+    /**
+     * What a save keeps: the writes that give a new group this file's value. For a writable
+     * file, each line it reads, as one write each ({@code io.max}, {@code io.weight}: the
+     * kernel's read format is its write syntax); nothing for a read-only file. A file whose
+     * read is not its write syntax overrides this.
+     */
+    public List<String> replay(Group group) throws ControlException {
+        if (!writable()) return List.of();
+        return read(group).lines().filter(line -> !line.isEmpty()).toList();
     }
 
     /** Whether this file appears in {@code group}'s directory. */

@@ -1,5 +1,6 @@
 package io.iotarget.model.tree;
 
+import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
@@ -19,10 +20,16 @@ import java.util.function.ToLongFunction;
  * ({@code echo VALUE > FILE}). A writer checks, then changes its owner, so that a
  * refused write changed nothing. Called under the tree's lock.
  *
+ * <p>What a save keeps ({@link ConfigTree#replay}) is the attribute's {@link Replay}: by default
+ * what it reads, as one write ({@link #lines}: one write per line), nothing for an empty text
+ * (unset) or a read-only attribute; {@link #replayedAs} changes that for an attribute that
+ * mirrors another ({@code cgroup_id}) or reads unset as something that is not a value.
+ *
  * @param reader the text a read returns, newlines included
  * @param writer null for a read-only attribute (a write is EACCES)
+ * @param replay the writes that give a new owner this attribute's value
  */
-public record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
+public record Attribute<T>(String name, Reader<T> reader, Writer<T> writer, Replay<T> replay) {
     @FunctionalInterface
     public interface Reader<T> {
         String read(T owner);
@@ -31,6 +38,12 @@ public record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
     @FunctionalInterface
     public interface Writer<T> {
         void write(T owner, String value) throws ControlException;
+    }
+
+    /** The writes, in order, that give a new owner the value this one has; empty when there is nothing to keep. */
+    @FunctionalInterface
+    public interface Replay<T> {
+        List<String> writes(T owner);
     }
 
     @FunctionalInterface
@@ -43,18 +56,31 @@ public record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
         void write(T owner, long value) throws ControlException;
     }
 
-    /** A text attribute: one line. */
+    /** A text attribute: one line. An empty text is unset, and a save keeps nothing of it. */
     public static <T> Attribute<T> text(String name, Reader<T> reader, Writer<T> writer) {
-        return new Attribute<>(name, owner -> reader.read(owner) + "\n", writer);
+        return new Attribute<>(name, owner -> reader.read(owner) + "\n", writer, owner -> {
+            String value = reader.read(owner);
+            return writer == null || value.isEmpty() ? List.of() : List.of(value);
+        });
     }
 
-    /** A list attribute: one entry per line. */
+    /** A list attribute: one entry per line; a save replays one write per entry. */
     public static <T> Attribute<T> lines(String name, Function<T, List<String>> reader, Writer<T> writer) {
         return new Attribute<>(name, owner -> {
             StringBuilder sb = new StringBuilder();
             for (String line : reader.apply(owner)) sb.append(line).append('\n');
             return sb.toString();
-        }, writer);
+        }, writer, owner -> writer == null ? List.of() : List.copyOf(reader.apply(owner)));
+    }
+
+    /** This attribute with another {@link Replay}, e.g. {@code Attribute::nothing} for one that mirrors another attribute. */
+    public Attribute<T> replayedAs(Replay<T> replay) {
+        return new Attribute<>(name, reader, writer, replay);
+    }
+
+    /** Keeps nothing: the value is saved through another attribute. */
+    public static <T> List<String> nothing(T owner) {
+        return List.of();
     }
 
     /** A 0/1 flag: reads {@code 0} or {@code 1}, takes what kstrtobool takes ({@code y}, {@code on}, ...). */
@@ -72,6 +98,11 @@ public record Attribute<T>(String name, Reader<T> reader, Writer<T> writer) {
     /** The text a read returns. */
     public String read(T owner) {
         return reader.read(owner);
+    }
+
+    /** The writes a save keeps ({@link Replay}). */
+    public List<String> replay(T owner) {
+        return replay.writes(owner);
     }
 
     /** Stores a write. */

@@ -17,7 +17,8 @@ import java.util.function.Function;
  *
  * Writing either sets both. An unbound member (the default) reads {@code 0} and {@code ""} and
  * is charged to the root group; {@code cgroup /} binds the root itself and reads {@code 1} and
- * {@code /}. A number that is not one is EINVAL, an id or path no group has ENOENT; then the
+ * {@code /}. A save keeps the binding as {@code cgroup} only: a group's id is not the same
+ * after a restart, its path is. A number that is not one is EINVAL, an id or path no group has ENOENT; then the
  * owner's {@link Binder} may refuse the change (EBUSY while the member is enabled).
  */
 public final class GroupBinding {
@@ -44,14 +45,14 @@ public final class GroupBinding {
 
     /** {@code cgroup_id}: the binding by group id. */
     public static <T, G extends IoGroup> Attribute<T> cgroupId(Groups<G> groups, Function<T, G> bound, Binder<T, G> binder) {
-        return Attribute.number(CGROUP_ID, owner -> bound.apply(owner) == null ? 0 : bound.apply(owner).id(), (owner, id) -> {
+        return Attribute.<T>number(CGROUP_ID, owner -> bound.apply(owner) == null ? 0 : bound.apply(owner).id(), (owner, id) -> {
             G group = id == 0 ? null : groups.byId(id);
             if (id != 0 && group == null) {
                 throw new ControlException(Errno.ENOENT, CGROUP_ID + "=" + Long.toUnsignedString(id)
                                                          + " (expected: the id of an existing group, 0 to unbind)");
             }
             binder.bind(owner, group, CGROUP_ID + "=" + Long.toUnsignedString(id));
-        });
+        }).replayedAs(Attribute::nothing);
     }
 
     /** {@code cgroup}: the binding by group path. */

@@ -3,6 +3,9 @@ package io.iotarget.iocontrol.policy.cost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.tree.KernelParse;
 
+import java.util.ArrayList;
+import java.util.List;
+
 /**
  * What io.cost.qos and io.cost.model show for one device: published as a whole by the device's
  * policy under its lock, read by the files and the IO path's hint without it. Immutable.
@@ -41,6 +44,20 @@ record CostConfig(boolean enabled, boolean userQos, QosParams qos, boolean userM
         } catch (ControlException e) {
             throw KernelParse.invalid(key, value, "an unsigned number below 2^64 (0x.. hex, 0.. octal)");
         }
+    }
+
+    /**
+     * What a save replays of io.cost.qos or io.cost.model: each line as read, except that under
+     * {@code ctrl=auto} the parameters that follow are the built-in ones and are left out — the
+     * kernel's write takes any parameter as {@code ctrl=user}.
+     */
+    static List<String> replay(String read) {
+        List<String> writes = new ArrayList<>();
+        for (String line : read.lines().toList()) {
+            int auto = line.indexOf(" ctrl=auto");
+            writes.add(auto < 0 ? line : line.substring(0, auto + " ctrl=auto".length()));
+        }
+        return writes;
     }
 
     /** {@code ctrl=auto|user}: whether the parameters are the user's. */

@@ -57,6 +57,11 @@ final class IoCostModelFile extends InterfaceFile {
     }
 
     @Override
+    public List<String> replay(Group group) {
+        return CostConfig.replay(read(group));
+    }
+
+    @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(controller, text);
         CostDevice device = policy.device(line.device());

@@ -9,6 +9,8 @@ import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
 
+import java.util.List;
+
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MAX_PPM;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MIN_PPM;
 
@@ -73,6 +75,11 @@ final class IoCostQosFile extends InterfaceFile {
     @Override
     public boolean writable() {
         return true;
+    }
+
+    @Override
+    public List<String> replay(Group group) {
+        return CostConfig.replay(read(group));
     }
 
     @Override
