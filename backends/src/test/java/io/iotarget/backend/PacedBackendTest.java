@@ -20,7 +20,8 @@ class PacedBackendTest {
 
     @Test
     void shouldServeConcurrentCallsOneAtATime() throws Exception {
-        // 64 KiB at 64 MiB/s = 1 ms each: 4 threads × 25 writes can finish no sooner than 100 ms.
+        // 64 KiB at 64 MiB/s = 1/1024 s each (0.977 ms): 4 threads × 25 writes one after the
+        // other can finish no sooner than 100 of those.
         PacedBackend paced = new PacedBackend(new NullBackend(1L << 30, 512, false), 0, 64L << 20);
         long start = System.nanoTime();
         List<Thread> threads = new ArrayList<>();
@@ -37,8 +38,9 @@ class PacedBackendTest {
             }));
         }
         for (Thread t : threads) t.join();
-        long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-        assertTrue(elapsedMs >= 100, "elapsed " + elapsedMs + " ms");
+        long elapsedNs = System.nanoTime() - start;
+        long leastNs = 100 * paced.serviceNs(64 * 1024);
+        assertTrue(elapsedNs >= leastNs, "elapsed " + elapsedNs + " ns, at least " + leastNs + " expected");
     }
 
     @Test
