@@ -72,7 +72,7 @@ public final class ServerMetrics implements MultiCollector {
         ioStat(out);
         devices(out);
         buffers(out);
-        frontEnds(out);
+        counters(out);
         return new MetricSnapshots(out);
     }
 
@@ -257,7 +257,7 @@ public final class ServerMetrics implements MultiCollector {
      * dispatch queue's ({@code iotarget_dispatch_*}) and each policy's
      * ({@code iotarget_<policy>_*}), named by the catalogue entries' labels.
      */
-    private void frontEnds(List<MetricSnapshot> out) {
+    private void counters(List<MetricSnapshot> out) {
         out.add(GaugeSnapshot.builder().name("iotarget_connections").help("TCP connections open now, by front end")
                 .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("frontend", "nbd")).value(nbd.connectionCount()).build())
                 .dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("frontend", "nvme")).value(nvme.connectionCount()).build())
