@@ -56,11 +56,16 @@ final class Top {
     private record Row(String group, String device, double[] rate) {
     }
 
-    /** Runs until q or the end of input; the endpoint's refusal to list the root group ends it at once. */
+    /** Runs until q or the end of input; the endpoint's refusal to list the root group, or no terminal, ends it at once. */
     Reply run(PrintStream out) throws IOException {
         Reply root = client.get("list", "");
         if (!root.ok()) return root;
-        Terminal tty = Terminal.open();
+        Terminal tty;
+        try {
+            tty = Terminal.open();
+        } catch (IOException e) {
+            return new Reply(400, "needs a terminal (/dev/tty): " + e.getMessage() + "\n", null);
+        }
         try {
             out.print(ENTER);
             Map<String, Sample> before = samples(groups(""));
