@@ -35,7 +35,7 @@ final class LongListing {
     private static final String NO_VALUE = "-";
     /** io.stat's fields that rates are made of, by index. */
     private static final List<String> STAT_KEYS = List.of("rbytes", "wbytes", "rios", "wios");
-    private static final int RBYTES = 0, WBYTES = 1, RIOS = 2, WIOS = 3;
+    static final int RBYTES = 0, WBYTES = 1, RIOS = 2, WIOS = 3;
 
     private final ControlClient client;
     private final Duration interval;
@@ -60,10 +60,10 @@ final class LongListing {
         groups.add(path);
         for (String e : entries) if (e.endsWith("/")) groups.add(join(path, e.substring(0, e.length() - 1)));
         Map<String, Sample> first = new LinkedHashMap<>();
-        for (String g : groups) first.put(g, stat(g));
+        for (String g : groups) first.put(g, Sample.of(client, g));
         sleep();
         Map<String, Sample> second = new LinkedHashMap<>();
-        for (String g : groups) second.put(g, stat(g));
+        for (String g : groups) second.put(g, Sample.of(client, g));
 
         int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
         String format = "%-" + width + COLUMNS;
@@ -72,46 +72,54 @@ final class LongListing {
             Map<String, String> ioMax = perDevice(read(g, "io.max"));
             Map<String, String> weights = perDevice(read(g, "io.weight"));
             Sample then = first.get(g), now = second.get(g);
-            double seconds = (now.atNs - then.atNs) / 1e9;
-            if (now.byDevice.isEmpty()) {
+            if (now.byDevice().isEmpty()) {
                 out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
                         weights.getOrDefault("default", NO_VALUE), NO_VALUE));
             }
-            for (Map.Entry<String, long[]> d : now.byDevice.entrySet()) {
-                long[] before = then.byDevice.getOrDefault(d.getKey(), new long[4]);     // state created meanwhile: from 0
-                long[] after = d.getValue();
-                double[] rate = new double[4];
-                for (int i = 0; i < 4; i++) rate[i] = Math.max(0, after[i] - before[i]) / seconds;
-                out.append(String.format(Locale.ROOT, format, shown(g), d.getKey(),
+            for (String device : now.byDevice().keySet()) {
+                double[] rate = now.ratesSince(then, device);
+                out.append(String.format(Locale.ROOT, format, shown(g), device,
                         Math.round(rate[RIOS]), Math.round(rate[WIOS]), bytes(rate[RBYTES]), bytes(rate[WBYTES]),
-                        weights.getOrDefault(d.getKey(), weights.getOrDefault("default", NO_VALUE)),
-                        limits(ioMax.get(d.getKey()))));
+                        weights.getOrDefault(device, weights.getOrDefault("default", NO_VALUE)),
+                        limits(ioMax.get(device))));
             }
         }
         return out.toString();
     }
 
-    /** One read of a group's io.stat: by device, rbytes, wbytes, rios, wios; and when it was read. */
-    private record Sample(Map<String, long[]> byDevice, long atNs) {
-    }
-
-    /** io.stat by device (zeros for a device line without fields). */
-    private Sample stat(String group) throws IOException {
-        Map<String, long[]> byDevice = new LinkedHashMap<>();
-        String text = read(group, "io.stat");
-        long atNs = System.nanoTime();
-        for (String line : text.lines().toList()) {
-            String[] tokens = line.strip().split(" ");
-            if (tokens[0].isEmpty()) continue;
-            long[] v = new long[4];
-            for (String t : tokens) {
-                int eq = t.indexOf('=');
-                int k = eq < 0 ? -1 : STAT_KEYS.indexOf(t.substring(0, eq));
-                if (k >= 0) v[k] = Long.parseLong(t.substring(eq + 1));
+    /**
+     * One read of a group's io.stat: by device, rbytes, wbytes, rios, wios; and when it was read.
+     * Two of them make the live rates that {@code ls -l} and {@code top} show.
+     */
+    record Sample(Map<String, long[]> byDevice, long atNs) {
+        /** io.stat of {@code group} now (zeros for a device line without fields; no devices for a group without io.stat). */
+        static Sample of(ControlClient client, String group) throws IOException {
+            Map<String, long[]> byDevice = new LinkedHashMap<>();
+            String text = read(client, group, "io.stat");
+            long atNs = System.nanoTime();
+            for (String line : text.lines().toList()) {
+                String[] tokens = line.strip().split(" ");
+                if (tokens[0].isEmpty()) continue;
+                long[] v = new long[STAT_KEYS.size()];
+                for (String t : tokens) {
+                    int eq = t.indexOf('=');
+                    int k = eq < 0 ? -1 : STAT_KEYS.indexOf(t.substring(0, eq));
+                    if (k >= 0) v[k] = Long.parseLong(t.substring(eq + 1));
+                }
+                byDevice.put(tokens[0], v);
             }
-            byDevice.put(tokens[0], v);
+            return new Sample(byDevice, atNs);
         }
-        return new Sample(byDevice, atNs);
+
+        /** Per second since {@code then}, indexed by {@link #RBYTES} ... {@link #WIOS}; a device new since then counts from 0. */
+        double[] ratesSince(Sample then, String device) {
+            double seconds = (atNs - then.atNs) / 1e9;
+            long[] before = then.byDevice.getOrDefault(device, new long[STAT_KEYS.size()]);
+            long[] after = byDevice.get(device);
+            double[] rate = new double[STAT_KEYS.size()];
+            for (int i = 0; i < rate.length; i++) rate[i] = Math.max(0, after[i] - before[i]) / seconds;
+            return rate;
+        }
     }
 
     /** io.max's or io.weight's lines by their first token ("259:0", "default"): the rest of the line. */
@@ -163,16 +171,20 @@ final class LongListing {
 
     /** A group's file, or "" when the group has none (io.max and io.weight are not in the root). */
     private String read(String group, String file) throws IOException {
+        return read(client, group, file);
+    }
+
+    static String read(ControlClient client, String group, String file) throws IOException {
         Reply r = client.get("read", join(group, file));
         return r.ok() ? r.body() : "";
     }
 
-    private static String join(String dir, String name) {
+    static String join(String dir, String name) {
         return dir.isEmpty() || dir.equals("/") ? (dir + name) : dir.endsWith("/") ? dir + name : dir + "/" + name;
     }
 
     /** The root group is shown as "/". */
-    private static String shown(String group) {
+    static String shown(String group) {
         return group.isEmpty() ? "/" : group;
     }
 

@@ -28,6 +28,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
  *  iotarget devices                        name, MAJ:MIN, size of every backend
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
+ *  iotarget top                            every group's IOPS and bandwidth per device, live
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -104,6 +105,15 @@ public final class Main {
                       iotarget save target.json
                       iotarget serve --config target.json
                     """),
+            new Command("top", "top", "every group's IOPS and bandwidth per device, redrawn each second", """
+                    A live view like iotop: one line per group and device, read and write IOPS and
+                    bandwidth (bytes per second) from io.stat, as ls -l measures them, redrawn each
+                    second. Keys: r w R W sort by RIOPS, WIOPS, RBPS, WBPS (largest first), g by
+                    group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
+                    Not shown yet: latency (average, p99) and the time io.max or iocost held
+                    requests, which io.stat does not carry (cost.wait appears only with debug stats).
+                      iotarget top
+                    """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
                     Without COMMAND, lists the commands; with it, that command's usage.
                     """));
@@ -145,7 +155,7 @@ public final class Main {
         return 2;
     }
 
-    /** What {@code ls -l} measures live rates over. */
+    /** What {@code ls -l} measures live rates over, and how often {@code top} redraws. */
     private static final Duration LIVE_RATE_INTERVAL = Duration.ofSeconds(1);
 
     private Main() {
@@ -189,6 +199,10 @@ public final class Main {
                     yield details ? new LongListing(client, LIVE_RATE_INTERVAL).render(path) : client.get("list", path);
                 }
                 case "devices" -> client.get("devices", null);
+                case "top" -> {
+                    if (!rest.isEmpty()) throw new UsageException("top");
+                    yield new Top(client, LIVE_RATE_INTERVAL).run(out);
+                }
                 case "save" -> {
                     if (rest.size() > 1) throw new UsageException("save [FILE]");
                     yield client.get("save", null);

@@ -1,0 +1,145 @@
+package io.iotarget.control;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Tools;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Predicate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * {@code iotarget top} in a real terminal: tmux runs the CLI (Main on the test's classpath, as
+ * bin/iotarget runs its jar) in a detached pane while fio reads through tenant a (io.max riops=2000)
+ * and writes through tenant b; the test reads the screen with capture-pane and types keys.
+ */
+@Timeout(30)
+class TopTest {
+    private Server server;
+    private String control;
+    private final String socket = "iotarget-top-" + ProcessHandle.current().pid();
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void start() throws Exception {
+        server = Server.start(new ObjectMapper().readTree("""
+                { "server": { "control": "127.0.0.1:0", "nbd": "127.0.0.1:0" },
+                  "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
+                  "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
+                                           "a": { "io.max": "default riops=2000" },
+                                           "b": { "io.max": "default wiops=500" } } },
+                  "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 },
+                                        "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 } } } }"""), dir);
+        control = ControlEndpoint.hostPort(server.controlAddress());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        tmux("kill-server");
+        server.close();
+    }
+
+    @Test
+    void shouldShowLiveRatesSortByKeyAndGiveTheTerminalBack() throws Exception {
+        Tools.require("fio", "/usr/bin/fio");
+        Tools.require("tmux", "/usr/bin/tmux");
+        List<Process> fio = List.of(fio("a", "randread"), fio("b", "randwrite"));
+        try {
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            String top = "env IOTARGET_RUNTIME_DIR=" + dir + " " + java + " -XX:TieredStopAtLevel=1 -cp " + CliProcess.classpath()
+                         + " " + Main.class.getName() + " --control " + control + " top";
+            // Twice: ended by q, then by Ctrl-C (the shell traps SIGINT so that it survives it; top gets the default).
+            String script = String.join("; ", "trap : INT", "stty -g > before", top, "echo $? > exit", "stty -g > after",
+                    top, "stty -g > after-interrupt", "sleep 60");
+            assertEquals(0, tmux("new-session", "-d", "-x", "150", "-y", "20", "-c", dir.toString(), "sh", "-c", script).exit());
+
+            String first = screenWhere(s -> riops(s, "tenants/a") > 0);
+            String second = screenWhere(s -> !s.equals(first) && riops(s, "tenants/a") > 0);
+            for (String s : List.of(first, second)) {
+                long riops = riops(s, "tenants/a");
+                assertTrue(riops >= 1500 && riops <= 2100, "io.max riops=2000 holds a near 2000 reads/s:\n" + s);
+            }
+            assertTrue(second.contains("sorted by RIOPS"), second);
+            assertTrue(second.indexOf("tenants/a ") < second.indexOf("tenants/b "), "most reads first:\n" + second);
+
+            tmux("send-keys", "w");
+            String byWrites = screenWhere(s -> s.contains("sorted by WIOPS"));
+            assertTrue(byWrites.indexOf("tenants/b ") < byWrites.indexOf("tenants/a "), "most writes first:\n" + byWrites);
+
+            tmux("send-keys", "q");
+            await("after");
+            assertEquals("0", Files.readString(dir.resolve("exit")).strip(), "q quits with status 0");
+            assertEquals(Files.readString(dir.resolve("before")), Files.readString(dir.resolve("after")), "the terminal's settings are back");
+
+            screenWhere(s -> s.contains("sorted by RIOPS"));
+            tmux("send-keys", "C-c");
+            await("after-interrupt");
+            assertEquals(Files.readString(dir.resolve("before")), Files.readString(dir.resolve("after-interrupt")), "and after Ctrl-C");
+            assertTrue(!pane().contains("sorted by"), "the main screen is back:\n" + pane());
+        } finally {
+            for (Process p : fio) p.destroy();
+        }
+    }
+
+    private void await(String file) throws InterruptedException {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (!Files.exists(dir.resolve(file)) && System.nanoTime() < deadline) Thread.sleep(100);
+    }
+
+    private Process fio(String export, String rw) throws IOException {
+        String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/" + export;
+        return new ProcessBuilder("fio", "--name=top", "--ioengine=nbd", "--uri=" + uri, "--rw=" + rw, "--bs=4k",
+                "--iodepth=8", "--size=16M", "--time_based", "--runtime=20", "--output-format=terse")
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    }
+
+    /** The RIOPS column of {@code group}'s row, or -1 while it is not on the screen. */
+    private static long riops(String screen, String group) {
+        for (String line : screen.lines().toList()) {
+            String[] f = line.strip().split(" +");
+            if (f.length == 6 && f[0].equals(group) && f[2].matches("[0-9]+")) return Long.parseLong(f[2]);
+        }
+        return -1;
+    }
+
+    private String screenWhere(Predicate<String> wanted) throws Exception {
+        long deadline = System.nanoTime() + 8_000_000_000L;
+        String s = pane();
+        while (!wanted.test(s)) {
+            if (System.nanoTime() > deadline) fail("not seen on the screen within 8 s:\n" + s);
+            Thread.sleep(200);
+            s = pane();
+        }
+        return s;
+    }
+
+    private String pane() throws Exception {
+        return tmux("capture-pane", "-p").out();
+    }
+
+    private record Result(int exit, String out) {
+    }
+
+    /** tmux on this test's own server socket. */
+    private Result tmux(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("tmux", "-L", socket));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        return new Result(p.waitFor(), out);
+    }
+}
