@@ -99,7 +99,10 @@ final class Releaser implements ReleaseSignal {
         long recheck = nextNs();
         if (recheck < next) return 0;
         if (next == Long.MAX_VALUE) return Long.MAX_VALUE;
-        return Math.max(0, next - clock.nanoTime());
+        // Compared before subtracting: Long.MIN_VALUE (a ready request, due now) minus the
+        // clock wraps round to a park of centuries.
+        long now = clock.nanoTime();
+        return next <= now ? 0 : next - now;
     }
 
     /** The wake time last published, by the releaser or by a submitter that unparked it; Long.MIN_VALUE while it runs. */
