@@ -100,4 +100,9 @@ record HeldAndLatency(Map<String, Line> byDevice, long atNs) {
         if (usec < 1e6) return String.format(Locale.ROOT, usec < 10_000 ? "%.1fms" : "%.0fms", usec / 1000);
         return String.format(Locale.ROOT, usec < 1e7 ? "%.1fs" : "%.0fs", usec / 1e6);
     }
+
+    /** Seconds held per second as a duration ("7.9s", "120ms"), or "0". */
+    static String held(double secondsPerSecond) {
+        return secondsPerSecond == 0 ? "0" : duration(secondsPerSecond * 1e6);
+    }
 }

@@ -148,10 +148,6 @@ final class Top {
         };
     }
 
-    /** Seconds held per second as a duration ("7.9s", "120ms"), or "0". */
-    private static String held(double secondsPerSecond) {
-        return secondsPerSecond == 0 ? "0" : HeldAndLatency.duration(secondsPerSecond * 1e6);
-    }
 
     private static String screen(List<Row> rows, char sort) {
         Comparator<Row> byName = Comparator.comparing(Row::group).thenComparing(Row::device);
@@ -168,8 +164,8 @@ final class Top {
             sb.append(String.format(Locale.ROOT, format, r.group, r.device, Math.round(r.rate[LongListing.RIOS]),
                     Math.round(r.rate[LongListing.WIOS]), LongListing.bytes(r.rate[LongListing.RBYTES]),
                     LongListing.bytes(r.rate[LongListing.WBYTES]), HeldAndLatency.duration(r.latency.avgUsec()),
-                    HeldAndLatency.duration(r.latency.p99Usec()), held(r.latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
-                    held(r.latency.heldPerSecond()[HeldAndLatency.COST])));
+                    HeldAndLatency.duration(r.latency.p99Usec()), HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
+                    HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.COST])));
         }
         return sb.toString();
     }
