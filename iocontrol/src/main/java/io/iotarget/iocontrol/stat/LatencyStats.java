@@ -1,30 +1,33 @@
 package io.iotarget.iocontrol.stat;
 
+import org.HdrHistogram.AtomicHistogram;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
-import org.HdrHistogram.Recorder;
 
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The latency of one (group, device)'s requests, from entering the controller to completion:
- * an HdrHistogram {@link Recorder} the IO path writes, and hierarchical totals (this group and
- * its descendants, removed ones included) that only readers update, as {@link DeviceStats}.
+ * an HdrHistogram {@link AtomicHistogram} the IO path adds to and never resets, and
+ * hierarchical totals (this group and its descendants, removed ones included) that only
+ * readers update, as {@link DeviceStats} does for io.stat.
  *
- * <p>Thread-safety: {@link #record} from any thread, wait-free (the Recorder's two phaser
- * increments and the histogram's atomic count, plus a LongAdder for the exact sum). Everything
- * else under the {@link StatFlusher}'s lock: {@link #fold} swaps the Recorder's interval
- * histogram out — writers never wait for it — and adds it to this pair's totals and every
- * ancestor's. As with io.stat, a read while IO runs is not an atomic snapshot (the sum may be
- * a few requests ahead of the histogram); once IO stops it is exact.
+ * <p>Thread-safety: {@link #record} from any thread, lock-free: the bucket's and the total's
+ * atomic increments, plus a LongAdder for the exact sum. Everything else under the
+ * {@link StatFlusher}'s lock: {@link #fold} copies the recording histogram, subtracts what it
+ * folded before, and adds the difference to this pair's totals and every ancestor's — writers
+ * never wait for a reader. As with io.stat, a read while IO runs is not an atomic snapshot
+ * (the sum may be a few requests ahead of the buckets); once IO stops it is exact.
  */
 public final class LatencyStats {
     /*
-     * Maintainers' notes. The range is fixed (an AtomicHistogram under the Recorder, no
-     * resizing on the IO path); values past it are clamped to HIGHEST_NS, which only requests
-     * held for over an hour reach. One significant digit keeps a histogram at 480 longs
-     * (3.8 KB; three per pair: the Recorder's two and the totals) with buckets 1/16 to 1/32 of
-     * their value wide, fine for a p99; two digits would be 2.7k longs per histogram.
+     * Maintainers' notes. The range is fixed (no resizing on the IO path); values past it are
+     * clamped to HIGHEST_NS, which only requests held for over an hour reach. One significant
+     * digit keeps a histogram at 480 longs (3.8 KB; three per pair: recording, folded, totals)
+     * with buckets 1/16 to 1/32 of their value wide, fine for a p99; two digits would be 2.7k
+     * longs per histogram. A Recorder (interval histograms swapped on read) was the first
+     * version: its phaser adds two more atomic increments per request, ~20 ns, for nothing a
+     * cumulative histogram and a reader-side difference do not give (bench/results/observe.md).
      */
     /** Smallest latency told apart, ns: a µs is below anything a request through a front end takes. */
     public static final long LOWEST_NS = 1_000;
@@ -33,11 +36,11 @@ public final class LatencyStats {
     private static final int SIGNIFICANT_DIGITS = 1;
 
     private final LatencyStats parent;
-    private final Recorder recorder = new Recorder(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS);
+    private final AtomicHistogram recording = new AtomicHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS);
     private final LongAdder sumNs = new LongAdder();
 
     // Reader side, under the flusher's lock.
-    private Histogram interval;
+    private final Histogram folded = new Histogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS);
     private long foldedSumNs;
     private final Histogram totals = new Histogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS);
     private long totalSumNs;
@@ -50,19 +53,25 @@ public final class LatencyStats {
     /** One request took {@code latencyNs}. Any thread, lock-free. */
     public void record(long latencyNs) {
         long ns = Math.max(0, latencyNs);
-        recorder.recordValue(Math.min(ns, HIGHEST_NS));
+        recording.recordValue(Math.min(ns, HIGHEST_NS));
         sumNs.add(ns);
     }
 
     /** Adds what was recorded since the last fold to this pair's totals and its ancestors'. Flusher lock held. */
     public void fold() {
-        interval = recorder.getIntervalHistogram(interval);
         long sum = sumNs.sum();
         long deltaSumNs = sum - foldedSumNs;
         foldedSumNs = sum;
-        if (interval.getTotalCount() == 0 && deltaSumNs == 0) return;
+        Histogram interval = null;
+        if (recording.getTotalCount() != folded.getTotalCount()) {
+            // Counts only grow, and each bucket is read after folded's was written: none goes below.
+            interval = recording.copy();
+            interval.subtract(folded);
+            folded.add(interval);
+        }
+        if (interval == null && deltaSumNs == 0) return;
         for (LatencyStats node = this; node != null; node = node.parent) {
-            node.totals.add(interval);
+            if (interval != null) node.totals.add(interval);
             node.totalSumNs += deltaSumNs;
         }
     }
