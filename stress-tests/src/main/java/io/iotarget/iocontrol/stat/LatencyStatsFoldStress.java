@@ -11,10 +11,11 @@ import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 /**
- * Two IO threads record latencies into one (group, device) pair while a reader folds, and a
- * reader folds again afterwards: the copy-and-subtract of the recording histogram must lose no
- * sample and fold none twice, however the first fold lands between the writers' increments, in
- * the group and in its parent.
+ * An IO thread records a latency into a (group, device) pair that already holds one while a
+ * reader folds, and a reader folds again afterwards: the copy-and-subtract of the recording
+ * histogram must lose no sample and fold none twice, however the first fold lands between the
+ * writer's increments (bucket, total, sum), in the group and in its parent. (Two actors: the
+ * machines have two cores, and jcstress runs no more actors than that.)
  *
  * <p>Result: the child's count, the parent's count, the child's sum of ns.
  */
@@ -27,13 +28,12 @@ public class LatencyStatsFoldStress {
     private final LatencyStats parent = new LatencyStats(null);
     private final LatencyStats child = new LatencyStats(parent);
 
-    @Actor
-    public void io1() {
+    public LatencyStatsFoldStress() {
         child.record(10_000);
     }
 
     @Actor
-    public void io2() {
+    public void io() {
         child.record(1_000_000);
     }
 
