@@ -89,6 +89,29 @@ class HeldTimeAndLatencyTest {
     }
 
     @Test
+    void shouldCountTimeIocostHeldIncludingARequestCancelledWhileWaiting() throws Exception {
+        Group c = h.group("c");
+        h.controller.write("io.cost.model", "259:0 ctrl=user model=linear rbps=1048576 rseqiops=256 rrandiops=256"
+                                            + " wbps=1048576 wseqiops=256 wrandiops=256");
+        h.controller.write("io.cost.qos", "259:0 enable=1");
+        List<IoRequest> sent = new ArrayList<>();
+        for (int i = 0; i < 20; i++) sent.add(submit(c));
+        IoRequest cancelled = sent.removeLast();
+        assertFalse(h.dispatched.contains(cancelled), "over iocost's budget");
+        h.clock.advance(1_000_000);
+        assertTrue(h.controller.cancel(cancelled, h.clock.nanoTime(), h.dispatched::add));
+        long heldNs = h.clock.nanoTime() - cancelled.submitNs();
+        h.runUntil(h.clock.nanoTime() + 2_000_000_000L, 1_000_000);
+        assertTrue(h.dispatched.containsAll(sent), "iocost let every request go within 2 s");
+        for (IoRequest io : sent) heldNs += io.admitNs() - io.submitNs();
+        assertTrue(heldNs > 100_000_000L, "19 reads at 256 IOPS waited: " + heldNs);
+        Map<String, String> lc = line("c");
+        assertEquals(String.valueOf(heldNs / 1000), lc.get("cost_usec"));
+        assertEquals("0", lc.get("throttle_usec"));
+        assertEquals(lc.get("cost_usec"), line("").get("cost_usec"), "the root counts its children's");
+    }
+
+    @Test
     void abortedRequestsAreNotSamples() throws Exception {
         Group a = h.group("a");
         IoRequest io = submit(a);
