@@ -82,13 +82,15 @@ record HeldAndLatency(Map<String, Line> byDevice, long atNs) {
         for (int i = 0; i < held.length; i++) held[i] = Math.max(0, after.heldUsec[i] - before.heldUsec[i]) / 1e6 / seconds;
         long ios = after.ios - before.ios;
         if (ios <= 0) return new Interval(Double.NaN, -1, held);
+        // The buckets may be a request or two behind lat_ios (a read is not an atomic snapshot):
+        // then the highest bucket that moved stands for the p99.
         long rank = (long) Math.ceil(P99 * ios), seen = 0, p99 = -1;
         for (Map.Entry<Long, Long> b : after.buckets.entrySet()) {
-            seen += b.getValue() - before.buckets.getOrDefault(b.getKey(), 0L);
-            if (seen >= rank) {
-                p99 = b.getKey();
-                break;
-            }
+            long moved = b.getValue() - before.buckets.getOrDefault(b.getKey(), 0L);
+            if (moved <= 0) continue;
+            seen += moved;
+            p99 = b.getKey();
+            if (seen >= rank) break;
         }
         return new Interval((double) (after.usec - before.usec) / ios, p99, held);
     }
