@@ -17,21 +17,23 @@ import java.util.Map;
  * <ul>
  *   <li>A group (a directory holding cgroup.controllers): one line per device of the group and
  *       of each child group, with the live rates — io.stat read twice, {@code interval} apart —
- *       and the limits: io.weight on that device and io.max's limits other than max.
+ *       the average latency and the time io.max held requests per second over the same interval
+ *       (iotarget.io.stat, {@link HeldAndLatency}), and the limits: io.weight on that device and
+ *       io.max's limits other than max.
  *   <li>Anything else (/backends, /nbd/exports/a, /nvmet/...): each attribute and its value,
  *       as {@code grep . *} shows a configfs directory; subdirectories end with '/'.
  * </ul>
  * <pre>
- *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  WEIGHT  IO.MAX
- *  tenants    259:0        0   1995      0   7.8M     100  -
- *  tenants/a  259:0        0   1995      0   7.8M     200  wbps=104857600 riops=20000
+ *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  AVGLAT MAXHELD  WEIGHT  IO.MAX
+ *  tenants    259:0        0   1995      0   7.8M   4.0ms    7.9s     100  -
+ *  tenants/a  259:0        0   1995      0   7.8M   4.0ms    7.9s     200  wbps=104857600 riops=2000
  * </pre>
  * Rates are per second over the interval; bandwidth in bytes with binary suffixes (K, M, G),
  * as {@code ls -lh}. One command's worth of requests; CLI thread only.
  */
 final class LongListing {
     /** After the GROUP column, whose width is the longest name's. */
-    private static final String COLUMNS = "s %-8s %6s %6s %6s %6s %7s  %s%n";
+    private static final String COLUMNS = "s %-8s %6s %6s %6s %6s %7s %7s %7s  %s%n";
     private static final String NO_VALUE = "-";
     /** io.stat's fields that rates are made of, by index. */
     private static final List<String> STAT_KEYS = List.of("rbytes", "wbytes", "rios", "wios");
@@ -60,26 +62,37 @@ final class LongListing {
         groups.add(path);
         for (String e : entries) if (e.endsWith("/")) groups.add(join(path, e.substring(0, e.length() - 1)));
         Map<String, Sample> first = new LinkedHashMap<>();
-        for (String g : groups) first.put(g, Sample.of(client, g));
+        Map<String, HeldAndLatency> firstHeld = new LinkedHashMap<>();
+        for (String g : groups) {
+            first.put(g, Sample.of(client, g));
+            firstHeld.put(g, HeldAndLatency.of(client, g));
+        }
         sleep();
         Map<String, Sample> second = new LinkedHashMap<>();
-        for (String g : groups) second.put(g, Sample.of(client, g));
+        Map<String, HeldAndLatency> secondHeld = new LinkedHashMap<>();
+        for (String g : groups) {
+            second.put(g, Sample.of(client, g));
+            secondHeld.put(g, HeldAndLatency.of(client, g));
+        }
 
         int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
         String format = "%-" + width + COLUMNS;
-        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "IO.MAX"));
+        StringBuilder out = new StringBuilder(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS",
+                "AVGLAT", "MAXHELD", "WEIGHT", "IO.MAX"));
         for (String g : groups) {
             Map<String, String> ioMax = perDevice(read(g, "io.max"));
             Map<String, String> weights = perDevice(read(g, "io.weight"));
             Sample then = first.get(g), now = second.get(g);
             if (now.byDevice().isEmpty()) {
-                out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
+                out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
                         weights.getOrDefault("default", NO_VALUE), NO_VALUE));
             }
             for (String device : now.byDevice().keySet()) {
                 double[] rate = now.ratesSince(then, device);
+                HeldAndLatency.Interval latency = secondHeld.get(g).since(firstHeld.get(g), device);
                 out.append(String.format(Locale.ROOT, format, shown(g), device,
                         Math.round(rate[RIOS]), Math.round(rate[WIOS]), bytes(rate[RBYTES]), bytes(rate[WBYTES]),
+                        HeldAndLatency.duration(latency.avgUsec()), HeldAndLatency.held(latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
                         weights.getOrDefault(device, weights.getOrDefault("default", NO_VALUE)),
                         limits(ioMax.get(device))));
             }

@@ -28,7 +28,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget ln TARGET LINK | unlink LINK   configfs-style links (ports/1/subsystems/NQN)
  *  iotarget devices                        name, MAJ:MIN, size of every backend
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
- *  iotarget top                            every group's IOPS and bandwidth per device, live
+ *  iotarget top                            every group's IOPS, bandwidth, latency, held time per device, live
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -105,13 +105,15 @@ public final class Main {
                       iotarget save target.json
                       iotarget serve --config target.json
                     """),
-            new Command("top", "top", "every group's IOPS and bandwidth per device, redrawn each second", """
-                    A live view like iotop: one line per group and device, read and write IOPS and
-                    bandwidth (bytes per second) from io.stat, as ls -l measures them, redrawn each
-                    second. Keys: r w R W sort by RIOPS, WIOPS, RBPS, WBPS (largest first), g by
+            new Command("top", "top", "every group's IOPS, bandwidth, latency and held time per device, redrawn each second", """
+                    A live view like iotop: one line per group and device, redrawn each second:
+                    read and write IOPS and bandwidth (bytes per second) from io.stat, as ls -l
+                    measures them; from iotarget.io.stat, the average and p99 latency of the
+                    requests completed in the second (from entering the server to completion) and
+                    the time requests waited in io.max (MAXHELD) and iocost (COSTHELD) per second
+                    (2.0s: two requests waited all along). Keys: r w R W l p m c sort by RIOPS,
+                    WIOPS, RBPS, WBPS, AVGLAT, P99LAT, MAXHELD, COSTHELD (largest first), g by
                     group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
-                    Not shown yet: latency (average, p99) and the time io.max or iocost held
-                    requests, which io.stat does not carry (cost.wait appears only with debug stats).
                       iotarget top
                     """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """

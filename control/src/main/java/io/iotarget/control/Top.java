@@ -24,12 +24,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * {@code iotarget top}: every group's IO per device, redrawn each interval, as iotop shows
  * processes. Made of the endpoint's list and read operations only (the rates are {@code ls -l}'s:
- * io.stat read each interval, {@link Sample#ratesSince}); nothing is added to the IO path.
+ * io.stat read each interval, {@link Sample#ratesSince}; latency and held time come from
+ * iotarget.io.stat read alongside, {@link HeldAndLatency#since}); nothing is added to the IO path.
  * <pre>
- *  iotarget top — every 1 s, sorted by RIOPS (keys: g r w R W, q quits)
- *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS
- *  tenants    259:0     1995      0   7.8M      0
+ *  iotarget top - every second, sorted by RIOPS; q quits
+ *  keys g r w R W l p m c sort by GROUP RIOPS ... COSTHELD; HELD: time waited in io.max, iocost per s
+ *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  AVGLAT  P99LAT MAXHELD COSTHELD
+ *  tenants/a  259:0     1995      0   7.8M      0   4.0ms   4.2ms    7.9s        0
  * </pre>
+ * AVGLAT and P99LAT are the latency of the requests completed in the interval; MAXHELD and
+ * COSTHELD the time requests waited in io.max and iocost per second of it (7.9s: about eight
+ * requests waited all along).
  * The terminal is /dev/tty, put in non-canonical mode without echo ({@code stty -icanon -echo}) so
  * that one key acts at once, and drawn on the alternate screen with plain ANSI sequences; the
  * saved {@code stty -g} settings and the main screen come back however top ends: q, end of input,
@@ -38,9 +43,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class Top {
     /** Sort keys and the column each sorts by, descending (the group name ascending). */
-    private static final String KEYS = "grwRW";
-    private static final List<String> COLUMNS = List.of("GROUP", "RIOPS", "WIOPS", "RBPS", "WBPS");
-    private static final String ROW = "s %-8s %6s %6s %6s %6s%n";
+    private static final String KEYS = "grwRWlpmc";
+    private static final List<String> COLUMNS = List.of("GROUP", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "P99LAT", "MAXHELD", "COSTHELD");
+    private static final String ROW = "s %-8s %6s %6s %6s %6s %7s %7s %7s %8s%n";
     private static final String ENTER = "\033[?1049h\033[?25l", LEAVE = "\033[?25h\033[?1049l", HOME_CLEAR = "\033[H\033[2J";
     private static final int END_OF_INPUT = -1;
 
@@ -52,8 +57,12 @@ final class Top {
         this.interval = interval;
     }
 
-    /** One row: a group on one device and its rates, indexed as {@link Sample#ratesSince}. */
-    private record Row(String group, String device, double[] rate) {
+    /** One row: a group on one device, its rates (indexed as {@link Sample#ratesSince}), latency and held time. */
+    private record Row(String group, String device, double[] rate, HeldAndLatency.Interval latency) {
+    }
+
+    /** One tick's reads of a group: io.stat and iotarget.io.stat. */
+    private record Reads(Sample stat, HeldAndLatency held) {
     }
 
     /** Runs until q or the end of input; the endpoint's refusal to list the root group, or no terminal, ends it at once. */
@@ -68,7 +77,7 @@ final class Top {
         }
         try {
             out.print(ENTER);
-            Map<String, Sample> before = samples(groups(""));
+            Map<String, Reads> before = samples(groups(""));
             List<Row> rows = List.of();
             char sort = 'r';
             long next = System.nanoTime() + interval.toNanos();
@@ -77,7 +86,7 @@ final class Top {
                 if (key == 'q' || key == END_OF_INPUT) return new Reply(200, "", null);
                 if (key > 0 && KEYS.indexOf(key) >= 0) sort = (char) key;
                 if (System.nanoTime() >= next) {
-                    Map<String, Sample> now = samples(groups(""));
+                    Map<String, Reads> now = samples(groups(""));
                     rows = rows(before, now);
                     before = now;
                     next = System.nanoTime() + interval.toNanos();
@@ -103,46 +112,60 @@ final class Top {
         return all;
     }
 
-    private Map<String, Sample> samples(List<String> groups) throws IOException {
-        Map<String, Sample> m = new HashMap<>();
-        for (String g : groups) m.put(g, Sample.of(client, g));
+    private Map<String, Reads> samples(List<String> groups) throws IOException {
+        Map<String, Reads> m = new HashMap<>();
+        for (String g : groups) m.put(g, new Reads(Sample.of(client, g), HeldAndLatency.of(client, g)));
         return m;
     }
 
     /** A row per group and device now; a group new since {@code before} is left for the next tick. */
-    private static List<Row> rows(Map<String, Sample> before, Map<String, Sample> now) {
+    private static List<Row> rows(Map<String, Reads> before, Map<String, Reads> now) {
         List<Row> rows = new ArrayList<>();
-        for (Map.Entry<String, Sample> g : now.entrySet()) {
-            Sample then = before.get(g.getKey());
+        for (Map.Entry<String, Reads> g : now.entrySet()) {
+            Reads then = before.get(g.getKey());
             if (then == null) continue;
-            for (String device : g.getValue().byDevice().keySet()) {
-                rows.add(new Row(LongListing.shown(g.getKey()), device, g.getValue().ratesSince(then, device)));
+            Reads reads = g.getValue();
+            for (String device : reads.stat().byDevice().keySet()) {
+                rows.add(new Row(LongListing.shown(g.getKey()), device, reads.stat().ratesSince(then.stat(), device),
+                        reads.held().since(then.held(), device)));
             }
         }
         return rows;
     }
 
+    /** The value a row sorts by, largest first; a row without latency samples sorts last. */
+    private static double sortValue(Row r, char sort) {
+        return switch (sort) {
+            case 'r' -> r.rate[LongListing.RIOS];
+            case 'w' -> r.rate[LongListing.WIOS];
+            case 'R' -> r.rate[LongListing.RBYTES];
+            case 'W' -> r.rate[LongListing.WBYTES];
+            case 'l' -> Double.isNaN(r.latency.avgUsec()) ? -1 : r.latency.avgUsec();
+            case 'p' -> r.latency.p99Usec();
+            case 'm' -> r.latency.heldPerSecond()[HeldAndLatency.THROTTLE];
+            case 'c' -> r.latency.heldPerSecond()[HeldAndLatency.COST];
+            default -> throw new IllegalArgumentException(String.valueOf(sort));
+        };
+    }
+
+
     private static String screen(List<Row> rows, char sort) {
         Comparator<Row> byName = Comparator.comparing(Row::group).thenComparing(Row::device);
-        int column = switch (sort) {
-            case 'r' -> LongListing.RIOS;
-            case 'w' -> LongListing.WIOS;
-            case 'R' -> LongListing.RBYTES;
-            case 'W' -> LongListing.WBYTES;
-            default -> -1;
-        };
         List<Row> sorted = new ArrayList<>(rows);
-        sorted.sort(column < 0 ? byName : Comparator.<Row>comparingDouble(r -> -r.rate[column]).thenComparing(byName));
+        sorted.sort(sort == 'g' ? byName : Comparator.<Row>comparingDouble(r -> -sortValue(r, sort)).thenComparing(byName));
         int width = Math.max("GROUP".length(), rows.stream().mapToInt(r -> r.group.length()).max().orElse(1));
         String format = "%-" + width + ROW;
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT,
-                "iotarget top - every second, sorted by %s (keys: g r w R W sort by GROUP RIOPS WIOPS RBPS WBPS; q quits)%n",
+                "iotarget top - every second, sorted by %s; q quits%n"
+                + "keys g r w R W l p m c sort by GROUP RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD; HELD: time waited in io.max, iocost per s%n",
                 COLUMNS.get(KEYS.indexOf(sort))));
-        sb.append(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS"));
+        sb.append(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "P99LAT", "MAXHELD", "COSTHELD"));
         for (Row r : sorted) {
             sb.append(String.format(Locale.ROOT, format, r.group, r.device, Math.round(r.rate[LongListing.RIOS]),
                     Math.round(r.rate[LongListing.WIOS]), LongListing.bytes(r.rate[LongListing.RBYTES]),
-                    LongListing.bytes(r.rate[LongListing.WBYTES])));
+                    LongListing.bytes(r.rate[LongListing.WBYTES]), HeldAndLatency.duration(r.latency.avgUsec()),
+                    HeldAndLatency.duration(r.latency.p99Usec()), HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
+                    HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.COST])));
         }
         return sb.toString();
     }

@@ -69,10 +69,11 @@ class LongListingTest {
             Result r = cli("ls", "-l", "tenants");
             assertEquals(0, r.code, r.err);
             List<String> lines = r.out.lines().toList();
-            assertEquals(List.of("GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "IO.MAX"), List.of(lines.get(0).split(" +")));
-            String[] tenants = lines.get(1).split(" +", 8);
-            String[] a = lines.get(2).split(" +", 8);
-            String[] b = lines.get(3).split(" +", 8);
+            assertEquals(List.of("GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "MAXHELD", "WEIGHT", "IO.MAX"),
+                    List.of(lines.get(0).split(" +")));
+            String[] tenants = lines.get(1).split(" +", 10);
+            String[] a = lines.get(2).split(" +", 10);
+            String[] b = lines.get(3).split(" +", 10);
             assertEquals(4, lines.size(), r.out);
             assertEquals(List.of("tenants", "259:0"), List.of(tenants).subList(0, 2), r.out);
             assertEquals(List.of("tenants/a", "259:0"), List.of(a).subList(0, 2), r.out);
@@ -81,10 +82,12 @@ class LongListingTest {
             assertEquals("0", a[3], r.out);
             assertTrue(a[4].endsWith("M") && Double.parseDouble(a[4].replace("M", "")) >= 5.8
                        && Double.parseDouble(a[4].replace("M", "")) <= 8.3, "2000 × 4 KiB/s is 7.8M: " + r.out);
-            assertEquals(List.of("300", "wbps=104857600 riops=2000"), List.of(a).subList(6, 8), "io.max in its own order: " + r.out);
-            assertEquals(List.of("100", "-"), List.of(tenants).subList(6, 8), "defaults: " + r.out);
+            assertTrue(a[6].endsWith("ms"), "8 in flight at 2000/s take ~4 ms each: " + r.out);
+            assertTrue(a[7].endsWith("s") && !a[7].endsWith("ms"), "seconds of waiting per second in io.max: " + r.out);
+            assertEquals(List.of("300", "wbps=104857600 riops=2000"), List.of(a).subList(8, 10), "io.max in its own order: " + r.out);
+            assertEquals(List.of("100", "-"), List.of(tenants).subList(8, 10), "defaults: " + r.out);
             assertTrue(Math.abs(Long.parseLong(tenants[2]) - riops) <= riops / 10, "the parent counts its child's IO: " + r.out);
-            assertEquals(List.of("tenants/b", "-", "-", "-", "-", "-", "100", "-"), List.of(b), "b has done nothing yet: " + r.out);
+            assertEquals(List.of("tenants/b", "-", "-", "-", "-", "-", "-", "-", "100", "-"), List.of(b), "b has done nothing yet: " + r.out);
         } finally {
             assertEquals(0, fio.waitFor());
         }

@@ -107,6 +107,24 @@ class MetricsTest {
         assertTrue(Pattern.compile("^iotarget_iocost_vrate_ratio\\{device=\"259:0\"} [0-9.]+$", Pattern.MULTILINE).matcher(text).find(), text);
         assertTrue(text.contains("iotarget_buffer_capacity_bytes "), text);
         assertTrue(text.contains("iotarget_connections{frontend=\"nbd\"} 0.0"), "fio's connection is closed:\n" + text);
+
+        // riops=3000 wiops=3000 hold a QD8 client back; every completion is a latency sample.
+        double held = value(text, "iotarget_io_throttled_seconds_total{device=\"259:0\",group=\"/tenants/a\",policy=\"throttle\"}");
+        assertTrue(held > 0.1, "io.max held tenants/a's requests: " + held + " s");
+        assertEquals(0.0, value(text, "iotarget_io_throttled_seconds_total{device=\"259:0\",group=\"/tenants/a\",policy=\"latency\"}"));
+        assertEquals(held, value(text, "iotarget_io_throttled_seconds_total{device=\"259:0\",group=\"/tenants\",policy=\"throttle\"}"), 1e-6,
+                "hierarchical: tenants holds what a held");
+        assertEquals((double) (reads + writes), value(text, "iotarget_io_latency_seconds_count{device=\"259:0\",group=\"/tenants/a\"}"));
+        assertEquals((double) (reads + writes), value(text, "iotarget_io_latency_seconds_bucket{device=\"259:0\",group=\"/tenants/a\",le=\"+Inf\"}"));
+        double avg = value(text, "iotarget_io_latency_seconds_sum{device=\"259:0\",group=\"/tenants/a\"}") / (reads + writes);
+        assertTrue(avg > 0.0001 && avg < 0.01, "held to 3000 IOPS per direction, a request takes a fraction of a ms or more: " + avg);
+    }
+
+    /** The value of one sample in exposition text, by its name and labels as written. */
+    private static double value(String text, String series) {
+        Matcher m = Pattern.compile("^" + Pattern.quote(series) + " (\\S+)$", Pattern.MULTILINE).matcher(text);
+        assertTrue(m.find(), series + " in\n" + text);
+        return Double.parseDouble(m.group(1));
     }
 
     @Test

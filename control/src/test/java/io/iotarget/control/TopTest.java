@@ -23,8 +23,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * {@code iotarget top} in a real terminal: tmux runs the CLI (Main on the test's classpath, as
- * bin/iotarget runs its jar) in a detached pane while fio reads through tenant a (io.max riops=2000)
- * and writes through tenant b; the test reads the screen with capture-pane and types keys.
+ * bin/iotarget runs its jar) in a detached pane while fio reads through tenant a (io.max riops=2000,
+ * so io.max holds most of its 8 requests in flight) and writes through tenant b (no limit; fio
+ * itself paces it to 500 writes/s at queue depth 1); the test reads the screen with capture-pane
+ * and types keys.
  */
 @Timeout(30)
 class TopTest {
@@ -41,7 +43,7 @@ class TopTest {
                   "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
                   "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
                                            "a": { "io.max": "default riops=2000" },
-                                           "b": { "io.max": "default wiops=500" } } },
+                                           "b": { } } },
                   "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 },
                                         "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 } } } }"""), dir);
         control = ControlEndpoint.hostPort(server.controlAddress());
@@ -57,7 +59,7 @@ class TopTest {
     void shouldShowLiveRatesSortByKeyAndGiveTheTerminalBack() throws Exception {
         Tools.require("fio", "/usr/bin/fio");
         Tools.require("tmux", "/usr/bin/tmux");
-        List<Process> fio = List.of(fio("a", "randread"), fio("b", "randwrite"));
+        List<Process> fio = List.of(fio("a", "randread", "--iodepth=8"), fio("b", "randwrite", "--iodepth=1", "--rate_iops=500"));
         try {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String top = "env IOTARGET_RUNTIME_DIR=" + dir + " " + java + " -XX:TieredStopAtLevel=1 -cp " + CliProcess.classpath()
@@ -75,6 +77,22 @@ class TopTest {
             }
             assertTrue(second.contains("sorted by RIOPS"), second);
             assertTrue(second.indexOf("tenants/a ") < second.indexOf("tenants/b "), "most reads first:\n" + second);
+
+            // a waits in io.max and so takes longer than b, which nothing holds.
+            String[] a = row(second, "tenants/a"), b = row(second, "tenants/b");
+            assertTrue(usec(a[MAXHELD]) >= 2e6, "about 6-7 of a's 8 requests wait in io.max all along:\n" + second);
+            assertEquals("0", b[MAXHELD], "nothing holds b:\n" + second);
+            assertEquals("0", a[COSTHELD], "iocost is off:\n" + second);
+            assertTrue(usec(a[AVGLAT]) >= 1000 && usec(a[AVGLAT]) <= 10_000, "8 in flight at 2000/s take ~4 ms each:\n" + second);
+            assertTrue(usec(a[P99LAT]) >= usec(a[AVGLAT]), second);
+            assertTrue(usec(b[AVGLAT]) < usec(a[AVGLAT]) / 2, "b's requests are not held:\n" + second);
+
+            tmux("send-keys", "m");
+            String byHeld = screenWhere(s -> s.contains("sorted by MAXHELD"));
+            assertTrue(byHeld.indexOf("tenants/a ") < byHeld.indexOf("tenants/b "), "most held first:\n" + byHeld);
+            tmux("send-keys", "l");
+            String byLatency = screenWhere(s -> s.contains("sorted by AVGLAT"));
+            assertTrue(byLatency.indexOf("tenants/a ") < byLatency.indexOf("tenants/b "), "slowest first:\n" + byLatency);
 
             tmux("send-keys", "w");
             String byWrites = screenWhere(s -> s.contains("sorted by WIOPS"));
@@ -100,20 +118,39 @@ class TopTest {
         while (!Files.exists(dir.resolve(file)) && System.nanoTime() < deadline) Thread.sleep(100);
     }
 
-    private Process fio(String export, String rw) throws IOException {
+    private Process fio(String export, String rw, String... options) throws IOException {
         String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/" + export;
-        return new ProcessBuilder("fio", "--name=top", "--ioengine=nbd", "--uri=" + uri, "--rw=" + rw, "--bs=4k",
-                "--iodepth=8", "--size=16M", "--time_based", "--runtime=20", "--output-format=terse")
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        List<String> command = new ArrayList<>(List.of("fio", "--name=top", "--ioengine=nbd", "--uri=" + uri, "--rw=" + rw, "--bs=4k",
+                "--size=16M", "--time_based", "--runtime=20", "--output-format=terse"));
+        command.addAll(List.of(options));
+        return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    }
+
+    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD. */
+    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9;
+
+    /** {@code group}'s row split into its columns, or null while it is not on the screen. */
+    private static String[] row(String screen, String group) {
+        for (String line : screen.lines().toList()) {
+            String[] f = line.strip().split(" +");
+            if (f.length == 10 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
+        }
+        return null;
     }
 
     /** The RIOPS column of {@code group}'s row, or -1 while it is not on the screen. */
     private static long riops(String screen, String group) {
-        for (String line : screen.lines().toList()) {
-            String[] f = line.strip().split(" +");
-            if (f.length == 6 && f[0].equals(group) && f[2].matches("[0-9]+")) return Long.parseLong(f[2]);
-        }
-        return -1;
+        String[] f = row(screen, group);
+        return f == null ? -1 : Long.parseLong(f[2]);
+    }
+
+    /** top's "340us", "4.2ms", "1.5s" in µs; "0" is 0, "-" (no requests) is NaN. */
+    private static double usec(String shown) {
+        if (shown.equals("-")) return Double.NaN;
+        if (shown.endsWith("us")) return Double.parseDouble(shown.substring(0, shown.length() - 2));
+        if (shown.endsWith("ms")) return Double.parseDouble(shown.substring(0, shown.length() - 2)) * 1e3;
+        if (shown.endsWith("s")) return Double.parseDouble(shown.substring(0, shown.length() - 1)) * 1e6;
+        return Double.parseDouble(shown);
     }
 
     private String screenWhere(Predicate<String> wanted) throws Exception {

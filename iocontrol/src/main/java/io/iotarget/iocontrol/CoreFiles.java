@@ -2,6 +2,8 @@ package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.stat.HeldTime;
+import io.iotarget.iocontrol.stat.LatencyStats;
 import io.iotarget.iocontrol.stat.StatField;
 import io.iotarget.iocontrol.stat.StatFlusher;
 import io.iotarget.model.ControlException;
@@ -13,7 +15,7 @@ import java.util.List;
 /**
  * The cgroup core files a storage target needs (cgroup.controllers, cgroup.subtree_control,
  * cgroup.stat, cgroup.events, cgroup.max.descendants, cgroup.max.depth) and io.stat, with the
- * kernel's formats and errors.
+ * kernel's formats and errors; and iotarget.io.stat, what io.stat has no field for.
  */
 final class CoreFiles {
     private CoreFiles() {
@@ -23,7 +25,7 @@ final class CoreFiles {
         return List.of(
                 new Controllers(), new SubtreeControl(tree), new Events(), new Stat(),
                 new MaxLimit("cgroup.max.descendants"), new MaxLimit("cgroup.max.depth"),
-                new IoStat(tree));
+                new IoStat(tree), new IotargetIoStat(tree));
     }
 
     /** cgroup.controllers: what this group may enable for its children. */
@@ -198,6 +200,67 @@ final class CoreFiles {
                 flusher.lock().unlock();
             }
             return sb.toString();
+        }
+    }
+
+    /**
+     * iotarget.io.stat: iotarget's own per-device counters, read-only, kept out of io.stat so
+     * that io.stat stays what Linux prints (docs/decisions.md). One line per device the group
+     * has state on, every key always present, all hierarchical like io.stat:
+     * <pre>
+     * 259:0 throttle_usec=1200 latency_usec=0 cost_usec=0 delay_usec=0 lat_ios=40 lat_usec=9100 lat_hist=127:30,255:8,1023:2
+     * </pre>
+     * {@code *_usec} of {@link HeldTime} is time requests were held, summed over requests;
+     * {@code lat_ios} and {@code lat_usec} count completions and their latencies summed, from
+     * entering the controller; {@code lat_hist} lists each non-empty latency bucket as
+     * {@code HIGHEST_USEC:COUNT} (COUNT requests took at most HIGHEST µs and more than the
+     * previous bucket's), lowest first, empty when nothing completed.
+     */
+    private static final class IotargetIoStat extends InterfaceFile {
+        private final GroupTree tree;
+
+        IotargetIoStat(GroupTree tree) {
+            super("iotarget.io.stat", Placement.EVERYWHERE, true);
+            this.tree = tree;
+        }
+
+        @Override
+        public String read(Group g) {
+            List<DeviceGroup> pairs = g.deviceGroups();
+            if (pairs.isEmpty()) return "";
+            StatFlusher flusher = tree.flusher();
+            StringBuilder sb = new StringBuilder(256 * pairs.size());
+            flusher.lock().lock();
+            try {
+                tree.foldLatency(g);
+                for (DeviceGroup dg : pairs) {
+                    sb.append(dg.device().device().number());
+                    for (HeldTime t : HeldTime.values()) sb.append(' ').append(t.label()).append("_usec=").append(dg.held().counter(t) / 1000);
+                    LatencyStats lat = dg.latency();
+                    sb.append(" lat_ios=").append(lat.count()).append(" lat_usec=").append(lat.sumNs() / 1000).append(" lat_hist=");
+                    appendBuckets(lat, sb);
+                    sb.append('\n');
+                }
+            } finally {
+                flusher.lock().unlock();
+            }
+            return sb.toString();
+        }
+
+        /** Buckets in whole µs, rounded up; neighbours below 2 µs apart that round alike are merged. */
+        private static void appendBuckets(LatencyStats lat, StringBuilder sb) {
+            long[] pending = {-1, 0};     // µs, count
+            lat.forEachBucket((highestNs, count) -> {
+                long usec = (highestNs + 999) / 1000;
+                if (usec == pending[0]) {
+                    pending[1] += count;
+                    return;
+                }
+                if (pending[0] >= 0) sb.append(pending[0]).append(':').append(pending[1]).append(',');
+                pending[0] = usec;
+                pending[1] = count;
+            });
+            if (pending[0] >= 0) sb.append(pending[0]).append(':').append(pending[1]);
         }
     }
 }

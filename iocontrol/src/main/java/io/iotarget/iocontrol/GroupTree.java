@@ -73,6 +73,16 @@ public final class GroupTree {
         return flusher;
     }
 
+    /**
+     * Folds the latency recorded in {@code g}'s subtree into its pairs' totals, so that theirs
+     * and {@code g}'s are up to date (ancestors' too). Tree lock and the flusher's lock held.
+     */
+    public void foldLatency(Group g) {
+        forEachGroup(g, member -> {
+            for (DeviceGroup dg : member.deviceGroups()) dg.latency().fold();
+        });
+    }
+
     // ---------------------------------------------------------------- (group, device) pairs
 
     /** The chain for a new device, with the root group's pair on it. */
@@ -159,6 +169,13 @@ public final class GroupTree {
     private void offlineDeviceGroups(Group g) {
         for (DeviceGroup dg : g.deviceGroups()) {
             chain.offline(dg, clock.nanoTime());
+            // What it recorded stays in its ancestors, as its io.stat does.
+            flusher.lock().lock();
+            try {
+                dg.latency().fold();
+            } finally {
+                flusher.lock().unlock();
+            }
             g.removeDeviceGroup(dg.device().device().index());
         }
     }

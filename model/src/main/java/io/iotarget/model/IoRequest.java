@@ -41,6 +41,7 @@ public final class IoRequest {
     private int policyFlags;
     private long policyCost;
     private long policyStartNs;
+    private long policyHeldSinceNs;
     private Object policyGroup;
 
     /**
@@ -127,6 +128,7 @@ public final class IoRequest {
         policyFlags = 0;
         policyCost = 0;
         policyStartNs = 0;
+        policyHeldSinceNs = 0;
         policyGroup = null;
     }
 
@@ -254,6 +256,18 @@ public final class IoRequest {
 
     public void policyStartNs(long nowNs) {
         this.policyStartNs = nowNs;
+    }
+
+    /**
+     * When a policy last parked the request (engine clock, ns), for the time it was held
+     * there (the chain's held-time counters). Controller only.
+     */
+    public long policyHeldSinceNs() {
+        return policyHeldSinceNs;
+    }
+
+    public void policyHeldSinceNs(long nowNs) {
+        this.policyHeldSinceNs = nowNs;
     }
 
     /**

@@ -11,6 +11,8 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.stat.DeviceStats;
+import io.iotarget.iocontrol.stat.HeldTime;
+import io.iotarget.iocontrol.stat.LatencyStats;
 import io.iotarget.iocontrol.stat.StatField;
 import io.iotarget.iocontrol.stat.StatFlusher;
 import io.iotarget.model.ConfigTree;
@@ -19,10 +21,13 @@ import io.iotarget.model.CounterDescriptor;
 import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.prometheus.metrics.model.registry.MultiCollector;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot.HistogramDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot.InfoDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
@@ -52,6 +57,13 @@ public final class ServerMetrics implements MultiCollector {
     /** iocost's io.stat fields (CostDevice.appendStat): the root's vrate in percent, every group's usage in µs. */
     private static final String VRATE_FIELD = "cost.vrate";
     private static final String USAGE_FIELD = "cost.usage";
+
+    /** iotarget_io_latency_seconds' classic buckets (le, s): 50 µs to 10 s, 1-2.5-5 steps; +Inf last. */
+    private static final double[] LATENCY_BUCKETS_SECONDS = {
+            0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+            Double.POSITIVE_INFINITY};
+    /** The policies that park requests, as iotarget_io_throttled_seconds_total's {@code policy} label. */
+    private static final List<HeldTime> PARKING = List.of(HeldTime.THROTTLE, HeldTime.LATENCY, HeldTime.COST);
 
     private record OpFields(String op, StatField ios, StatField bytes) {
     }
@@ -87,6 +99,14 @@ public final class ServerMetrics implements MultiCollector {
                 "device time iocost charged to the group and its descendants (io.stat cost.usage)").unit(Unit.SECONDS);
         GaugeSnapshot.Builder vrate = GaugeSnapshot.builder().name("iotarget_iocost_vrate_ratio")
                 .help("iocost's virtual time rate on the device: 1 = the cost model's speed (io.stat cost.vrate / 100)").unit(Unit.RATIO);
+        CounterSnapshot.Builder throttled = counter("iotarget_io_throttled_seconds",
+                "time the group's requests and its descendants' waited in a policy (io.max: throttle, io.latency: latency, iocost: cost), summed over requests")
+                .unit(Unit.SECONDS);
+        CounterSnapshot.Builder issuerDelay = counter("iotarget_io_issuer_delay_seconds",
+                "time completions of the group and its descendants were held back from their issuer (iocost debt, io.latency delay), summed over requests")
+                .unit(Unit.SECONDS);
+        HistogramSnapshot.Builder latency = HistogramSnapshot.builder().name("iotarget_io_latency_seconds")
+                .help("latency of the group's requests and its descendants', from entering the controller to completion").unit(Unit.SECONDS);
         IoController controller = engine.controller();
         int policies = controller.policies().size();
         GroupTree groups = controller.tree();
@@ -99,6 +119,7 @@ public final class ServerMetrics implements MultiCollector {
             flusher.lock().lock();
             try {
                 flusher.flush();
+                groups.foldLatency(controller.root());
                 StringBuilder fields = new StringBuilder();
                 for (DeviceGroup dg : pairs) {
                     String group = dg.group().path();
@@ -109,6 +130,14 @@ public final class ServerMetrics implements MultiCollector {
                         ops.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(s.total(f.ios)).build());
                         bytes.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(s.total(f.bytes)).build());
                     }
+                    Labels pair = Labels.of("group", group, "device", device);
+                    for (HeldTime t : PARKING) {
+                        throttled.dataPoint(CounterDataPointSnapshot.builder().labels(pair.add("policy", t.label()))
+                                .value(dg.held().counter(t) / 1e9).build());
+                    }
+                    issuerDelay.dataPoint(CounterDataPointSnapshot.builder().labels(pair)
+                            .value(dg.held().counter(HeldTime.ISSUER_DELAY) / 1e9).build());
+                    latency.dataPoint(latencyPoint(pair, dg.latency()));
                     fields.setLength(0);
                     for (int i = 0; i < policies; i++) dg.device().policy(i).appendStat(dg, fields);
                     long usageUs = field(fields, USAGE_FIELD);
@@ -131,6 +160,24 @@ public final class ServerMetrics implements MultiCollector {
         out.add(bytes.build());
         out.add(usage.build());
         out.add(vrate.build());
+        out.add(throttled.build());
+        out.add(issuerDelay.build());
+        out.add(latency.build());
+    }
+
+    /** The pair's latency in the classic buckets; each bucket's count within the HdrHistogram's precision. Flusher lock held, folded. */
+    private static HistogramDataPointSnapshot latencyPoint(Labels labels, LatencyStats lat) {
+        long[] counts = new long[LATENCY_BUCKETS_SECONDS.length];
+        long below = 0;
+        for (int i = 0; i < counts.length; i++) {
+            long le = Double.isInfinite(LATENCY_BUCKETS_SECONDS[i]) ? Long.MAX_VALUE : Math.round(LATENCY_BUCKETS_SECONDS[i] * 1e9);
+            long atOrBelow = lat.countAtOrBelow(le);
+            counts[i] = atOrBelow - below;
+            below = atOrBelow;
+        }
+        return HistogramDataPointSnapshot.builder().labels(labels)
+                .classicHistogramBuckets(ClassicHistogramBuckets.of(LATENCY_BUCKETS_SECONDS, counts))
+                .sum(lat.sumNs() / 1e9).build();
     }
 
     /** The value of {@code " name=123"} in io.stat fields, or -1 when absent. */

@@ -6,7 +6,8 @@
  * Nothing here is on the IO path. {@link io.iotarget.control.metrics.ServerMetrics} is one
  * custom collector that, when Prometheus scrapes, reads the counters the server already keeps
  * — the striped io.stat counters (flushed exactly as an io.stat read flushes them), the
- * policies' io.stat fields, the buffer pool's and the front ends' counters — and turns them
+ * policies' io.stat fields, each pair's latency histogram and held time (folded as an
+ * iotarget.io.stat read folds them), the buffer pool's and the front ends' counters — and turns them
  * into the Prometheus client's snapshots; the client's writer does the formatting.
  *
  * <h2>2. Equal to io.stat</h2>

@@ -4,8 +4,10 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -31,6 +33,12 @@ import java.util.function.Function;
  * sink, outside the lock) or, when the caller has no sink, left for {@link #releaseDue} with
  * the owner told through the {@link ReleaseSignal}.
  *
+ * <p>The chain also measures what the policies cost the requests, into the charged pair's
+ * {@link DeviceGroup#held()} and {@link DeviceGroup#latency()}: the time from each park to
+ * its release or cancel, by the stage that parked ({@link HeldTime}), the issuer delays
+ * {@link #complete} returns, and every completion's latency since the request entered the
+ * controller ({@link IoRequest#submitNs()}; abandoned and aborted requests are not samples).
+ *
  * <p>Threads: any thread. The IO path takes no lock when no policy applies to a request (only
  * striped counters are touched); otherwise it takes the device's lock, as the kernel takes the
  * queue lock. No clock: time comes in as {@code nowNs}.
@@ -43,6 +51,8 @@ public final class PolicyChain {
     /** The stage before which io.stat counts a request: the number of leading policies that precede it. */
     private final int statStage;
     private final DeviceRegistry<?> registry;
+    /** What the time a request spends parked at each stage counts as; null for a policy without a {@link HeldTime}. */
+    private final HeldTime[] heldByStage;
     private volatile ReleaseSignal signal = ReleaseSignal.NONE;
 
     /**
@@ -61,6 +71,8 @@ public final class PolicyChain {
         this.policies = List.copyOf(policies);
         this.statStage = stat;
         this.registry = registry;
+        this.heldByStage = new HeldTime[policies.size()];
+        for (int i = 0; i < heldByStage.length; i++) heldByStage[i] = HeldTime.parkedBy(policies.get(i).name());
     }
 
     /** Where to ask for {@link #releaseDue} calls; set once by the owner. */
@@ -166,6 +178,7 @@ public final class PolicyChain {
      */
     public boolean admit(IoRequest io, DeviceGroup dg, long nowNs) {
         DeviceControl dc = dg.device();
+        io.policyGroup(dg);
         boolean anyApplies = false;
         for (DevicePolicy p : dc.policies) {
             if (p.applies(io, dg)) {
@@ -215,6 +228,8 @@ public final class PolicyChain {
      *         delay for a group in debt); 0 to report it now
      */
     public long complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
+        DeviceGroup charged = (DeviceGroup) io.policyGroup();
+        if (charged != null && io.status() != IoStatus.ABORTED) charged.latency().record(nowNs - io.submitNs());
         if ((io.policyFlags() & STAGE_BITS_MASK) == 0) return 0;
         DeviceControl dc = controlOf(io);
         if (dc == null) return 0;
@@ -230,6 +245,7 @@ public final class PolicyChain {
             for (int i = 0; i < dc.policies.length; i++) {
                 if ((stages & (1 << i)) != 0) holdNs = Math.max(holdNs, dc.policies[i].onComplete(io, dg, now, dc.resumers[i]));
             }
+            if (holdNs > 0) dg.addHeld(HeldTime.ISSUER_DELAY, holdNs);
         } finally {
             released = leave(dc, true);
         }
@@ -254,6 +270,7 @@ public final class PolicyChain {
         long now = enter(dc, nowNs);
         try {
             cancelled = stage < dc.policies.length && dc.policies[stage].cancel(io, dg, now, dc.resumers[stage]);
+            if (cancelled) countHeld(io, stage, now);
             // The stages before it passed it on: it will never complete there either (rq_qos_cleanup).
             for (int i = 0; cancelled && i < stage; i++) {
                 if ((stages & dc.trackingStages & (1 << i)) != 0) dc.policies[i].cleanup(io, dg, now, dc.resumers[i]);
@@ -352,6 +369,7 @@ public final class PolicyChain {
 
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
+        countHeld(io, fromStage - 1, dc.lockedNowNs);
         DeviceGroup dg = existingDeviceGroup(io, dc);
         if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
             io.admitNs(dc.lockedNowNs);
@@ -368,10 +386,19 @@ public final class PolicyChain {
             if (!p.applies(io, dg)) continue;
             io.policyFlags(io.policyFlags() | (1 << i));
             io.policyGroup(dg);
-            if (!p.admit(io, dg, nowNs, dc.resumers[i])) return false;
+            if (!p.admit(io, dg, nowNs, dc.resumers[i])) {
+                io.policyHeldSinceNs(nowNs);
+                return false;
+            }
         }
         if (statStage == chain.length && fromStage <= chain.length) account(io, dg);
         return true;
+    }
+
+    /** The request leaves the stage that parked it: the time it waited there goes to its charged pair. Device lock held. */
+    private void countHeld(IoRequest io, int stage, long nowNs) {
+        HeldTime cause = heldByStage[stage];
+        if (cause != null) ((DeviceGroup) io.policyGroup()).addHeld(cause, nowNs - io.policyHeldSinceNs());
     }
 
     private static void account(IoRequest io, DeviceGroup dg) {
