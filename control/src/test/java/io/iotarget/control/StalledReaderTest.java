@@ -73,7 +73,7 @@ class StalledReaderTest {
                 victimLatenciesUs(victim);                          // warm: JIT, the pool's 4 KiB buffers, the disk path
                 before = victimLatenciesUs(victim);
                 baseline = ProcessResources.now();
-                long poolBaseline = pool.inUseBytes();
+                long poolBaseline = settledInUse(pool);
 
                 AtomicLong peak = new AtomicLong();
                 AtomicBoolean watching = new AtomicBoolean(true);
@@ -140,7 +140,7 @@ class StalledReaderTest {
                     watching.set(false);
                     for (SocketChannel c : stalled) c.close();
                 }
-                assertEquals(poolBaseline, pool.inUseBytes(), "the pool's in-use bytes are back");
+                assertEquals(poolBaseline, settledInUse(pool), "the pool's in-use bytes are back");
                 assertEquals(0, RawClients.nbdRead(victim, 1, 0, 4096), "the other tenant's connection still works");
             }
             String excess = ProcessResources.awaitNear(baseline, new ProcessResources.Tolerance(0, 1, Long.MAX_VALUE / 2, Long.MAX_VALUE / 2,
@@ -159,6 +159,22 @@ class StalledReaderTest {
             us[i] = (System.nanoTime() - t0) / 1000;
         }
         return us;
+    }
+
+    /**
+     * The pool's in-use bytes once they hold still for 100 ms (at most 5 s): a reply's buffer
+     * goes back when the loop has written it, which can be just after its client has read it.
+     */
+    private static long settledInUse(BufferPool pool) throws InterruptedException {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        long last = pool.inUseBytes();
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            long now = pool.inUseBytes();
+            if (now == last) return now;
+            last = now;
+        }
+        return last;
     }
 
     private static long percentile(long[] values, int p) {
