@@ -67,6 +67,16 @@ public final class PressureGroup {
         }
         while (nextBoundaryNs <= nowNs) {
             accrue(nextBoundaryNs);
+            if (!some && totalNs[SOME] == totalAtBoundaryNs[SOME]) {
+                // Nothing stalled in this period nor since: it and every whole period up to now are
+                // zero-filled at once (calc_load_n), as calc_avgs fills the periods its worker slept through.
+                long periods = (nowNs - nextBoundaryNs) / PERIOD_NS + 1;
+                for (int s = SOME; s <= FULL; s++) {
+                    for (int w = 0; w < 3; w++) avg[s][w] = calcLoad(avg[s][w], fixedPower(EXP[w], periods), 0);
+                }
+                nextBoundaryNs += periods * PERIOD_NS;
+                break;
+            }
             for (int s = SOME; s <= FULL; s++) {
                 long sample = totalNs[s] - totalAtBoundaryNs[s];
                 totalAtBoundaryNs[s] = totalNs[s];
@@ -74,15 +84,6 @@ public final class PressureGroup {
                 for (int w = 0; w < 3; w++) avg[s][w] = calcLoad(avg[s][w], EXP[w], pct);
             }
             nextBoundaryNs += PERIOD_NS;
-            long idlePeriods = some ? 0 : (nowNs - nextBoundaryNs) / PERIOD_NS;
-            if (idlePeriods > 0) {
-                // Periods with nothing stalled: zero-filled at once, as calc_avgs fills missed periods.
-                for (int s = SOME; s <= FULL; s++) {
-                    for (int w = 0; w < 3; w++) avg[s][w] = calcLoad(avg[s][w], fixedPower(EXP[w], idlePeriods), 0);
-                }
-                nextBoundaryNs += idlePeriods * PERIOD_NS;
-                stateStartNs = nextBoundaryNs - PERIOD_NS;
-            }
         }
         accrue(nowNs);
     }
