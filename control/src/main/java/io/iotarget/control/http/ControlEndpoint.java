@@ -80,7 +80,7 @@ import java.util.function.Supplier;
  *
  * <h2>4. Watches</h2>
  * A watch keeps its trigger while the client stays connected, as an open io.pressure file
- * keeps it in the kernel. The stream sends a comment every {@link #HEARTBEAT_NS} second, so a
+ * keeps it in the kernel. The stream sends a comment every second ({@link #HEARTBEAT_NS}), so a
  * client that has gone (Ctrl-C, a dropped connection) fails a write within about two of them
  * and its trigger is removed; a refused trigger answers 4xx before the stream starts.
  *
