@@ -127,6 +127,7 @@ class IoPressureWatchTest {
 
                 // The sibling's watch: a raw stream, read for 3 s, then hung up on.
                 int fired;
+                long firedMs;
                 try (Socket raw = new Socket("127.0.0.1", server.controlAddress().getPort())) {
                     String token = ControlToken.read(ControlToken.file(dir, server.controlAddress()));
                     byte[] body = "some 150000 1000000".getBytes(StandardCharsets.UTF_8);
@@ -143,7 +144,7 @@ class IoPressureWatchTest {
                     // Meanwhile the held tenant's watch, through the CLI: it fires within its window.
                     long watchStart = System.nanoTime();
                     Cli watch = cli(server, "watch", "tenants/a/io.pressure", "some 150000 1000000");
-                    long firedMs = (System.nanoTime() - watchStart) / 1_000_000;
+                    firedMs = (System.nanoTime() - watchStart) / 1_000_000;
                     assertEquals(0, watch.code(), watch.toString());
                     assertEquals("tenants/a/io.pressure some 150000 1000000 fired\n", watch.out());
                     // 150 ms of stall in a 1 s window, polled every 100 ms: ~250-350 ms; the bound is the window and two polls.
@@ -179,6 +180,8 @@ class IoPressureWatchTest {
                 loadB.join(5000);
 
                 double iops = doneA.get() / (heldUs / 1e6);
+                System.out.printf("io.pressure over NBD: a (riops=1000, QD32) %.0f IOPS, held %d us:%n%sb (QD1, free) %d IOs:%n%s"
+                                  + "watch on a fired after %d ms%n", iops, heldUs, pa, doneB.get(), pb, firedMs);
                 assertTrue(iops < 1100, "a was held: " + iops + " IOPS");
                 assertTrue(doneB.get() > 10 * doneA.get(), "b ran free: " + doneB.get() + " against " + doneA.get());
                 long someUs = Long.parseLong(field(pa, "some", "total"));

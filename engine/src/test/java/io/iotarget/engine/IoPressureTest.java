@@ -96,6 +96,8 @@ class IoPressureTest {
             assertTrue(Math.abs(iops - 1000) < 20, "io.max held a to 1000 IOPS: " + iops);
 
             String pa = engine.controller().read("a/io.pressure");
+            System.out.printf("io.pressure, volume at QD32 held by riops=1000 for %d ms (manual clock), %.1f IOPS:%n%s"
+                              + "trigger some 150000 1000000 fired after %d ms%n", elapsedNs / MS, iops, pa, firedAtNs / MS);
             String expected10 = fullyStalledAvg(1677, 12);
             assertEquals(expected10, field(pa, "some", "avg10"), pa);
             assertEquals(expected10, field(pa, "full", "avg10"), "one queue, always stalled: full as some\n" + pa);
