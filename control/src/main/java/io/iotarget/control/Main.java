@@ -29,6 +29,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget devices                        name, MAJ:MIN, size of every backend
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  *  iotarget top                            every group's IOPS, bandwidth, latency, held time per device, live
+ *  iotarget watch PATH TRIGGER             wait until an io.pressure trigger fires
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -115,6 +116,17 @@ public final class Main {
                     WIOPS, RBPS, WBPS, AVGLAT, P99LAT, MAXHELD, COSTHELD (largest first), g by
                     group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
                       iotarget top
+                    """),
+            new Command("watch", "watch PATH TRIGGER", "wait until an io.pressure trigger fires, e.g. watch tenants/a/io.pressure \"some 150000 1000000\"", """
+                    Keeps TRIGGER (the remaining arguments joined by spaces) on the io.pressure file
+                    at PATH, as a program that writes it and polls for POLLPRI does, and returns when
+                    it fires, printing one line, with exit 0. TRIGGER is "some|full STALL WINDOW":
+                    fire when the group's queues were stalled (some: any of them; full: all that
+                    have work) for STALL microseconds within the last WINDOW microseconds
+                    (500000..10000000, STALL 1..WINDOW), at most once per window. A refused trigger
+                    prints the kernel's errno (EINVAL) and exits 1. Ctrl-C removes the trigger.
+                      iotarget watch tenants/a/io.pressure "some 150000 1000000"
+                      iotarget watch io.pressure "full 500000 2000000"
                     """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
                     Without COMMAND, lists the commands; with it, that command's usage.
@@ -212,6 +224,10 @@ public final class Main {
                 case "write" -> {
                     if (rest.size() < 2) throw new UsageException("write PATH VALUE");
                     yield client.post("write", rest.get(0), null, String.join(" ", rest.subList(1, rest.size())));
+                }
+                case "watch" -> {
+                    if (rest.size() < 2) throw new UsageException("watch PATH TRIGGER");
+                    yield client.watch(rest.get(0), String.join(" ", rest.subList(1, rest.size())));
                 }
                 case "mkdir", "rmdir", "unlink" -> client.post(command, one(rest, command + " PATH"), null, null);
                 case "ln" -> {

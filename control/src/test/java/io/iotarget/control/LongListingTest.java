@@ -110,16 +110,19 @@ class LongListingTest {
         Result list = cli("help");
         assertEquals(0, list.code);
         for (String command : List.of("read PATH", "write PATH VALUE", "mkdir PATH", "rmdir PATH", "ls [-l] [PATH]", "ln TARGET LINK",
-                "unlink LINK", "devices", "help [COMMAND]")) {
+                "unlink LINK", "devices", "watch PATH TRIGGER", "help [COMMAND]")) {
             assertTrue(list.out.contains("\n  " + command + " "), command + " in\n" + list.out);
         }
         Result ls = cli("help", "ls");
         assertEquals(0, ls.code);
         assertTrue(ls.out.startsWith("usage: iotarget ls [-l] [PATH]\n"), ls.out);
         assertTrue(ls.out.contains("iotarget ls -l tenants"), ls.out);
+        Result watch = cli("help", "watch");
+        assertTrue(watch.out.startsWith("usage: iotarget watch PATH TRIGGER\n"), watch.out);
+        assertTrue(watch.out.contains("iotarget watch tenants/a/io.pressure \"some 150000 1000000\""), watch.out);
         Result serve = cli("help", "serve");
         assertTrue(serve.out.startsWith("usage: iotarget serve [--config FILE]\n"), serve.out);
-        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, help)\n"),
+        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, watch, help)\n"),
                 cli("help", "frobnicate"));
         assertEquals(new Result(2, "", "usage: iotarget ln TARGET LINK   (iotarget help ln tells more)\n"), cli("ln", "x"));
     }

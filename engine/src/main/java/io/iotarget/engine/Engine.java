@@ -9,6 +9,7 @@ import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceRegistry;
+import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.CountedErrorHandler;
@@ -53,7 +54,7 @@ public final class Engine implements AutoCloseable {
     private final Releaser releaser;
     /** What the engine's own thread (the releaser) met and survived. */
     private final CountedErrorHandler errors = new CountedErrorHandler("iotarget-releaser");
-    private final HeldCompletions held = new HeldCompletions(errors);
+    private final HeldCompletions held = new HeldCompletions(errors, this::report);
     private final BufferPool buffers;
     private final IoEngine ioEngine;
     /** The one device table: the controller's state and the dispatch queue of every device. */
@@ -254,6 +255,22 @@ public final class Engine implements AutoCloseable {
         return registry.queue(device);
     }
 
+    // ---------------------------------------------------------------- tenant queues
+
+    /**
+     * A tenant queue (an NBD connection, an NVMe/TCP IO queue, a volume) whose requests are
+     * charged to {@code group}: io.pressure's "task" ({@code IoRequest.queue}). Close it with
+     * {@link #closeQueue} once its last request has completed.
+     */
+    public TenantQueue newQueue(Group group) {
+        return controller.tree().pressure().newQueue(group.pressure());
+    }
+
+    /** The queue is gone: io.pressure counts it nowhere any more. Idempotent; any thread. */
+    public void closeQueue(TenantQueue queue) {
+        queue.close(clock.nanoTime());
+    }
+
     // ---------------------------------------------------------------- request path
 
     /**
@@ -264,6 +281,7 @@ public final class Engine implements AutoCloseable {
     public void submit(IoRequest io) {
         long now = clock.nanoTime();
         io.submitNs(now);
+        if (io.queue() instanceof TenantQueue q) q.begin(now);
         IoStatus check = RequestCheck.check(io);
         if (check != IoStatus.OK) {
             finish(io, check);
@@ -306,7 +324,7 @@ public final class Engine implements AutoCloseable {
         io.completeNs(now);
         io.status(IoStatus.ABORTED);
         controller.complete(io, now, this::dispatchReleased);
-        io.callback().complete(io);
+        report(io, now);
     }
 
     /**
@@ -353,8 +371,20 @@ public final class Engine implements AutoCloseable {
 
     private void finish(IoRequest io, IoStatus status) {
         io.status(status);
-        io.completeNs(clock.nanoTime());
+        long now = clock.nanoTime();
+        io.completeNs(now);
+        report(io, now);
+    }
+
+    /** The request's creator hears of its end; its queue has one command fewer outstanding. */
+    private void report(IoRequest io, long nowNs) {
+        if (io.queue() instanceof TenantQueue q) q.end(nowNs);
         io.callback().complete(io);
+    }
+
+    /** A held completion is due (releaser thread). */
+    private void report(IoRequest io) {
+        report(io, clock.nanoTime());
     }
 
     /** Dispatch hooks: issue and completion times for the policies, then the creator's callback. */
@@ -372,8 +402,10 @@ public final class Engine implements AutoCloseable {
             io.completeNs(now);
             io.status(status);
             long holdNs = controller.complete(io, now, Engine.this::dispatchReleased);
+            // The issuer delay stalls the tenant's queue, whether it pauses itself or its completion is held.
+            if (holdNs > 0) controller.tree().pressure().delayed(io, now + holdNs, now);
             if (holdNs <= 0 || io.callback().delayIssuer(io, holdNs)) {
-                io.callback().complete(io);
+                report(io, now);
                 return;
             }
             held.add(io, now + holdNs);

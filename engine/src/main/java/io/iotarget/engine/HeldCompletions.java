@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.PriorityQueue;
+import java.util.function.Consumer;
 
 /**
  * Completed requests whose callback a policy holds back: iocost delays the issuer of IO that
@@ -22,9 +23,12 @@ final class HeldCompletions {
             Comparator.comparingLong(Held::deliverAtNs).thenComparingLong(Held::seq));
     private long nextSeq;
     private final CountedErrorHandler errors;
+    /** Reports one completion to its creator. */
+    private final Consumer<IoRequest> report;
 
-    HeldCompletions(CountedErrorHandler errors) {
+    HeldCompletions(CountedErrorHandler errors, Consumer<IoRequest> report) {
         this.errors = errors;
+        this.report = report;
     }
 
     synchronized void add(IoRequest io, long deliverAtNs) {
@@ -48,7 +52,7 @@ final class HeldCompletions {
         }
         for (IoRequest io : due) {
             try {
-                io.callback().complete(io);
+                report.accept(io);
             } catch (Throwable t) {
                 errors.onError(t);
             }

@@ -1,6 +1,7 @@
 package io.iotarget.engine;
 
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
@@ -15,17 +16,28 @@ import java.util.concurrent.CompletableFuture;
  * {@link Engine#CURRENT_GROUP} (the root when unbound). Results arrive as futures that
  * complete with the request's status; buffers belong to the engine until then.
  *
+ * <p>A volume opened with a group is one tenant queue to io.pressure (its "task": stalled while
+ * one of its requests waits in a policy); {@link #close} lets go of it. A volume charging each
+ * caller's current group counts in no group's io.pressure.
+ *
  * <p>Any thread. Convenience over speed: each call allocates a request and a future.
  */
 public final class Volume {
     private final Engine engine;
     private final Device device;
     private final Group group;
+    private final TenantQueue queue;
 
     Volume(Engine engine, Device device, Group group) {
         this.engine = engine;
         this.device = device;
         this.group = group;
+        this.queue = group == null ? null : engine.newQueue(group);
+    }
+
+    /** Ends the volume's io.pressure queue; call after its last request completed. Idempotent. */
+    public void close() {
+        if (queue != null) engine.closeQueue(queue);
     }
 
     public Device device() {
@@ -60,6 +72,7 @@ public final class Volume {
         IoRequest io = new IoRequest()
                 .set(op, flags, offset, length, data)
                 .target(device, chargedGroup())
+                .queue(queue)
                 .callback(r -> done.complete(r.status()), null, 0);
         engine.submit(io);
         return done;

@@ -17,6 +17,14 @@
  * io.iotarget.engine.Engine#bind}): while an export or namespace holds one, neither its device
  * nor its group can be removed.
  *
+ * <p>io.pressure's tasks are tenant queues ({@link io.iotarget.engine.Engine#newQueue}): an NBD
+ * connection, an NVMe/TCP IO queue, a {@link io.iotarget.engine.Volume} opened with a group. The
+ * engine counts each request of a queue outstanding from {@code submit} until its callback
+ * runs, and a completion that carries an issuer delay stalls its queue for the delay — whether
+ * the front end pauses itself ({@code IoCallback.delayIssuer}) or the engine holds the
+ * completion; the policy chain reports where requests park and resume. What a stalled queue
+ * is, and SOME and FULL, are in {@code iocontrol.pressure}.
+ *
  * <p>{@link io.iotarget.engine.Engine} is also the embedded Java API: {@link
  * io.iotarget.engine.Engine#open} gives a {@link io.iotarget.engine.Volume} that submits IO on
  * behalf of an explicit group or of the caller's current one ({@link

@@ -51,13 +51,17 @@ class IssuerDelayTest {
                 }
             };
             ByteBuffer data = ByteBuffer.allocateDirect(1 << 20);
+            var queue = engine.newQueue(a);
             for (int i = 0; i < 576; i++) {
                 IoRequest io = new IoRequest().set(IoOp.WRITE, IoFlags.META, (long) i << 20, 1 << 20, data.duplicate())
-                        .target(device, a).callback(pausing, null, i);
+                        .target(device, a).queue(queue).callback(pausing, null, i);
                 engine.submit(io);
             }
             assertEquals(576, completed[0], "every completion is reported at once");
             assertEquals(6_111_000, delays.getLast(), "the last carries the full delay");
+            clock.advance(20_000_000);
+            assertEquals("some avg10=0.00 avg60=0.00 avg300=0.00 total=6111\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=6111\n",
+                    c.read("a/io.pressure"), "io.pressure: the queue was stalled for the delay it owed, with nothing else to do");
         }
     }
 }

@@ -2,6 +2,7 @@ package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.iocontrol.stat.LatencyStats;
 import io.iotarget.iocontrol.stat.StatField;
@@ -14,8 +15,9 @@ import java.util.List;
 
 /**
  * The cgroup core files a storage target needs (cgroup.controllers, cgroup.subtree_control,
- * cgroup.stat, cgroup.events, cgroup.max.descendants, cgroup.max.depth) and io.stat, with the
- * kernel's formats and errors; and iotarget.io.stat, what io.stat has no field for.
+ * cgroup.stat, cgroup.events, cgroup.max.descendants, cgroup.max.depth), io.stat and
+ * io.pressure, with the kernel's formats and errors; and iotarget.io.stat, what io.stat has no
+ * field for.
  */
 final class CoreFiles {
     private CoreFiles() {
@@ -25,7 +27,7 @@ final class CoreFiles {
         return List.of(
                 new Controllers(), new SubtreeControl(tree), new Events(), new Stat(),
                 new MaxLimit("cgroup.max.descendants"), new MaxLimit("cgroup.max.depth"),
-                new IoStat(tree), new IotargetIoStat(tree));
+                new IoStat(tree), new IoPressure(tree), new IotargetIoStat(tree));
     }
 
     /** cgroup.controllers: what this group may enable for its children. */
@@ -261,6 +263,42 @@ final class CoreFiles {
                 pending[1] = count;
             });
             if (pending[0] >= 0) sb.append(pending[0]).append(':').append(pending[1]);
+        }
+    }
+
+    /**
+     * io.pressure: PSI for IO (package {@code pressure}), on every group as cgroup v2 has it. A
+     * write is a trigger, checked as psi_trigger_create checks it; a trigger lives as long as
+     * the file stays open, and a write's file is closed at once, so an accepted write changes
+     * nothing — {@link GroupTree#watch} keeps one open.
+     */
+    private static final class IoPressure extends InterfaceFile {
+        private final GroupTree tree;
+
+        IoPressure(GroupTree tree) {
+            super(GroupTree.PRESSURE_FILE, Placement.EVERYWHERE, false);
+            this.tree = tree;
+        }
+
+        @Override
+        public String read(Group g) {
+            return tree.pressure().read(g.pressure(), tree.clock().nanoTime());
+        }
+
+        @Override
+        public boolean writable() {
+            return true;
+        }
+
+        /** A trigger is not configuration: nothing to save. */
+        @Override
+        public List<String> replay(Group g) {
+            return List.of();
+        }
+
+        @Override
+        public void write(Group g, String text) throws ControlException {
+            Pressure.check(text);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.pressure.PressureGroup;
 import io.iotarget.model.IoGroup;
 
 import java.util.Collections;
@@ -23,6 +24,8 @@ public final class Group implements IoGroup {
     private final int depth;
     final TreeMap<String, Group> children = new TreeMap<>();
     final Object[] policyData;
+    /** io.pressure of this group and its descendants' queues. */
+    private final PressureGroup pressure;
 
     /** cgroup.subtree_control has "io". Tree lock. */
     boolean ioInSubtree;
@@ -43,12 +46,18 @@ public final class Group implements IoGroup {
         this.parent = parent;
         this.depth = parent == null ? 0 : parent.depth + 1;
         this.policyData = new Object[policyCount];
+        this.pressure = new PressureGroup(parent == null ? null : parent.pressure);
         this.effective = this;
     }
 
     @Override
     public long id() {
         return id;
+    }
+
+    /** io.pressure's state (cgroup core: every group has it, io enabled or not). */
+    public PressureGroup pressure() {
+        return pressure;
     }
 
     /** The directory name; "" for the root. */

@@ -2,6 +2,8 @@ package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.chain.PolicyChain;
+import io.iotarget.iocontrol.pressure.Pressure;
+import io.iotarget.iocontrol.pressure.Trigger;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.iocontrol.stat.DeviceStats;
@@ -35,6 +37,8 @@ import java.util.function.Consumer;
 public final class GroupTree {
     /** cgroup files take one write of at most a page (kernfs' atomic_write_len = PAGE_SIZE). */
     public static final int MAX_WRITE_BYTES = 4096;
+    /** The file {@link #watch} takes triggers on. */
+    public static final String PRESSURE_FILE = "io.pressure";
 
     private final ReentrantLock treeLock = new ReentrantLock();
     private final AtomicLong nextGroupId = new AtomicLong(1);
@@ -66,6 +70,15 @@ public final class GroupTree {
     /** The tree lock, for policies' configuration writes (take it before any device lock). */
     public ReentrantLock treeLock() {
         return treeLock;
+    }
+
+    /** io.pressure's tracker. */
+    public Pressure pressure() {
+        return chain.pressure();
+    }
+
+    Clock clock() {
+        return clock;
     }
 
     /** io.stat's "updated" list; readers hold its lock while they flush and read totals. */
@@ -353,6 +366,25 @@ public final class GroupTree {
             if (text.isEmpty()) return;
             if (text.indexOf('\0') >= 0) throw new ControlException(Errno.EINVAL, path + ": the write holds a NUL character");
             ref.file.write(ref.group, text);
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * A trigger on a group's io.pressure, as a write to an open io.pressure file that is then
+     * polled: {@code path} names the file ({@code tenants/a/io.pressure}), {@code text} is the
+     * write ({@code some 150000 1000000}), with write's errors (E2BIG, EINVAL) and the kernel's
+     * trigger rules. The caller polls it and must close it.
+     */
+    public Trigger watch(String path, String text) throws ControlException {
+        treeLock.lock();
+        try {
+            FileRef ref = file(path);
+            if (!ref.file.name().equals(PRESSURE_FILE)) throw new ControlException(Errno.EINVAL, path + ": only " + PRESSURE_FILE + " takes triggers");
+            int bytes = text.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > MAX_WRITE_BYTES) throw new ControlException(Errno.E2BIG, path + ": " + bytes + " bytes in one write (expected: at most " + MAX_WRITE_BYTES + ")");
+            return chain.pressure().watch(ref.group.pressure(), text, clock.nanoTime());
         } finally {
             treeLock.unlock();
         }

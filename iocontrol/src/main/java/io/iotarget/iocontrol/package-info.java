@@ -21,12 +21,14 @@
  *       → cost, in the order of {@code IoController.STANDARD_POLICIES}), park or pass.</li>
  *   <li>One device registry ({@code chain.DeviceRegistry}), shared with the engine.</li>
  *   <li>Striped counters and a lazy hierarchical flush for io.stat ({@code stat}).</li>
+ *   <li>io.pressure ({@code pressure}): tenant queues as PSI's tasks, stalled while a policy
+ *       holds one of their commands; told by the chain where requests park and resume.</li>
  * </ol>
  *
  * <h2>3. Threads and time</h2>
  * No threads and no clock of its own: time comes in as {@code nowNs}; parked requests come
  * out of {@code releaseDue(nowNs)}, which the engine calls when
  * {@link io.iotarget.iocontrol.IoController#nextReleaseNs} says. Lock order: tree lock, then a
- * device lock, then the stats flusher's lock; the registry's monitor is taken last and alone.
+ * device lock, then the stats flusher's lock or io.pressure's tracker (which takes no other lock); the registry's monitor is taken last and alone.
  */
 package io.iotarget.iocontrol;

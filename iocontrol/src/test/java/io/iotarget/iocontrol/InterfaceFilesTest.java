@@ -137,7 +137,7 @@ class InterfaceFilesTest {
         h.controller.rmdir("a/b");
         assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> h.controller.rmdir("a/b")).errno());
         assertEquals(List.of("a/", "cgroup.controllers", "cgroup.subtree_control", "cgroup.stat", "cgroup.max.descendants",
-                "cgroup.max.depth", "io.stat", "iotarget.io.stat", "io.cost.qos", "io.cost.model"), h.controller.list("/"));
+                "cgroup.max.depth", "io.stat", "io.pressure", "iotarget.io.stat", "io.cost.qos", "io.cost.model"), h.controller.list("/"));
         assertEquals(Errno.EACCES, errno("io.stat", "x"));
         assertEquals(Errno.EACCES, errno("iotarget.io.stat", "x"));
         assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> h.controller.read("io.max")).errno());

@@ -60,4 +60,24 @@ public interface ConfigTree {
     default String readLink(String linkPath) throws ControlException {
         throw new ControlException(Errno.EINVAL, linkPath + " is not a link");
     }
+
+    /**
+     * A trigger kept on a file, as a process keeps one by holding the file open after writing
+     * it (io.pressure's {@code some|full <stall us> <window us>}). Close it to remove the trigger.
+     */
+    interface Watch extends AutoCloseable {
+        /**
+         * Waits at most {@code timeoutNs} for the trigger to fire: what fired (one line) when it
+         * did, null when the time ran out. The caller's thread sleeps meanwhile.
+         */
+        String await(long timeoutNs) throws InterruptedException;
+
+        @Override
+        void close();
+    }
+
+    /** Writes {@code trigger} to the file at {@code path} and keeps it (see {@link Watch}); the write's errors. */
+    default Watch watch(String path, String trigger) throws ControlException {
+        throw new ControlException(Errno.EINVAL, path + " takes no triggers");
+    }
 }

@@ -29,6 +29,7 @@ public final class IoRequest {
     private long tag;
     private ViewSink views;
     private boolean dataLater;
+    private Object queue;
 
     // Set by the engine.
     private IoStatus status;
@@ -103,6 +104,20 @@ public final class IoRequest {
         return dataLater;
     }
 
+    /**
+     * The tenant queue that issued the request (an NBD connection, an NVMe/TCP IO queue, a
+     * volume): iocontrol's {@code pressure.TenantQueue}, the "task" io.pressure counts; null
+     * for none. Set by the creator.
+     */
+    public IoRequest queue(Object queue) {
+        this.queue = queue;
+        return this;
+    }
+
+    public Object queue() {
+        return queue;
+    }
+
     /** The data of a {@link #dataLater()} request, once it is there ({@code length} bytes between position and limit). */
     public IoRequest data(ByteBuffer data) {
         this.data = data;
@@ -123,6 +138,7 @@ public final class IoRequest {
         tag = 0;
         views = null;
         dataLater = false;
+        queue = null;
         status = null;
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;

@@ -42,7 +42,7 @@ public class ReleaserWakeupStress {
     private static final IoController EMPTY = new IoController(AT_ZERO);
     private static final CountedErrorHandler ERRORS = new CountedErrorHandler("ReleaserWakeupStress");
 
-    private final HeldCompletions held = new HeldCompletions(ERRORS);
+    private final HeldCompletions held = new HeldCompletions(ERRORS, io -> io.callback().complete(io));
     private final Releaser releaser = new Releaser(EMPTY, held, AT_ZERO, io -> { }, ERRORS);
     private final IoRequest io = new IoRequest();
 

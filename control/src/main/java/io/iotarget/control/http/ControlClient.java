@@ -5,7 +5,9 @@ import io.iotarget.transport.Pem;
 
 import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLContext;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
@@ -108,7 +110,39 @@ public final class ControlClient {
         return call("POST", op, path, target, body);
     }
 
+    /**
+     * Keeps {@code trigger} on the file at {@code path} until it fires once ({@code POST
+     * /v1/watch}): the event's line as the body, or the refusal. Returning closes the
+     * connection, which removes the trigger on the server.
+     */
+    public Reply watch(String path, String trigger) throws IOException {
+        HttpURLConnection c = open("POST", "watch", path, null, trigger);
+        try {
+            int status = c.getResponseCode();
+            if (status / 100 != 2) return reply(c, status);
+            BufferedReader events = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
+            for (String line; (line = events.readLine()) != null; ) {
+                if (line.startsWith("data: ")) return new Reply(status, line.substring("data: ".length()) + "\n", null);
+            }
+            throw new IOException("the server ended the watch");
+        } finally {
+            c.disconnect();
+        }
+    }
+
     private Reply call(String method, String op, String path, String target, String body) throws IOException {
+        HttpURLConnection c = open(method, op, path, target, body);
+        return reply(c, c.getResponseCode());
+    }
+
+    private static Reply reply(HttpURLConnection c, int status) throws IOException {
+        InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream();
+        String text = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        return new Reply(status, text, c.getHeaderField(ControlEndpoint.ERRNO_HEADER));
+    }
+
+    /** Sends the request; the answer is the caller's to read. */
+    private HttpURLConnection open(String method, String op, String path, String target, String body) throws IOException {
         StringBuilder url = new StringBuilder(base).append(op);
         char sep = '?';
         if (path != null) {
@@ -130,9 +164,6 @@ public final class ControlClient {
                 if (body != null) out.write(body.getBytes(StandardCharsets.UTF_8));
             }
         }
-        int status = c.getResponseCode();
-        InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream();
-        String text = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        return new Reply(status, text, c.getHeaderField(ControlEndpoint.ERRNO_HEADER));
+        return c;
     }
 }

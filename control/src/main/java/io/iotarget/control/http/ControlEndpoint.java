@@ -41,6 +41,8 @@ import java.util.function.Supplier;
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
+ *  POST /v1/watch?path=P           body = a trigger (io.pressure's "some 150000 1000000"): 200 and
+ *                                  a server-sent event stream, "event: fired" each time it fires
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
@@ -76,6 +78,12 @@ import java.util.function.Supplier;
  * then the token is what admits a request. The Host check is left to TLS there: a rebound name
  * is not in the certificate, so no browser completes the handshake.
  *
+ * <h2>4. Watches</h2>
+ * A watch keeps its trigger while the client stays connected, as an open io.pressure file
+ * keeps it in the kernel. The stream sends a comment every second ({@link #HEARTBEAT_NS}), so a
+ * client that has gone (Ctrl-C, a dropped connection) fails a write within about two of them
+ * and its trigger is removed; a refused trigger answers 4xx before the stream starts.
+ *
  * <p>Requests run on virtual threads, any number at once; the tree serializes its own operations.
  */
 public final class ControlEndpoint implements AutoCloseable {
@@ -89,7 +97,11 @@ public final class ControlEndpoint implements AutoCloseable {
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
     private static final Set<String> READS = Set.of("read", "list", "devices", "save");
-    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink");
+    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch");
+    /** How often a watch's stream proves the client is still there. */
+    static final long HEARTBEAT_NS = 1_000_000_000L;
+    /** The content type of a watch's stream. */
+    public static final String EVENT_STREAM = "text/event-stream";
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
     private final HttpServer server;
@@ -179,6 +191,9 @@ public final class ControlEndpoint implements AutoCloseable {
         }
     }
 
+    /** The operation answered on its own (a watch's stream): nothing more to send. */
+    private static final Reply STREAMED = new Reply(200, null, null);
+
     private void handle(HttpExchange ex) throws IOException {
         try (ex) {
             Reply reply;
@@ -190,7 +205,7 @@ public final class ControlEndpoint implements AutoCloseable {
                 LOG.log(System.Logger.Level.ERROR, "control request " + ex.getRequestMethod() + " " + ex.getRequestURI() + " failed", t);
                 reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
             }
-            send(ex, reply);
+            if (reply != STREAMED) send(ex, reply);
         }
     }
 
@@ -265,11 +280,40 @@ public final class ControlEndpoint implements AutoCloseable {
             case "rmdir" -> tree.rmdir(required(path));
             case "link" -> tree.link(required(q.get("target")), required(path));
             case "unlink" -> tree.unlink(required(path));
+            case "watch" -> {
+                return watch(ex, required(path), value(ex));
+            }
             default -> {
                 return new Reply(404, "unknown operation " + op + "\n", null);
             }
         }
         return new Reply(204, null, null);
+    }
+
+    /**
+     * Keeps the trigger and streams an event each time it fires, a comment between them, until
+     * a write fails (the client went away) or the thread is interrupted; then the trigger goes.
+     */
+    private Reply watch(HttpExchange ex, String path, String trigger) throws ControlException, IOException {
+        try (ConfigTree.Watch watch = tree.watch(path, trigger)) {
+            ex.getResponseHeaders().set("Content-Type", EVENT_STREAM + "; charset=utf-8");
+            ex.getResponseHeaders().set("Cache-Control", "no-store");
+            ex.sendResponseHeaders(200, 0);
+            try (OutputStream out = ex.getResponseBody()) {
+                out.write((": watching " + path + " " + trigger.strip() + "\n\n").getBytes(StandardCharsets.UTF_8));
+                out.flush();
+                while (true) {
+                    String fired = watch.await(HEARTBEAT_NS);
+                    out.write((fired == null ? ":\n\n" : "event: fired\ndata: " + fired + "\n\n").getBytes(StandardCharsets.UTF_8));
+                    out.flush();
+                }
+            } catch (IOException gone) {
+                return STREAMED;
+            } catch (InterruptedException stopping) {
+                Thread.currentThread().interrupt();
+                return STREAMED;
+            }
+        }
     }
 
     /** Every metric, as Prometheus' text format (version 0.0.4). */

@@ -10,6 +10,7 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.iocontrol.stat.LatencyStats;
@@ -82,6 +83,7 @@ public final class ServerMetrics implements MultiCollector {
     public MetricSnapshots collect() {
         List<MetricSnapshot> out = new ArrayList<>();
         ioStat(out);
+        pressure(out);
         devices(out);
         buffers(out);
         counters(out);
@@ -201,6 +203,33 @@ public final class ServerMetrics implements MultiCollector {
             }
         }
         return null;
+    }
+
+    /**
+     * io.pressure's totals of every group, hierarchical as the file is: SOME as "waiting" (some
+     * queue of the group stalled), FULL as "stalled" (every busy queue stalled); and how many
+     * triggers are watched.
+     */
+    private void pressure(List<MetricSnapshot> out) {
+        CounterSnapshot.Builder waiting = counter("iotarget_pressure_io_waiting_seconds",
+                "time some queue of the group (or its descendants) had a request held by a policy or owed an issuer delay (io.pressure some total)")
+                .unit(Unit.SECONDS);
+        CounterSnapshot.Builder stalled = counter("iotarget_pressure_io_stalled_seconds",
+                "time every busy queue of the group (or its descendants) was held at once (io.pressure full total)").unit(Unit.SECONDS);
+        GroupTree groups = engine.controller().tree();
+        Pressure pressure = groups.pressure();
+        long now = engine.clock().nanoTime();
+        List<Group> all = new ArrayList<>();
+        groups.walk(all::add);
+        for (Group g : all) {
+            Labels labels = Labels.of("group", g.path());
+            waiting.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(pressure.totalNs(g.pressure(), false, now) / 1e9).build());
+            stalled.dataPoint(CounterDataPointSnapshot.builder().labels(labels).value(pressure.totalNs(g.pressure(), true, now) / 1e9).build());
+        }
+        out.add(waiting.build());
+        out.add(stalled.build());
+        out.add(GaugeSnapshot.builder().name("iotarget_pressure_triggers").help("io.pressure triggers being watched now")
+                .dataPoint(GaugeDataPointSnapshot.builder().value(pressure.triggerCount()).build()).build());
     }
 
     /** The device table and which exports and namespaces lead to which device and group. */

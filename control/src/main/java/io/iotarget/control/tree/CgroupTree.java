@@ -2,11 +2,13 @@ package io.iotarget.control.tree;
 
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.pressure.Trigger;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.TreePath;
 
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -52,6 +54,39 @@ public final class CgroupTree implements ConfigTree {
     @Override
     public List<String> replay(String path) throws ControlException {
         return controller.tree().replay(path);
+    }
+
+    /**
+     * An io.pressure trigger ({@link io.iotarget.iocontrol.GroupTree#watch}), polled on the
+     * waiting thread every tenth of its window, as the kernel's psimon polls.
+     */
+    @Override
+    public Watch watch(String path, String trigger) throws ControlException {
+        Trigger t = controller.tree().watch(path, trigger);
+        var clock = controller.clock();
+        return new Watch() {
+            private long nextPollNs = clock.nanoTime() + t.pollPeriodNs();
+
+            @Override
+            public String await(long timeoutNs) throws InterruptedException {
+                long deadlineNs = clock.nanoTime() + timeoutNs;
+                while (true) {
+                    long now = clock.nanoTime();
+                    if (now - nextPollNs >= 0) {
+                        nextPollNs += t.pollPeriodNs();
+                        if (nextPollNs - now <= 0) nextPollNs = now + t.pollPeriodNs();     // late: no catching up
+                        if (t.poll(now)) return path + " " + t + " fired";
+                    }
+                    if (now - deadlineNs >= 0) return null;
+                    Thread.sleep(Duration.ofNanos(Math.min(nextPollNs, deadlineNs) - now));
+                }
+            }
+
+            @Override
+            public void close() {
+                t.close();
+            }
+        };
     }
 
     @Override

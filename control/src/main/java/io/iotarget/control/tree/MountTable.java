@@ -90,6 +90,12 @@ public final class MountTable implements ConfigTree {
     }
 
     @Override
+    public Watch watch(String path, String trigger) throws ControlException {
+        Resolved r = resolve(path);
+        return r.tree.watch(r.path, trigger);
+    }
+
+    @Override
     public void mkdir(String path) throws ControlException {
         Resolved r = resolve(path);
         r.tree.mkdir(r.path);

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
@@ -32,13 +33,16 @@ import java.nio.ByteBuffer;
 final class NbdCommands {
     private final Engine engine;
     private final Export export;
+    /** The connection as io.pressure's task, carried by every request. */
+    private final TenantQueue queue;
     private final IoCallback completion;
     private final boolean structured;
     private final boolean blockStatusAllowed;
 
-    NbdCommands(Engine engine, Export export, IoCallback completion, boolean structured, boolean blockStatusAllowed) {
+    NbdCommands(Engine engine, Export export, TenantQueue queue, IoCallback completion, boolean structured, boolean blockStatusAllowed) {
         this.engine = engine;
         this.export = export;
+        this.queue = queue;
         this.completion = completion;
         this.structured = structured;
         this.blockStatusAllowed = blockStatusAllowed;
@@ -120,7 +124,7 @@ final class NbdCommands {
     }
 
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
-        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).callback(completion, c, 0)
+        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).queue(queue).callback(completion, c, 0)
                 .views(views ? c : null);
         c.submitted = true;
         engine.submit(c.io);

@@ -4,6 +4,7 @@ import io.iotarget.buffer.BufferAccount;
 import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
 import io.iotarget.transport.Connection;
@@ -91,6 +92,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private final BufferWaiter bufferWaiter = this::bufferAvailable;
     /** The device shares its memory with reads: a READ needs no buffer. */
     private boolean sharedReads;
+    /** This connection as io.pressure's task in the export's group, from transmission to the last reply. */
+    private TenantQueue queue;
 
     NbdConnection(NbdServer server, Engine engine, Connection connection, String refusal) {
         this.server = server;
@@ -261,7 +264,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         buffers = engine.buffers().account(export.group());
         var backend = engine.backend(export.device());
         sharedReads = backend != null && backend.sharesReads();
-        commands = new NbdCommands(engine, export, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
+        queue = engine.newQueue(export.group());
+        commands = new NbdCommands(engine, export, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
     }
 
     /** Bytes of pool buffer a valid command needs before it can run. */
@@ -501,6 +505,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     }
 
     private void releaseHold() {
+        if (queue != null) engine.closeQueue(queue);
         ExportTree.Hold h = hold;
         hold = null;
         if (h != null) h.detach(this);

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
@@ -212,17 +213,19 @@ final class CommandSlot implements IoCallback {
     }
 
     /**
-     * Submits requests 0..count-1 (built with {@link #request}) through the engine; the
+     * Submits requests 0..count-1 (built with {@link #request}) through the engine, as commands
+     * of {@code queue} (io.pressure's task for the namespace's group); the
      * slot responds once the last one completes. Loop thread; {@code count} &gt; 0. The fields
      * are read once, before the first submit: once the last request is submitted the command may
      * complete (on another thread) and the slot go back to the free list.
      */
-    void submitAll(int count, Engine engine) {
+    void submitAll(int count, Engine engine, TenantQueue queue) {
         phase = ENGINE;
         FIRST_ERROR.setOpaque(this, (IoStatus) null);
         PENDING.setRelease(this, count);
         submitCount = count;
         IoRequest[] batch = requests;
+        for (int i = 0; i < count; i++) batch[i].queue(queue);
         for (int i = 0; i < count; i++) engine.submit(batch[i]);
     }
 

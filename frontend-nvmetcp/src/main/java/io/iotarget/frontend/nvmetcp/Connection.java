@@ -1,6 +1,9 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.buffer.PooledBuffer;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.pressure.TenantQueue;
+import io.iotarget.model.IoGroup;
 import io.iotarget.model.IoRequest;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.frontend.nvmetcp.pdu.PduDecoder;
@@ -13,6 +16,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.IdentityHashMap;
+import java.util.Map;
 
 /**
  * One NVMe/TCP connection, which is one queue (the admin queue or an IO queue) once Connect
@@ -84,6 +89,11 @@ final class Connection implements PduHandler, ConnectionHandler {
     private boolean terminating;
     /** The slot whose in-capsule data the decoder holds back until the pool serves its buffer. */
     private CommandSlot held;
+    /**
+     * This queue as io.pressure's task, one per group its namespaces charge (almost always
+     * one): loop thread; closed with the connection.
+     */
+    private final Map<IoGroup, TenantQueue> pressureQueues = new IdentityHashMap<>(2);
     /** Input is paused for the tenant's issuer delay until {@link #delayedUntilNs} (System.nanoTime). */
     private boolean delayed;
     private long delayedUntilNs;
@@ -579,6 +589,13 @@ final class Connection implements PduHandler, ConnectionHandler {
             }
         }
         held = null;
+        for (TenantQueue q : pressureQueues.values()) target.engine().closeQueue(q);
+        pressureQueues.clear();
+    }
+
+    /** This queue's io.pressure task in {@code group}, made on first use. Loop thread. */
+    TenantQueue pressureQueue(IoGroup group) {
+        return pressureQueues.computeIfAbsent(group, g -> target.engine().newQueue((Group) g));
     }
 
     /**

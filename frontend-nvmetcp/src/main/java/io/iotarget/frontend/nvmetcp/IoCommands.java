@@ -163,7 +163,7 @@ final class IoCommands {
     /** Submits the slot's first {@code count} requests unless the namespace is being disabled; the slot exits it on completion. */
     private int submit(CommandSlot slot, ActiveNamespace ns, int count) {
         if (!ns.inFlight().enter()) return Status.INVALID_NAMESPACE | Status.DNR;
-        slot.submitAll(count, engine);
+        slot.submitAll(count, engine, connection.pressureQueue(ns.group()));
         return Connection.PENDING;
     }
 }

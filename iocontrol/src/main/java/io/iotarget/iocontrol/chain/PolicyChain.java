@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
@@ -54,6 +55,8 @@ public final class PolicyChain {
     /** What the time a request spends parked at each stage counts as; null for a policy without a {@link HeldTime}. */
     private final HeldTime[] heldByStage;
     private volatile ReleaseSignal signal = ReleaseSignal.NONE;
+    /** io.pressure: told when a request parks and when it leaves its last policy. */
+    private final Pressure pressure = new Pressure();
 
     /**
      * @param policies in chain order; those that {@linkplain IoPolicy#precedesStat() precede
@@ -78,6 +81,11 @@ public final class PolicyChain {
     /** Where to ask for {@link #releaseDue} calls; set once by the owner. */
     public void releaseSignal(ReleaseSignal signal) {
         this.signal = signal;
+    }
+
+    /** io.pressure's tracker, which this chain tells where requests park and resume. */
+    public Pressure pressure() {
+        return pressure;
     }
 
     /** The policies in chain order. */
@@ -196,6 +204,7 @@ public final class PolicyChain {
         try {
             admitted = advance(dc, io, dg, 0, now);
             if (admitted) io.admitNs(now);
+            else pressure.parked(io, now);
         } finally {
             leave(dc, false);
         }
@@ -270,7 +279,10 @@ public final class PolicyChain {
         long now = enter(dc, nowNs);
         try {
             cancelled = stage < dc.policies.length && dc.policies[stage].cancel(io, dg, now, dc.resumers[stage]);
-            if (cancelled) countHeld(io, stage, now);
+            if (cancelled) {
+                countHeld(io, stage, now);
+                pressure.released(io, now);
+            }
             // The stages before it passed it on: it will never complete there either (rq_qos_cleanup).
             for (int i = 0; cancelled && i < stage; i++) {
                 if ((stages & dc.trackingStages & (1 << i)) != 0) dc.policies[i].cleanup(io, dg, now, dc.resumers[i]);
@@ -372,6 +384,7 @@ public final class PolicyChain {
         countHeld(io, fromStage - 1, dc.lockedNowNs);
         DeviceGroup dg = existingDeviceGroup(io, dc);
         if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
+            pressure.released(io, dc.lockedNowNs);
             io.admitNs(dc.lockedNowNs);
             dc.ready.add(io);
         }

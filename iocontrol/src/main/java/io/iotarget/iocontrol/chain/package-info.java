@@ -12,7 +12,9 @@
  * {@code Resumer}, which runs the remaining stages; a request that passes them all lands on
  * the device's ready list, which the locked section that resumed it drains to the caller's
  * sink or, with no sink at hand (admission, configuration), leaves for {@code releaseDue}
- * and tells the owner through the {@link io.iotarget.iocontrol.chain.ReleaseSignal}.
+ * and tells the owner through the {@link io.iotarget.iocontrol.chain.ReleaseSignal}. A request
+ * that parks, and one that leaves its last policy (passed, cancelled, let go), is reported to
+ * io.pressure ({@code pressure.Pressure}) in the same locked section.
  * <h2>3. One locked section</h2> Every hook runs between {@code enter} (device lock, a time
  * that never goes back) and {@code leave} (next wake-up, ready-list drain, unlock). A request
  * no policy applies to takes no lock at all.
