@@ -38,7 +38,7 @@ class ReleaserWakeTest {
         assertEquals(Long.MIN_VALUE, controller.nextReleaseNs(), "a request is ready now");
 
         CountedErrorHandler errors = new CountedErrorHandler("ReleaserWakeTest");
-        Releaser releaser = new Releaser(controller, new HeldCompletions(errors), clock, io -> { }, errors);
+        Releaser releaser = new Releaser(controller, new HeldCompletions(errors, io -> { }), clock, io -> { }, errors);
         assertEquals(0, releaser.publishNextWake(), "runs again at once");
     }
 
