@@ -1,17 +1,17 @@
 package io.iotarget.transport;
 
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 import java.util.PriorityQueue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -38,10 +38,10 @@ import java.util.function.IntFunction;
  * Something the kernel completes for the loop (the engine's io_uring of this loop) can wake it
  * through the selector's own wake-up eventfd, which {@link #attach} hands out: the kernel
  * signals it, the select returns, and the loop runs the attached pollers; when the loop stops
- * it closes them, after its connections. The descriptor is
- * the JDK selector's private one, reached by reflection, which needs
- * {@code --add-opens java.base/sun.nio.ch=ALL-UNNAMED} (the launcher and the tests give it);
- * without it nothing is attached and the engine's completions come through {@link #execute}.
+ * it closes them, after its connections. The descriptor is the JDK selector's private one,
+ * reached by reflection, which needs {@code --add-opens java.base/sun.nio.ch=ALL-UNNAMED}
+ * (the launcher's jar manifest and the tests give it); without it nothing is attached and the
+ * engine's completions come through {@link #execute}.
  */
 public final class EventLoop {
     /*
