@@ -54,9 +54,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * with the ring (IORING_REGISTER_EVENTFD), so the kernel signals it when it posts completions,
  * and the owner calls {@link #reap} when it wakes. The kernel posts a request's completion
  * from the task that submitted it, i.e. the owner itself on its way back from a system call,
- * so a reply goes from the CQE to the socket without any other thread running: the shared
- * ring's hand-off (the completion thread wakes, runs the callback, wakes the loop) cost a
- * loop with one connection a third of its O_DIRECT read rate (bench/results/datapath.md).
+ * so a reply goes from the CQE to the socket without any other thread running, where the
+ * shared ring hands each batch over twice (the completion thread wakes, runs the callbacks,
+ * wakes the loop); bench/results/datapath.md has the before and after.
  *
  * <h2>4. Why few rings</h2>
  * A ring per device would size each ring to its device's queue depth and need no backlog, but
