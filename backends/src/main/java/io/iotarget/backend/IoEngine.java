@@ -1,19 +1,13 @@
 package io.iotarget.backend;
 
 import java.io.IOException;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
- * How blocking backends run their IO without holding the submitting thread: io_uring
+ * How blocking backends run their IO without holding the submitting thread: one io_uring
  * ({@link IoRing}) for the files and block devices of an engine, or, where io_uring is
  * unavailable, a bounded pool of IO threads doing positional calls ({@link IoThreads}). An
  * io_uring engine keeps a small pool too, for the rare operations it does not put on the ring
  * (verify, compare, prefetch, and write-zeroes a file system cannot do with fallocate).
- *
- * <p>An io_uring engine has one shared ring, reaped by its own thread, and a ring for each
- * thread that asked for one with {@link #ownRing} (the front ends' event loops): requests go
- * to the ring of the thread that starts them, the shared one when it has none.
  *
  * <p>One per {@code Engine}. Any thread; {@link #close} once, after every request it started
  * has ended.
@@ -50,10 +44,6 @@ public final class IoEngine implements AutoCloseable {
     private final Kind kind;
     private final IoRing ring;
     private final IoThreads threads;
-    /** The calling thread's own ring, if it asked for one. */
-    private final ThreadLocal<IoRing> owned = new ThreadLocal<>();
-    /** Every owned ring, to close with the engine. Guarded by itself. */
-    private final List<IoRing> ownedRings = new ArrayList<>();
 
     private IoEngine(Kind kind, IoRing ring, IoThreads threads) {
         this.kind = kind;
@@ -93,63 +83,9 @@ public final class IoEngine implements AutoCloseable {
         return kind;
     }
 
-    /** The ring a request started on this thread goes to (its own, else the shared one), or null for the thread engine. */
+    /** The ring, or null for the thread engine. */
     IoRing ring() {
-        IoRing own = owned.get();
-        return own != null ? own : ring;
-    }
-
-    /**
-     * Gives the calling thread a ring of its own for the requests it starts from now on: the
-     * kernel signals {@code eventFd} (an eventfd the thread waits on, such as its selector's
-     * wake-up; the kernel keeps its own reference) when completions arrive, and the thread must
-     * then call {@link OwnRing#reap}, which runs their completions on it. Null — the thread
-     * goes on using the shared ring — on the thread engine or when the ring cannot be set up
-     * (logged). Once per thread.
-     *
-     * @throws IllegalStateException the thread already has a ring
-     */
-    public OwnRing ownRing(int eventFd) {
-        if (ring == null) return null;
-        if (owned.get() != null) throw new IllegalStateException(Thread.currentThread().getName() + " already has a ring");
-        IoRing own;
-        try {
-            own = IoRing.openOwned(RING_ENTRIES, threads, eventFd);
-        } catch (ErrnoException e) {
-            LOG.log(System.Logger.Level.WARNING, Thread.currentThread().getName() + " keeps the shared io_uring: " + e.getMessage());
-            return null;
-        }
-        synchronized (ownedRings) {
-            ownedRings.add(own);
-        }
-        owned.set(own);
-        return new OwnRing(own);
-    }
-
-    /** A thread's own ring ({@link #ownRing}). Its thread only. */
-    public final class OwnRing {
-        private final IoRing ring;
-
-        private OwnRing(IoRing ring) {
-            this.ring = ring;
-        }
-
-        /** Runs the completions that have arrived (a no-op when none has, or once closed). */
-        public void reap() {
-            ring.reap();
-        }
-
-        /**
-         * The thread stops: waits for the requests on the ring, running their completions
-         * here, and closes it; the thread's later requests go to the shared ring.
-         */
-        public void close() {
-            owned.remove();
-            synchronized (ownedRings) {
-                ownedRings.remove(ring);
-            }
-            ring.close();
-        }
+        return ring;
     }
 
     IoThreads threads() {
@@ -165,21 +101,12 @@ public final class IoEngine implements AutoCloseable {
      * thread engine.
      */
     public Plug plug() {
-        IoRing r = ring();
-        return r == null ? NO_PLUG : r.plug();
+        return ring == null ? NO_PLUG : ring.plug();
     }
 
-    /**
-     * Closes the rings (the threads' own, reaping what is left on them, then the shared one,
-     * whose completion thread ends) and ends the IO threads.
-     */
+    /** Closes the ring (its completion thread ends, its descriptor is closed) and ends the IO threads. */
     @Override
     public void close() {
-        List<IoRing> own;
-        synchronized (ownedRings) {
-            own = List.copyOf(ownedRings);
-        }
-        for (IoRing r : own) r.close();
         if (ring != null) ring.close();
         threads.close();
     }

@@ -37,55 +37,40 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * published it, so an entry is never left behind as long as its publisher enters afterwards.
  *
  * <h2>3. Completion</h2>
- * A ring is reaped in one of two ways. The engine's shared ring has its own platform thread,
- * which waits in io_uring_enter(GETEVENTS), reads CQEs after an acquire load of the CQ tail,
- * and hands each result to its slot, which either pushes its next SQE or ends the request: it
- * frees the slot (or gives it to the oldest backlogged request) and then calls the request's
- * {@link Completion}. Requests that completion starts (the dispatch queue's next waiting
- * request) are gathered and submitted by the same enter that waits for the next completions;
- * when it gathered nothing it waits with {@code to_submit = 0}, because any submitting enter
- * takes the ring's mutex (uring_lock): entering with work to submit on every wait made the
- * completion thread and the submitters spin on that mutex for a quarter of all CPU time
- * (17.7 µs of CPU per 4 KiB read at QD32, against 4.9 µs without). The CQ head is released
- * after each CQE is read.
+ * One platform thread per ring waits in io_uring_enter(GETEVENTS), reads CQEs after an
+ * acquire load of the CQ tail, and hands each result to its slot, which either pushes its
+ * next SQE or ends the request: it frees the slot (or gives it to the oldest backlogged
+ * request) and then calls the request's {@link Completion}. Requests that completion starts
+ * (the dispatch queue's next waiting request) are gathered and submitted by the same enter
+ * that waits for the next completions; when it gathered nothing it waits with
+ * {@code to_submit = 0}, because any submitting enter takes the ring's mutex (uring_lock):
+ * entering with work to submit on every wait made the completion thread and the submitters
+ * spin on that mutex for a quarter of all CPU time (17.7 µs of CPU per 4 KiB read at QD32,
+ * against 4.9 µs without). The CQ head is released after each CQE is read.
  *
- * <p>A ring {@linkplain #openOwned owned} by a thread that already waits on an eventfd (an
- * event loop, whose selector wakes on it) has no thread of its own: the eventfd is registered
- * with the ring (IORING_REGISTER_EVENTFD), so the kernel signals it when it posts completions,
- * and the owner calls {@link #reap} when it wakes. The kernel posts a request's completion
- * from the task that submitted it, i.e. the owner itself on its way back from a system call,
- * so a reply goes from the CQE to the socket without any other thread running, where the
- * shared ring hands each batch over twice (the completion thread wakes, runs the callbacks,
- * wakes the loop); bench/results/datapath.md has the before and after.
- *
- * <h2>4. Why few rings</h2>
+ * <h2>4. Why one ring per engine</h2>
  * A ring per device would size each ring to its device's queue depth and need no backlog, but
  * costs a completion thread per device, and an engine may have many devices (every file
- * namespace is one) on few cores; one ring per engine, plus one per event loop, gathers the
- * completions of all devices into one wait and one wake-up per thread. Per-device fairness is
- * not the ring's job: each device's dispatch queue already bounds what it has in flight; the
- * ring only adds a FIFO when all devices together exceed {@link IoEngine#RING_ENTRIES}, as a
- * host adapter's shared tag set does.
+ * namespace is one) on few cores; one ring gathers completions of all devices into one wait
+ * and one wake-up. Per-device fairness is not the ring's job: each device's dispatch queue
+ * already bounds what it has in flight; the ring only adds a FIFO when all devices together
+ * exceed {@link IoEngine#RING_ENTRIES}, as a host adapter's shared tag set does.
  *
  * <h2>5. Watch</h2>
  * A thread that exits while its requests are in the kernel may see them fail with ECANCELED
  * (io-wq work of an exiting task): such requests, and EINTR/EAGAIN results, are pushed again
- * by the reaping thread, up to {@link RingSlot#MAX_RETRIES} times. No SQPOLL (it would
+ * from the completion thread, up to {@link RingSlot#MAX_RETRIES} times. No SQPOLL (it would
  * spin a core) and no COOP_TASKRUN or DEFER_TASKRUN (they would wait for the submitting
  * thread, which may be blocked elsewhere, to run completion work).
  *
- * <p>Any thread may {@link #start} on the shared ring, only the owner on an owned one (its
- * requests' follow-up SQEs are pushed by whoever reaps, which is the owner); {@link #close}
- * from any thread but the shared ring's completion thread.
+ * <p>Any thread may {@link #start}; {@link #close} once, after the requests have ended.
  */
 final class IoRing implements AutoCloseable {
     /*
      * Maintainers' notes. The slot's fields are written by the starting thread before its SQE
-     * is published (release) and read by the reaping thread after the CQE (acquire): the
+     * is published (release) and read by the completion thread after the CQE (acquire): the
      * kernel's own acquire/release pairs between the two carry them, as they carry the SQE.
-     * While a request is under way only the reaping thread touches its slot. An owned ring's
-     * CQ is read under reapLock, because close() reaps what is left while the owner may still
-     * poll, and the owner must not touch the ring once it is unmapped.
+     * While a request is under way only the completion thread touches its slot.
      */
 
     // struct io_uring_params (include/uapi/linux/io_uring.h), 120 bytes.
@@ -110,7 +95,6 @@ final class IoRing implements AutoCloseable {
     private static final int SETUP_SUBMIT_ALL = 1 << 7;
     private static final int FEAT_SINGLE_MMAP = 1;
     private static final int ENTER_GETEVENTS = 1;
-    private static final int REGISTER_EVENTFD = 4;
 
     /*  struct io_uring_sqe, 64 bytes:
      *   0 opcode u8 | 1 flags u8 | 2 ioprio u16 | 4 fd s32
@@ -160,11 +144,7 @@ final class IoRing implements AutoCloseable {
     private final int cqMask;
     private final IoThreads fallback;
     private final RingSlot[] slots;
-    /** The shared ring's completion thread; null for an owned ring. */
     private final Thread completer;
-    /** Held while an owned ring's CQ is read; {@link #unmapped} is written under it. */
-    private final ReentrantLock reapLock = new ReentrantLock();
-    private boolean unmapped;
     private final ThreadLocal<PlugState> plugs = new ThreadLocal<>();
     /** io_uring_enter calls that submitted for a starting thread or a plug, not the completion thread's. */
     private final LongAdder submitCalls = new LongAdder();
@@ -177,10 +157,10 @@ final class IoRing implements AutoCloseable {
     private int sqTail;
     private boolean closed;
 
-    /** The reaping thread only. */
+    /** Completion thread only. */
     private int cqHead;
 
-    private IoRing(int ringFd, MemorySegment params, IoThreads fallback, boolean completionThread) throws ErrnoException {
+    private IoRing(int ringFd, MemorySegment params, IoThreads fallback) throws ErrnoException {
         this.ringFd = ringFd;
         this.fallback = fallback;
         this.entries = params.get(JAVA_INT, P_SQ_ENTRIES);
@@ -219,33 +199,18 @@ final class IoRing implements AutoCloseable {
             freeSlots[i] = entries - 1 - i;
         }
         this.freeCount = entries;
-        this.completer = completionThread ? Thread.ofPlatform().daemon().name("iotarget-uring").unstarted(this::complete) : null;
-        if (completer != null) completer.start();
+        this.completer = Thread.ofPlatform().daemon().name("iotarget-uring").unstarted(this::complete);
+        completer.start();
     }
 
     /**
-     * Sets up a ring of {@code entries} (rounded up to a power of two by the kernel) with its own
-     * completion thread; the requests the ring refuses to do go to {@code fallback}.
+     * Sets up a ring of {@code entries} (rounded up to a power of two by the kernel); the
+     * requests the ring refuses to do go to {@code fallback}.
      *
      * @throws ErrnoException io_uring_setup failed: ENOSYS (no io_uring), EPERM
      *                        (kernel.io_uring_disabled, seccomp), ENOMEM, ...
      */
     static IoRing open(int entries, IoThreads fallback) throws ErrnoException {
-        return setUp(entries, fallback, -1);
-    }
-
-    /**
-     * Sets up a ring the calling thread owns and {@linkplain #reap reaps}: the kernel signals
-     * {@code eventFd} whenever it posts completions.
-     *
-     * @throws ErrnoException io_uring_setup or IORING_REGISTER_EVENTFD failed
-     */
-    static IoRing openOwned(int entries, IoThreads fallback, int eventFd) throws ErrnoException {
-        if (eventFd < 0) throw new IllegalArgumentException("eventFd " + eventFd);
-        return setUp(entries, fallback, eventFd);
-    }
-
-    private static IoRing setUp(int entries, IoThreads fallback, int eventFd) throws ErrnoException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = arena.allocate(PARAMS_BYTES, 8);
             params.set(JAVA_INT, P_FLAGS, SETUP_SUBMIT_ALL);
@@ -256,13 +221,7 @@ final class IoRing implements AutoCloseable {
             }
             if (fd < 0) throw new ErrnoException("io_uring_setup", (int) -fd);
             try {
-                if (eventFd >= 0) {
-                    MemorySegment arg = arena.allocate(JAVA_INT);
-                    arg.set(JAVA_INT, 0, eventFd);
-                    long rc = LinuxCalls.syscall(LinuxCalls.SYS_IO_URING_REGISTER, fd, REGISTER_EVENTFD, arg.address(), 1, 0, 0);
-                    if (rc < 0) throw new ErrnoException("io_uring_register(EVENTFD)", (int) -rc);
-                }
-                return new IoRing((int) fd, params, fallback, eventFd < 0);
+                return new IoRing((int) fd, params, fallback);
             } catch (ErrnoException | RuntimeException e) {
                 LinuxCalls.close((int) fd);
                 throw e;
@@ -360,7 +319,7 @@ final class IoRing implements AutoCloseable {
 
     /**
      * A slot's request has ended (or moved to the pool): the slot goes to the oldest
-     * backlogged request, or back to the free list. The reaping thread.
+     * backlogged request, or back to the free list. Completion thread.
      */
     void release(RingSlot slot) {
         Backend backend;
@@ -395,60 +354,27 @@ final class IoRing implements AutoCloseable {
                 LOG.log(System.Logger.Level.ERROR, "io_uring_enter(GETEVENTS) failed: " + BackendErrors.name((int) -rc));
                 LockSupport.parkNanos(CLOSE_POLL_NS);
             }
-            stop = drain();
-        }
-    }
-
-    /**
-     * Runs the completions that have arrived on an owned ring, if any; what they start goes to
-     * the kernel in one enter at the end. The owner, whenever its eventfd was signalled (any
-     * other time is harmless); a no-op once the ring is closing, whose close reaps the rest.
-     */
-    void reap() {
-        if (!reapLock.tryLock()) return;
-        try {
-            if (unmapped) return;
-            drainPlugged();
-        } finally {
-            reapLock.unlock();
-        }
-    }
-
-    /** {@link #drain}, submitting what the completions start in one enter at the end. */
-    private void drainPlugged() {
-        IoEngine.Plug plug = plug();
-        try {
-            drain();
-        } finally {
-            plug.close();
-        }
-    }
-
-    /** Hands every CQE the kernel has posted to its slot; true when the STOP NOP was among them. The reaping thread. */
-    private boolean drain() {
-        boolean stop = false;
-        int head = cqHead;
-        int tail = (int) INT.getAcquire(cqRing, cqTailAt);
-        while (head != tail) {
-            long at = cqesAt + CQE_BYTES * (head & cqMask);
-            long userData = cqRing.get(JAVA_LONG, at);
-            int res = cqRing.get(JAVA_INT, at + CQE_RES);
-            head++;
-            INT.setRelease(cqRing, cqHeadAt, head);
-            if (userData == STOP) {
-                stop = true;
-                continue;
+            int head = cqHead;
+            int tail = (int) INT.getAcquire(cqRing, cqTailAt);
+            while (head != tail) {
+                long at = cqesAt + CQE_BYTES * (head & cqMask);
+                long userData = cqRing.get(JAVA_LONG, at);
+                int res = cqRing.get(JAVA_INT, at + CQE_RES);
+                head++;
+                INT.setRelease(cqRing, cqHeadAt, head);
+                if (userData == STOP) {
+                    stop = true;
+                    continue;
+                }
+                try {
+                    slots[(int) userData].completed(res);
+                } catch (RuntimeException | Error e) {
+                    // The completion thread must outlive what a callback throws, or every IO in flight waits for ever.
+                    LOG.log(System.Logger.Level.ERROR, "a completion failed on the io_uring completion thread", e);
+                }
             }
-            try {
-                slots[(int) userData].completed(res);
-            } catch (RuntimeException | Error e) {
-                // The reaper must outlive what a callback throws, or every IO in flight waits for ever.
-                LOG.log(System.Logger.Level.ERROR, "a completion failed on the thread reaping the io_uring", e);
-            }
-            if (head == tail) tail = (int) INT.getAcquire(cqRing, cqTailAt);
+            cqHead = head;
         }
-        cqHead = head;
-        return stop;
     }
 
     /** The calling thread's plug, one more level deep. */
@@ -479,8 +405,8 @@ final class IoRing implements AutoCloseable {
 
     /**
      * Refuses new requests, waits for those on the ring (submitting anything plugged threads
-     * still hold; on an owned ring, reaping them here), stops the completion thread, unmaps the
-     * rings and closes the descriptor. Not from the shared ring's completion thread.
+     * still hold), stops the completion thread, unmaps the rings and closes the descriptor.
+     * Not from the completion thread.
      */
     @Override
     public void close() {
@@ -491,33 +417,10 @@ final class IoRing implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        if (completer == null) {
-            reapLock.lock();
-            try {
-                while (!idle()) {
-                    submit();
-                    LockSupport.parkNanos(CLOSE_POLL_NS);
-                    drainPlugged();
-                }
-                unmapped = true;
-            } finally {
-                reapLock.unlock();
-            }
-        } else {
-            while (!idle()) {
-                submit();
-                LockSupport.parkNanos(CLOSE_POLL_NS);
-            }
-            stopCompleter();
+        while (!idle()) {
+            submit();
+            LockSupport.parkNanos(CLOSE_POLL_NS);
         }
-        LinuxCalls.munmap(sqes);
-        if (cqRing != sqRing) LinuxCalls.munmap(cqRing);
-        LinuxCalls.munmap(sqRing);
-        LinuxCalls.close(ringFd);
-    }
-
-    /** Sends the STOP NOP and waits for the completion thread to end. */
-    private void stopCompleter() {
         prepare(0, OP_NOP, -1, 0, 0, 0, 0);
         sqes.set(JAVA_LONG, SQE_USER_DATA, STOP);
         publish(0);
@@ -531,6 +434,10 @@ final class IoRing implements AutoCloseable {
             }
         }
         if (interrupted) Thread.currentThread().interrupt();
+        LinuxCalls.munmap(sqes);
+        if (cqRing != sqRing) LinuxCalls.munmap(cqRing);
+        LinuxCalls.munmap(sqRing);
+        LinuxCalls.close(ringFd);
     }
 
     private boolean idle() {

@@ -51,7 +51,6 @@ final class LinuxCalls {
     /** Generic syscall numbers, the same on x86-64 and arm64. */
     static final long SYS_IO_URING_SETUP = 425;
     static final long SYS_IO_URING_ENTER = 426;
-    static final long SYS_IO_URING_REGISTER = 427;
     static final long SYS_CACHESTAT = 451;
 
     private static final int SC_PAGESIZE = 30;

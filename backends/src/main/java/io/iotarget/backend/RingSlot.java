@@ -28,7 +28,7 @@ import java.nio.ByteBuffer;
  * the zeroes.
  *
  * <p>The thread that took the slot owns it until {@link #begin} pushes the first SQE; from
- * then on the thread that reaps the ring does, until the slot is released.
+ * then on the completion thread does, until the slot is released.
  */
 final class RingSlot {
     /** Bounce buffer per slot, allocated on first use: larger unaligned transfers go through it in pieces. */
@@ -116,7 +116,7 @@ final class RingSlot {
         ring.prepare(index, opcode, file.fd(), at, bounceAddress, n, rwFlags);
     }
 
-    /** The kernel finished this slot's SQE with {@code res}. The reaping thread. */
+    /** The kernel finished this slot's SQE with {@code res}. Completion thread. */
     void completed(int res) {
         if (res < 0) {
             failedStep(-res);

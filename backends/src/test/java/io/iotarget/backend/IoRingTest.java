@@ -7,10 +7,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.channels.Selector;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -25,9 +23,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNotSame;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The ring under more load than it has slots, from many threads at once, plugged, and closing. */
@@ -148,64 +143,6 @@ class IoRingTest {
             assertEquals(before + 1, ring.submitCalls(), "the outermost close submits all 32 in one call");
             assertTrue(done.await(10, TimeUnit.SECONDS));
         }
-    }
-
-    /**
-     * A thread with a ring of its own, woken through its selector's eventfd as an event loop
-     * is: 400 O_DIRECT reads, 32 at a time on 8 slots (the rest in the backlog), each complete
-     * once, on that thread, after a select the kernel's signal ended; closing the ring with 16
-     * reads in flight reaps them on the closing thread, and the thread's next request goes to
-     * the shared ring.
-     */
-    @Test
-    void shouldCompleteOnTheOwningThreadWokenThroughItsEventfd() throws Exception {
-        try (FileBackend file = sparseFile(1 << 20, true); IoEngine engine = IoEngine.withRing(8); Selector selector = Selector.open()) {
-            IoRing shared = engine.ring();
-            IoEngine.OwnRing own = engine.ownRing(wakeupEventFd(selector));
-            assertNotNull(own);
-            assertNotSame(shared, engine.ring(), "this thread's requests go to its own ring");
-            int total = 400;
-            List<Requests.Done> all = new ArrayList<>();
-            int finished = 0;
-            while (finished < total) {
-                while (all.size() < total && all.size() - finished < 32) {
-                    Requests.Done d = new Requests.Done();
-                    assertNull(file.start(read(all.size() % 256), engine, d));
-                    all.add(d);
-                }
-                long startNs = System.nanoTime();
-                selector.select(10_000);
-                assertTrue(System.nanoTime() - startNs < 9_000_000_000L, "the kernel woke the selector");
-                own.reap();
-                finished = (int) all.stream().filter(Requests.Done::isDone).count();
-            }
-            for (Requests.Done d : all) {
-                assertEquals(IoStatus.OK, d.getNow(null));
-                assertEquals(Thread.currentThread(), d.thread, "completed on the owning thread");
-            }
-
-            List<Requests.Done> last = new ArrayList<>();
-            for (int i = 0; i < 16; i++) {
-                Requests.Done d = new Requests.Done();
-                assertNull(file.start(read(i), engine, d));
-                last.add(d);
-            }
-            own.close();
-            for (Requests.Done d : last) assertEquals(IoStatus.OK, d.getNow(null), "closing reaped what was in flight");
-            own.reap();                                  // harmless once closed
-            assertEquals(shared, engine.ring(), "after close the thread uses the shared ring");
-            assertEquals(IoStatus.OK, Requests.run(file, engine, read(1)));
-        }
-    }
-
-    /** The selector's wake-up eventfd, as transport's EventLoop reaches it (needs --add-opens java.base/sun.nio.ch). */
-    private static int wakeupEventFd(Selector selector) throws ReflectiveOperationException {
-        Field eventFd = selector.getClass().getDeclaredField("eventfd");
-        eventFd.setAccessible(true);
-        Object holder = eventFd.get(selector);
-        Field efd = holder.getClass().getDeclaredField("efd");
-        efd.setAccessible(true);
-        return efd.getInt(holder);
     }
 
     private static IoRequest read(int block) {

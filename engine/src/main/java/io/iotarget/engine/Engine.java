@@ -159,17 +159,6 @@ public final class Engine implements AutoCloseable {
         return ioEngine.plug();
     }
 
-    /**
-     * Gives the calling thread — an event loop — an io_uring of its own for the backend IO it
-     * submits, so that completions come back to it without a hand-off between threads (see
-     * {@link IoEngine#ownRing}): the kernel signals {@code eventFd}, which the thread waits on,
-     * and the thread reaps the returned ring when it wakes, and closes it when it stops. Null
-     * when the thread keeps the engine's shared ring. Once per thread.
-     */
-    public IoEngine.OwnRing ownRing(int eventFd) {
-        return ioEngine.ownRing(eventFd);
-    }
-
     // ---------------------------------------------------------------- devices
 
     /**

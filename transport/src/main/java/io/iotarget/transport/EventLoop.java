@@ -1,21 +1,16 @@
 package io.iotarget.transport;
 
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.PriorityQueue;
-import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.IntFunction;
 
 /**
  * One thread that owns a {@link Selector} and every {@link Connection} registered with it:
@@ -27,21 +22,11 @@ import java.util.function.IntFunction;
  * <pre>
  *   select (until the next timeout, or woken by execute)
  *   for each ready key: accept | read → handler.received → flush | write → flush
- *   run the pollers (a loop-owned io_uring's completions)
  *   run the tasks other threads queued (engine completions, control-plane requests)
  *   run the timeouts that are due (handshake limits, the send-stall sweep)
  * </pre>
  * A handler that throws fails its own connection, never the loop: an {@link Error} (out of
  * memory, out of threads) is logged and the loop goes on with the next event.
- *
- * <h2>Pollers</h2>
- * Something the kernel completes for the loop (the engine's io_uring of this loop) can wake it
- * through the selector's own wake-up eventfd, which {@link #attach} hands out: the kernel
- * signals it, the select returns, and the loop runs the attached pollers; when the loop stops
- * it closes them, after its connections. The descriptor is the JDK selector's private one,
- * reached by reflection, which needs {@code --add-opens java.base/sun.nio.ch=ALL-UNNAMED}
- * (the launcher's jar manifest and the tests give it); without it nothing is attached and the
- * engine's completions come through {@link #execute}.
  */
 public final class EventLoop {
     /*
@@ -69,8 +54,6 @@ public final class EventLoop {
     private static final long ERROR_BACKOFF_NS = 100_000_000L;
 
     private final Selector selector;
-    /** The selector's wake-up eventfd, or -1 when it cannot be reached. */
-    private final int wakeupFd;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean wakeupPending = new AtomicBoolean();
@@ -87,9 +70,6 @@ public final class EventLoop {
     private final Executor tlsTasks;
     /** Loop thread only. */
     private final List<Connection> connections = new ArrayList<>();
-    /** Who has {@link #attach}ed, and the pollers they got. Loop thread only. */
-    private final Set<Object> attached = Collections.newSetFromMap(new IdentityHashMap<>());
-    private final List<Poller> pollers = new ArrayList<>();
     private final long sendTimeoutNs;
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean running = true;
@@ -98,7 +78,6 @@ public final class EventLoop {
 
     EventLoop(String name, long sendTimeoutNs, Executor tlsTasks) throws IOException {
         this.selector = Selector.open();
-        this.wakeupFd = wakeupDescriptor(selector);
         this.sendTimeoutNs = sendTimeoutNs;
         this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
@@ -154,43 +133,6 @@ public final class EventLoop {
                 survive(t);                             // a handler's closed() threw; the connection is closed all the same
             }
         }
-    }
-
-    /**
-     * The selector's wake-up eventfd, by reflection into the JDK (sun.nio.ch.EPollSelectorImpl's
-     * {@code eventfd}, an EventFD holding {@code efd}); -1 on another JDK or selector, or
-     * when the package is not open to us.
-     */
-    private static int wakeupDescriptor(Selector selector) {
-        try {
-            Field eventFd = selector.getClass().getDeclaredField("eventfd");
-            eventFd.setAccessible(true);
-            Object holder = eventFd.get(selector);
-            Field efd = holder.getClass().getDeclaredField("efd");
-            efd.setAccessible(true);
-            return efd.getInt(holder);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            LOG.log(System.Logger.Level.DEBUG, "no access to the selector's wake-up eventfd: " + e);
-            return -1;
-        }
-    }
-
-    /**
-     * On {@code owner}'s first call on this loop, gives {@code open} the selector's wake-up
-     * eventfd, for the kernel to signal when it has work for the loop; the poller it returns
-     * then polls on the loop after every select, and is closed when the loop stops. Later
-     * calls, a null poller, and a loop whose eventfd cannot be reached attach nothing. Loop
-     * thread only.
-     */
-    public void attach(Object owner, IntFunction<Poller> open) {
-        assert inLoop();
-        if (wakeupFd < 0 || !attached.add(owner)) return;
-        Poller poller = open.apply(wakeupFd);
-        if (poller != null) pollers.add(poller);
-    }
-
-    /** What {@link #attach} gets: run after every select, and once when the loop stops. */
-    public record Poller(Runnable poll, Runnable close) {
     }
 
     /** True on this loop's own thread. */
@@ -257,18 +199,10 @@ public final class EventLoop {
         while (running) {
             try {
                 select();
-                runPollers();
                 runTasks();
                 runTimeouts();
             } catch (ClosedSelectorException e) {
-                break;
-            } catch (Throwable t) {
-                survive(t);
-            }
-        }
-        for (Poller p : pollers) {
-            try {
-                p.close().run();
+                return;
             } catch (Throwable t) {
                 survive(t);
             }
@@ -303,16 +237,6 @@ public final class EventLoop {
             } catch (Throwable t) {
                 if (attachment instanceof Connection c) c.fail(t);
                 else survive(t);
-            }
-        }
-    }
-
-    private void runPollers() {
-        for (int i = 0; i < pollers.size(); i++) {
-            try {
-                pollers.get(i).poll().run();
-            } catch (Throwable t) {
-                survive(t);
             }
         }
     }

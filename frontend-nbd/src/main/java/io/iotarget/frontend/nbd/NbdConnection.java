@@ -101,11 +101,6 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     @Override
     public void opened(Connection c) {
-        // The loop's own io_uring: backend completions come straight back to it.
-        connection.loop().attach(engine, fd -> {
-            var ring = engine.ownRing(fd);
-            return ring == null ? null : new EventLoop.Poller(ring::reap, ring::close);
-        });
         connection.send(Negotiation.greeting());
         handshakeLimit = connection.loop().schedule(server.handshakeLimitNs(), () -> {
             if (phase != Phase.NEGOTIATING) return;

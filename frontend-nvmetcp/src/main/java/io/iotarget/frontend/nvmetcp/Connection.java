@@ -109,11 +109,6 @@ final class Connection implements PduHandler, ConnectionHandler {
 
     @Override
     public void opened(io.iotarget.transport.Connection c) {
-        // The loop's own io_uring: backend completions come straight back to it.
-        socket.loop().attach(target.engine(), fd -> {
-            var ring = target.engine().ownRing(fd);
-            return ring == null ? null : new EventLoop.Poller(ring::reap, ring::close);
-        });
         connectLimit = socket.loop().schedule(CONNECT_LIMIT_NS, () -> {
             if (controller == null) socket.close(null);
         });
