@@ -15,9 +15,13 @@
 # 4-connection runs against fio's single QD32 job on the file. CPU µs/req = the server's
 # utime+stime over the run (/proc/PID/stat) / requests. The load average is recorded per repeat.
 # Run it under the machine's heavy-job lock: flock /tmp/iotarget-heavy.lock bench/datapath.sh
+# With BASELINE_JAR (the iotarget.jar of another build), that build runs beside this one as the
+# systems base-direct, base-cache and base-memory (its own ports and /dev/shm file, the same
+# disk file), alternating with the others: a before/after ratio from the same run.
 #
 # Usage: bench/datapath.sh [--runtime S] [--repeats N] [--out FILE] [direct] [cache] [memory]
-# Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk).
+# Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk),
+#      BASELINE_JAR (none).
 # Needs: fio (nbd and libaio engines), nbdkit, qemu-storage-daemon, taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,19 +50,23 @@ trap cleanup EXIT
 (cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
 
 DISK="$BENCH_DIR/disk.img" SHM_IOT=/dev/shm/iotarget-bench-iotarget.img SHM_NBDKIT=/dev/shm/iotarget-bench-nbdkit.img
+SHM_BASE=/dev/shm/iotarget-bench-base.img
 # Written out, not sparse: every system reads real blocks.
 [[ -s "$DISK" ]] || dd if=/dev/urandom of="$DISK" bs=1M count=1024 oflag=direct status=none
-for f in "$SHM_IOT" "$SHM_NBDKIT"; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
+for f in "$SHM_IOT" "$SHM_NBDKIT" ${BASELINE_JAR:+"$SHM_BASE"}; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
 
-cat > "$WORK/iotarget.json" <<JSON
-{ "server": { "control": "127.0.0.1:9829", "nbd": "127.0.0.1:10911", "io_engine": "io_uring" },
+config() { # control-port nbd-port shm-file
+  cat <<JSON
+{ "server": { "control": "127.0.0.1:$1", "nbd": "127.0.0.1:$2", "io_engine": "io_uring" },
   "backends": { "disk": { "type": "file", "path": "$DISK", "direct": 1, "enable": 1 },
-                "shm":  { "type": "file", "path": "$SHM_IOT", "enable": 1 },
+                "shm":  { "type": "file", "path": "$3", "enable": 1 },
                 "mem":  { "type": "memory", "size": "1G", "enable": 1 } },
   "nbd": { "exports": { "disk": { "backend": "disk", "enable": 1 },
                         "shm":  { "backend": "shm", "enable": 1 },
                         "mem":  { "backend": "mem", "enable": 1 } } } }
 JSON
+}
+config 9829 10911 "$SHM_IOT" > "$WORK/iotarget.json"
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 declare -A PID URI
 start() { # name port command...
@@ -68,6 +76,12 @@ start() { # name port command...
 }
 start iotarget 10911 "$ROOT/bin/iotarget" serve --config "$WORK/iotarget.json"
 URI[iotarget-direct]="nbd://127.0.0.1:10911/disk" URI[iotarget-cache]="nbd://127.0.0.1:10911/shm" URI[iotarget-memory]="nbd://127.0.0.1:10911/mem"
+if [[ -n "${BASELINE_JAR:-}" ]]; then
+  config 9839 10921 "$SHM_BASE" > "$WORK/base.json"
+  start base 10921 java --enable-native-access=ALL-UNNAMED -XX:MaxDirectMemorySize=64g -jar "$BASELINE_JAR" serve --config "$WORK/base.json"
+  URI[base-direct]="nbd://127.0.0.1:10921/disk" URI[base-cache]="nbd://127.0.0.1:10921/shm" URI[base-memory]="nbd://127.0.0.1:10921/mem"
+  PID[base-direct]=${PID[base]} PID[base-cache]=${PID[base]} PID[base-memory]=${PID[base]}
+fi
 for s in "${SECTIONS[@]}"; do
   case "$s" in
     direct) start qsd 10913 qemu-storage-daemon \
@@ -115,6 +129,9 @@ PY
 
 # section -> systems; workload = rw:bs:qd:jobs
 declare -A SYSTEMS=([direct]="iotarget-direct qsd-direct fio-direct" [cache]="iotarget-cache nbdkit-cache" [memory]="iotarget-memory nbdkit-memory")
+if [[ -n "${BASELINE_JAR:-}" ]]; then
+  for s in direct cache memory; do SYSTEMS[$s]="${SYSTEMS[$s]/iotarget-$s/iotarget-$s base-$s}"; done
+fi
 declare -A WORKLOADS=(
   [direct]="randread:4k:1:1 randread:4k:32:1 randread:4k:32:4 randwrite:4k:1:1 randwrite:4k:32:1 randwrite:4k:32:4"
   [cache]="randread:4k:32:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1"
