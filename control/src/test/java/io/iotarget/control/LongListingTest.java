@@ -116,7 +116,7 @@ class LongListingTest {
         assertTrue(ls.out.contains("iotarget ls -l tenants"), ls.out);
         Result serve = cli("help", "serve");
         assertTrue(serve.out.startsWith("usage: iotarget serve [--config FILE]\n"), serve.out);
-        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, help)\n"),
+        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, web, help)\n"),
                 cli("help", "frobnicate"));
         assertEquals(new Result(2, "", "usage: iotarget ln TARGET LINK   (iotarget help ln tells more)\n"), cli("ln", "x"));
     }

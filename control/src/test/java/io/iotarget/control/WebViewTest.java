@@ -36,8 +36,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * tenant b. Screenshots go to target/ ({@code -Diotarget.web.screenshots=DIR} writes them there
  * as well, as for docs/).
  */
-@Timeout(90)
+@Timeout(150)
 class WebViewTest {
+    private static final String SCREENSHOTS = "iotarget.web.screenshots";
     private static final String IO_MAX = "259:0 rbps=max wbps=max riops=2000 wiops=max\n";
 
     private Server server;
@@ -122,6 +123,14 @@ class WebViewTest {
         String setCookie = r.headers().get("set-cookie");
         assertTrue(setCookie.matches("iotarget-" + port + "=[A-Za-z0-9_-]{43}; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict"), setCookie);
         return setCookie.substring(0, setCookie.indexOf(';'));
+    }
+
+    @Test
+    void shouldTellHowToLogIn() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        assertEquals(0, Main.run(new String[]{"help", "web"}, Map.of(), new PrintStream(out, true, StandardCharsets.UTF_8), System.err));
+        String help = out.toString(StandardCharsets.UTF_8);
+        assertTrue(help.startsWith("usage: iotarget web\n") && help.contains("/login?code="), help);
     }
 
     @Test
@@ -271,7 +280,7 @@ class WebViewTest {
             for (long v : new long[]{first, second}) assertTrue(v >= 1500 && v <= 2100, "io.max riops=2000 holds a near 2000/s: " + v);
             assertFalse(chromium.evaluate("document.querySelector('#status').classList.contains('error')").asBoolean(),
                     chromium.evaluate("document.querySelector('#status').textContent").asText());
-            Thread.sleep(8_000);                          // a few seconds of lines for the picture
+            Thread.sleep(System.getProperty(SCREENSHOTS) == null ? 8_000 : 75_000);      // lines for the picture; longer for docs/
             screenshot(chromium, "web-view.png");
         } finally {
             for (Process p : fio) p.destroy();
@@ -280,7 +289,7 @@ class WebViewTest {
 
     private void screenshot(Chromium chromium, String name) throws Exception {
         chromium.screenshot(Path.of("target", name));
-        String docs = System.getProperty("iotarget.web.screenshots");
+        String docs = System.getProperty(SCREENSHOTS);
         if (docs != null) chromium.screenshot(Path.of(docs, name));
     }
 
@@ -299,7 +308,7 @@ class WebViewTest {
     private Process fio(String export, String rw, String bs) throws IOException {
         String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/" + export;
         return new ProcessBuilder("fio", "--name=web", "--ioengine=nbd", "--uri=" + uri, "--rw=" + rw, "--bs=" + bs,
-                "--iodepth=8", "--size=64M", "--time_based", "--runtime=60", "--output-format=terse")
+                "--iodepth=8", "--size=64M", "--time_based", "--runtime=120", "--output-format=terse")
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 }

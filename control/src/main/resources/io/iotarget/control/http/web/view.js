@@ -95,10 +95,12 @@
 
   const join = (a, b) => a === "" ? b : a + "/" + b;
 
-  /** Groups with no child group, or the root alone. */
+  /** Groups with no child group (in the tree or in the metrics, whichever came first), or the root alone. */
   function leaves() {
-    const parents = new Set(tree.map(n => n.group.slice(0, n.group.lastIndexOf("/")) || "/"));
-    const l = tree.filter(n => n.group !== "/" && !parents.has(n.group)).map(n => n.group);
+    const all = [...new Set([...tree.map(n => n.group), ...(rates ? rates.groups.keys() : [])])].sort();
+    if (all.length === 0) return [];
+    const parents = new Set(all.map(g => g.slice(0, g.lastIndexOf("/")) || "/"));
+    const l = all.filter(g => g !== "/" && !parents.has(g));
     return l.length ? l : ["/"];
   }
 
@@ -165,7 +167,7 @@
       cell(tr, node.files["io.weight"] ?? "", "limits");
       cell(tr, node.files["io.latency"] ?? "", "limits");
       for (const td of tr.cells) if (td.textContent === "—" || td.textContent === "") td.classList.add("none");
-      queueMicrotask(() => drawSpark(spark, history.get(node.group) || [], color(node.group)));
+      queueMicrotask(() => drawSpark(spark, history.get(node.group) || [], charted.has(node.group) ? color(node.group) : "#8a93a5"));
       return tr;
     }));
   }
@@ -217,6 +219,7 @@
   function count(v) {
     if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
     if (v >= 1e4) return (v / 1e3).toFixed(1) + "k";
+    if (v < 10 && v % 1 !== 0) return v.toFixed(v < 1 ? 2 : 1);
     return String(Math.round(v));
   }
 
@@ -255,12 +258,17 @@
     return { c, w, h };
   }
 
-  /** 1, 2 or 5 times a power of ten (of 1024 for bytes) at or above v. */
-  function niceCeiling(v, binary) {
-    if (!(v > 0)) return 1;
-    const base = binary && v >= 1024 ? 1024 ** Math.floor(Math.log(v) / Math.log(1024)) : 10 ** Math.floor(Math.log10(v));
-    for (const m of [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]) if (m * base >= v) return m * base;
-    return v;
+  /**
+   * The y axis for values up to v: a round step (1, 2, 2.5 or 5 times a power of ten, times a
+   * power of 1024 for bytes) that divides it into at most four parts, and the top, a whole
+   * number of steps at or above v.
+   */
+  function axis(v, binary) {
+    if (!(v > 0)) return { step: 0.25, top: 1 };
+    const unit = binary && v >= 1024 ? 1024 ** Math.floor(Math.log(v) / Math.log(1024)) : 1;
+    const rough = v / unit / 4, power = 10 ** Math.floor(Math.log10(rough));
+    const step = unit * power * [1, 2, 2.5, 5, 10].find(m => m * power >= rough);
+    return { step, top: step * Math.ceil(v / step - 1e-9) };
   }
 
   /**
@@ -290,18 +298,18 @@
       c.fillText(noData || "no data", left + plotW / 2, top + plotH / 2);
       return;
     }
-    const max = niceCeiling(Math.max(...values), format === bytes);
+    const { step, top: max } = axis(Math.max(...values), format === bytes);
     c.textAlign = "right";
     c.textBaseline = "middle";
-    for (let i = 0; i <= 4; i++) {
-      const y = Math.round(top + plotH * (1 - i / 4)) + 0.5;
-      if (i > 0 && i < 4) {
+    for (let i = 0; i * step <= max * (1 + 1e-9); i++) {
+      const y = Math.round(top + plotH * (1 - i * step / max)) + 0.5;
+      if (i > 0 && i * step < max) {
         c.beginPath();
         c.moveTo(left, y);
         c.lineTo(left + plotW, y);
         c.stroke();
       }
-      c.fillText(format(max * i / 4), left - 6, y);
+      c.fillText(format(i * step), left - 6, y);
     }
     c.save();
     c.beginPath();
@@ -330,22 +338,29 @@
     c.restore();
   }
 
-  /** The last minute of a group's IOPS, scaled to its own peak. */
+  /** The last minute of a group's IOPS as a small area, its own peak at three quarters of the height. */
   function drawSpark(canvas, points, stroke) {
     const { c, w, h } = context(canvas);
     const recent = points.slice(-60);
     if (recent.length < 2) return;
-    const max = Math.max(1, ...recent.map(p => p.iops));
-    c.strokeStyle = stroke;
-    c.lineWidth = 1.5;
+    const max = Math.max(1, ...recent.map(p => p.iops)) / 0.75;
+    const x = i => w - w * (recent.length - 1 - i) / 59;
     c.beginPath();
     recent.forEach((p, i) => {
-      const x = w * i / 59 + (w - w * (recent.length - 1) / 59);
-      const y = h - 2 - (h - 4) * p.iops / max;
-      if (i === 0) c.moveTo(x, y);
-      else c.lineTo(x, y);
+      const y = h - 1 - (h - 2) * p.iops / max;
+      if (i === 0) c.moveTo(x(i), y);
+      else c.lineTo(x(i), y);
     });
+    c.strokeStyle = stroke;
+    c.lineWidth = 1.5;
     c.stroke();
+    c.lineTo(x(recent.length - 1), h);
+    c.lineTo(x(0), h);
+    c.closePath();
+    c.globalAlpha = 0.18;
+    c.fillStyle = stroke;
+    c.fill();
+    c.globalAlpha = 1;
   }
 
   $("endpoint").textContent = location.host;
