@@ -29,8 +29,32 @@
   async function get(url) {
     const reply = await fetch(url, { credentials: "same-origin", cache: "no-store" });
     if (reply.status === 401) throw new Error("logged out: run bin/iotarget web for a new login");
-    if (!reply.ok) throw new Error(url + ": " + reply.status + " " + (await reply.text()).trim());
+    if (!reply.ok) throw Object.assign(new Error(url + ": " + reply.status + " " + (await reply.text()).trim()), { status: reply.status });
     return reply.text();
+  }
+
+  /** get, or null when the file or group is gone (removed between a list and a read). */
+  async function getIfThere(url) {
+    try {
+      return await get(url);
+    } catch (e) {
+      if (e.status === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Runs f unless its previous run is still going (a slow endpoint must not pile requests up). */
+  function single(f) {
+    let running = false;
+    return async () => {
+      if (running) return;
+      running = true;
+      try {
+        await f();
+      } finally {
+        running = false;
+      }
+    };
   }
 
   async function poll() {
@@ -84,11 +108,14 @@
   }
 
   async function walk(path, depth, out) {
-    const entries = (await get("/v1/list?path=" + encodeURIComponent(path))).split("\n").filter(e => e);
+    const listing = await getIfThere("/v1/list?path=" + encodeURIComponent(path));
+    if (listing === null) return;
+    const entries = listing.split("\n").filter(e => e);
     const node = { group: "/" + path, depth, files: {} };
     out.push(node);
     for (const file of ["io.max", "io.weight", "io.latency"]) {
-      if (entries.includes(file)) node.files[file] = (await get("/v1/read?path=" + encodeURIComponent(join(path, file)))).trim();
+      const text = entries.includes(file) ? await getIfThere("/v1/read?path=" + encodeURIComponent(join(path, file))) : null;
+      if (text !== null) node.files[file] = text.trim();
     }
     for (const e of entries.filter(e => e.endsWith("/")).sort()) await walk(join(path, e.slice(0, -1)), depth + 1, out);
   }
@@ -364,9 +391,10 @@
   }
 
   $("endpoint").textContent = location.host;
-  refreshTree();
-  poll();
-  setInterval(poll, POLL_MS);
-  setInterval(refreshTree, TREE_MS);
+  const pollOnce = single(poll), treeOnce = single(refreshTree);
+  treeOnce();
+  pollOnce();
+  setInterval(pollOnce, POLL_MS);
+  setInterval(treeOnce, TREE_MS);
   window.addEventListener("resize", render);
 })();
