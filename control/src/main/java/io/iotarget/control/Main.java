@@ -30,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  *  iotarget top                            every group's IOPS, bandwidth, latency, held time per device, live
  *  iotarget watch PATH TRIGGER             wait until an io.pressure trigger fires
+ *  iotarget web                            a one-time address that opens the live web view in a browser
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -128,6 +129,17 @@ public final class Main {
                       iotarget watch tenants/a/io.pressure "some 150000 1000000"
                       iotarget watch io.pressure "full 500000 2000000"
                     """),
+            new Command("web", "web", "print a one-time address that logs a browser into the live web view", """
+                    Asks the server for a login code and prints the address to open, e.g.
+                    http://127.0.0.1:9809/login?code=...; it works once, within 2 minutes. The
+                    browser then keeps a session cookie (HttpOnly, SameSite=Strict, 12 hours, until
+                    the server stops) and is sent to / without the code: the group tree with live
+                    IOPS, bandwidth, latency and throttling charts, each group's io.max, io.weight
+                    and io.latency, the devices and their exports and namespaces. The page only
+                    reads; it sees /metrics and the group tree, not the NBD and nvmet trees.
+                    Through ssh, forward the port first (ssh -L 9809:127.0.0.1:9809 HOST).
+                      iotarget web
+                    """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
                     Without COMMAND, lists the commands; with it, that command's usage.
                     """));
@@ -216,6 +228,12 @@ public final class Main {
                 case "top" -> {
                     if (!rest.isEmpty()) throw new UsageException("top");
                     yield new Top(client, LIVE_RATE_INTERVAL).run(out);
+                }
+                case "web" -> {
+                    if (!rest.isEmpty()) throw new UsageException("web");
+                    ControlClient.Reply code = client.post("web-login", null, null, null);
+                    yield code.ok() ? new ControlClient.Reply(200, "open " + client.origin() + "/login?code=" + code.body().strip()
+                                                     + "   (once, within 2 minutes)\n", null) : code;
                 }
                 case "save" -> {
                     if (rest.size() > 1) throw new UsageException("save [FILE]");

@@ -97,6 +97,11 @@ public final class ControlClient {
         return new ControlClient((https ? "https://" : "http://") + hostPort + "/v1/", token, problem, tls);
     }
 
+    /** {@code http://HOST:PORT} or {@code https://HOST:PORT}, as the endpoint was named to {@link #connect}. */
+    public String origin() {
+        return base.substring(0, base.length() - "/v1/".length());
+    }
+
     /** Why no token was sent (no file, or not readable), or null when one was. */
     public String tokenProblem() {
         return tokenProblem;

@@ -44,6 +44,8 @@ import java.util.function.Supplier;
  *  POST /v1/watch?path=P           body = a trigger (io.pressure's "some 150000 1000000"): 200 and
  *                                  a server-sent event stream, "event: fired" each time it fires
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
+ *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
+ *  GET  /                          the web view; with a session cookie, or the page that says how to log in
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
  * body; nothing changed. Any other failure answers 500 with its message and is logged: no
@@ -73,6 +75,9 @@ import java.util.function.Supplier;
  *   <li>Reads are GET and changes are POST, never the other way.
  * </ol>
  *
+ * A browser showing the web view holds no token but a session cookie, which admits the
+ * view's few GETs and nothing else, after the same checks ({@link WebView}).
+ *
  * <h2>3. Off loopback: TLS</h2>
  * A non-loopback address is served only with TLS (the config's PEM certificate and key), and
  * then the token is what admits a request. The Host check is left to TLS there: a rebound name
@@ -97,7 +102,7 @@ public final class ControlEndpoint implements AutoCloseable {
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
     private static final Set<String> READS = Set.of("read", "list", "devices", "save");
-    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch");
+    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login");
     /** How often a watch's stream proves the client is still there. */
     static final long HEARTBEAT_NS = 1_000_000_000L;
     /** The content type of a watch's stream. */
@@ -115,6 +120,7 @@ public final class ControlEndpoint implements AutoCloseable {
     private final PrometheusTextFormatWriter metricsFormat = PrometheusTextFormatWriter.create();
 
     private final Report save;
+    private final WebView web;
 
     /** A text the endpoint serves whole, made when asked. */
     @FunctionalInterface
@@ -149,6 +155,7 @@ public final class ControlEndpoint implements AutoCloseable {
         }
         InetSocketAddress bound = server.getAddress();
         this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
+        this.web = new WebView(bound.getPort(), this.tls);
         try {
             this.token = ControlToken.create(ControlToken.file(tokenDirectory, bound));
         } catch (IOException | RuntimeException e) {
@@ -158,6 +165,7 @@ public final class ControlEndpoint implements AutoCloseable {
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         server.createContext("/v1/", this::handle);
         server.createContext(METRICS_PATH, this::handle);
+        server.createContext("/", this::handle);
         server.start();
     }
 
@@ -185,7 +193,7 @@ public final class ControlEndpoint implements AutoCloseable {
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
-    private record Reply(int status, String body, Errno errno, String contentType) {
+    record Reply(int status, String body, Errno errno, String contentType) {
         Reply(int status, String body, Errno errno) {
             this(status, body, errno, "text/plain; charset=utf-8");
         }
@@ -228,13 +236,18 @@ public final class ControlEndpoint implements AutoCloseable {
             ex.getResponseHeaders().set("Allow", "GET, POST");
             return new Reply(405, method + " is not served: GET reads, POST changes (and no CORS preflight is granted)\n", Errno.EOPNOTSUPP);
         }
-        if (!token.matches(in.getFirst("Authorization"))) {
+        String requestPath = ex.getRequestURI().getPath();
+        boolean get = method.equals("GET");
+        if (!token.matches(in.getFirst("Authorization"))
+            && !(get && web.hasSession(in) && WebView.sessionMay(requestPath, query(ex.getRequestURI().getRawQuery())))) {
+            if (get && requestPath.equals(WebView.LOGIN_PATH)) return web.login(ex, query(ex.getRequestURI().getRawQuery()).get("code"));
+            if (get && WebView.isPage(requestPath)) return web.loginNeeded(ex, "This page needs a login.");
             ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"iotarget\"");
             String why = in.containsKey("Authorization") ? "wrong token" : "this endpoint needs its token (Authorization: Bearer TOKEN)";
             return new Reply(401, Errno.EACCES.message() + " (EACCES): " + why + "\n", Errno.EACCES);
         }
-        boolean post = method.equals("POST");
-        String requestPath = ex.getRequestURI().getPath();
+        boolean post = !get;
+        if (WebView.isPage(requestPath) && get) return web.asset(ex, requestPath);
         if (!requestPath.startsWith("/v1/")) {
             if (!requestPath.equals(METRICS_PATH)) return new Reply(404, "nothing at " + requestPath + "\n", null);
             if (post) {
@@ -274,6 +287,9 @@ public final class ControlEndpoint implements AutoCloseable {
             }
             case "save" -> {
                 return ok(save.text());
+            }
+            case "web-login" -> {
+                return ok(web.newCode() + "\n");
             }
             case "write" -> tree.write(required(path), value(ex));
             case "mkdir" -> tree.mkdir(required(path));
