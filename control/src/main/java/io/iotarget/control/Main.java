@@ -125,7 +125,8 @@ public final class Main {
                     fire when the group's queues were stalled (some: any of them; full: all that
                     have work) for STALL microseconds within the last WINDOW microseconds
                     (500000..10000000, STALL 1..WINDOW), at most once per window. A refused trigger
-                    prints the kernel's errno (EINVAL) and exits 1. Ctrl-C removes the trigger.
+                    prints the kernel's errno (EINVAL) and exits 1, and so does the group's removal
+                    while it waits (ENODEV). Ctrl-C removes the trigger.
                       iotarget watch tenants/a/io.pressure "some 150000 1000000"
                       iotarget watch io.pressure "full 500000 2000000"
                     """),

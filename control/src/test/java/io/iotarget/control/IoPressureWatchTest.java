@@ -22,6 +22,8 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
@@ -35,7 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * held by {@code riops=1000}, is stalled all the time; tenant b, unthrottled at QD1, never.
  * {@code iotarget watch} on a returns within the trigger's window; a watch on b never fires,
  * and once its client hangs up the server holds no trigger; bad triggers get the kernel's
- * EINVAL; the metrics carry the totals.
+ * EINVAL; the metrics carry the totals. A watch whose group is removed ends with ENODEV, as
+ * the kernel's poll does with POLLERR.
  */
 class IoPressureWatchTest {
     private static final int QD = 32;
@@ -199,6 +202,29 @@ class IoPressureWatchTest {
                 assertTrue(Math.abs(waitingS - heldUs / 1e6) <= heldUs / 1e6 / 20, "waiting " + waitingS + " s, held " + heldUs / 1e6 + " s");
                 assertTrue(metrics.contains("iotarget_pressure_io_stalled_seconds_total{group=\"/tenants/b\"} 0.0"), metrics);
             }
+        }
+    }
+
+    @Test
+    void aWatchEndsWithEnodevWhenItsGroupIsRemoved() throws Exception {
+        String config = """
+                { "server": { "control": "127.0.0.1:0" },
+                  "cgroup": { "tenants": { "c": {} } } }
+                """;
+        try (Server server = Server.start(new ObjectMapper().readTree(config), dir)) {
+            Pressure pressure = server.engine().controller().tree().pressure();
+            int baseline = pressure.triggerCount();
+            CompletableFuture<Cli> watch = CompletableFuture.supplyAsync(() -> cli(server, "watch", "tenants/c/io.pressure", "some 150000 1000000"));
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (pressure.triggerCount() == baseline && System.nanoTime() < deadline) Thread.sleep(20);
+            assertEquals(baseline + 1, pressure.triggerCount(), "the watch holds its trigger");
+
+            assertEquals(0, cli(server, "rmdir", "tenants/c").code());
+            Cli ended = watch.get(5, TimeUnit.SECONDS);
+            assertEquals(1, ended.code(), ended.toString());
+            assertTrue(ended.err().contains("(ENODEV): tenants/c/io.pressure: its group was removed"), ended.err());
+            while (pressure.triggerCount() != baseline && System.nanoTime() < deadline) Thread.sleep(20);
+            assertEquals(baseline, pressure.triggerCount(), "the trigger went with the watch");
         }
     }
 }

@@ -267,6 +267,7 @@ public final class GroupTree {
             if (!g.children.isEmpty()) throw new ControlException(Errno.EBUSY, g.path() + " has child groups");
             if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound export(s)/namespace(s)");
             g.markOffline();
+            g.pressure().markRemoved();
             g.recomputeEffective();
             offlineDeviceGroups(g);
             g.parent().children.remove(g.name());

@@ -69,8 +69,10 @@ public interface ConfigTree {
         /**
          * Waits at most {@code timeoutNs} for the trigger to fire: what fired (one line) when it
          * did, null when the time ran out. The caller's thread sleeps meanwhile.
+         *
+         * @throws ControlException ENODEV once the file is gone (its group removed): the watch is over
          */
-        String await(long timeoutNs) throws InterruptedException;
+        String await(long timeoutNs) throws InterruptedException, ControlException;
 
         @Override
         void close();

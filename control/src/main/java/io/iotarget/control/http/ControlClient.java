@@ -1,6 +1,7 @@
 package io.iotarget.control.http;
 
 import io.iotarget.control.http.ControlToken.TokenUnavailableException;
+import io.iotarget.model.Errno;
 import io.iotarget.transport.Pem;
 
 import javax.net.ssl.HttpsURLConnection;
@@ -117,8 +118,9 @@ public final class ControlClient {
 
     /**
      * Keeps {@code trigger} on the file at {@code path} until it fires once ({@code POST
-     * /v1/watch}): the event's line as the body, or the refusal. Returning closes the
-     * connection, which removes the trigger on the server.
+     * /v1/watch}): the event's line as the body, or the refusal, or ENODEV (404) when the group
+     * was removed meanwhile. Returning closes the connection, which removes the trigger on the
+     * server.
      */
     public Reply watch(String path, String trigger) throws IOException {
         HttpURLConnection c = open("POST", "watch", path, null, trigger);
@@ -126,8 +128,12 @@ public final class ControlClient {
             int status = c.getResponseCode();
             if (status / 100 != 2) return reply(c, status);
             BufferedReader events = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
+            String event = "";
             for (String line; (line = events.readLine()) != null; ) {
-                if (line.startsWith("data: ")) return new Reply(status, line.substring("data: ".length()) + "\n", null);
+                if (line.startsWith("event: ")) event = line.substring("event: ".length());
+                if (!line.startsWith("data: ")) continue;
+                String data = line.substring("data: ".length()) + "\n";
+                return event.equals("gone") ? new Reply(404, data, Errno.ENODEV.name()) : new Reply(status, data, null);
             }
             throw new IOException("the server ended the watch");
         } finally {

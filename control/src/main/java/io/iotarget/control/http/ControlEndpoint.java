@@ -42,7 +42,8 @@ import java.util.function.Supplier;
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
  *  POST /v1/watch?path=P           body = a trigger (io.pressure's "some 150000 1000000"): 200 and
- *                                  a server-sent event stream, "event: fired" each time it fires
+ *                                  a server-sent event stream, "event: fired" each time it fires,
+ *                                  a last "event: gone" (ENODEV) if the group is removed
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
  *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
  *  GET  /                          the web view; with a session cookie, or the page that says how to log in
@@ -308,7 +309,8 @@ public final class ControlEndpoint implements AutoCloseable {
 
     /**
      * Keeps the trigger and streams an event each time it fires, a comment between them, until
-     * a write fails (the client went away) or the thread is interrupted; then the trigger goes.
+     * a write fails (the client went away), the group is removed (a last {@code event: gone}
+     * with the errno and reason) or the thread is interrupted; then the trigger goes.
      */
     private Reply watch(HttpExchange ex, String path, String trigger) throws ControlException, IOException {
         try (ConfigTree.Watch watch = tree.watch(path, trigger)) {
@@ -319,8 +321,15 @@ public final class ControlEndpoint implements AutoCloseable {
                 out.write((": watching " + path + " " + trigger.strip() + "\n\n").getBytes(StandardCharsets.UTF_8));
                 out.flush();
                 while (true) {
-                    String fired = watch.await(HEARTBEAT_NS);
-                    out.write((fired == null ? ":\n\n" : "event: fired\ndata: " + fired + "\n\n").getBytes(StandardCharsets.UTF_8));
+                    String event;
+                    try {
+                        String fired = watch.await(HEARTBEAT_NS);
+                        event = fired == null ? ":\n\n" : "event: fired\ndata: " + fired + "\n\n";
+                    } catch (ControlException removed) {
+                        out.write(("event: gone\ndata: " + removed.getMessage() + "\n\n").getBytes(StandardCharsets.UTF_8));
+                        return STREAMED;
+                    }
+                    out.write(event.getBytes(StandardCharsets.UTF_8));
                     out.flush();
                 }
             } catch (IOException gone) {

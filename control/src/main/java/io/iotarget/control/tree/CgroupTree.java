@@ -68,9 +68,10 @@ public final class CgroupTree implements ConfigTree {
             private long nextPollNs = clock.nanoTime() + t.pollPeriodNs();
 
             @Override
-            public String await(long timeoutNs) throws InterruptedException {
+            public String await(long timeoutNs) throws InterruptedException, ControlException {
                 long deadlineNs = clock.nanoTime() + timeoutNs;
                 while (true) {
+                    if (t.groupRemoved()) throw new ControlException(Errno.ENODEV, path + ": its group was removed");
                     long now = clock.nanoTime();
                     if (now - nextPollNs >= 0) {
                         nextPollNs += t.pollPeriodNs();

@@ -28,6 +28,8 @@ public final class PressureGroup {
     static final int FULL = 1;
 
     private final PressureGroup parent;
+    /** Set once its group is removed: triggers on it end, as the kernel's do with POLLERR. Any thread. */
+    private volatile boolean removed;
 
     /** Queues of this subtree that have a command held by a policy, or owe an issuer delay. */
     int stalled;
@@ -146,5 +148,14 @@ public final class PressureGroup {
             x = (x * x + (FIXED_1 >> 1)) >> FSHIFT;
         }
         return result;
+    }
+
+    /** Its group is gone (rmdir): every trigger on it ends at its next poll. Tree lock. */
+    public void markRemoved() {
+        removed = true;
+    }
+
+    boolean removed() {
+        return removed;
     }
 }

@@ -114,6 +114,11 @@ public final class Trigger implements AutoCloseable {
         return spec.toString();
     }
 
+    /** True once the trigger's group has been removed: the watcher ends the watch (the kernel's POLLERR). */
+    public boolean groupRemoved() {
+        return group.removed();
+    }
+
     /** One poll at {@code nowNs} (the engine clock): true when the trigger fires now. */
     public boolean poll(long nowNs) {
         return tracker.poll(this, nowNs);

@@ -56,7 +56,9 @@
  * {@link io.iotarget.iocontrol.pressure.Trigger}: {@code some|full <stall us> <window us>} as
  * psi_trigger_create reads it (window 500 ms..10 s, stall 1 µs..window, EINVAL otherwise),
  * polled every window/10 by whoever waits for it, firing as update_triggers does: growth over a
- * sliding window interpolated from the previous one, at most one event per window.
+ * sliding window interpolated from the previous one, at most one event per window. Removing the
+ * group ends its triggers: the watcher sees {@code groupRemoved()} at its next poll and reports
+ * ENODEV, where the kernel's poll returns POLLERR.
  *
  * <h2>6. Watch</h2>
  * The root's numbers (every queue of the server), a stall that no policy causes (a slow backend
