@@ -64,6 +64,17 @@ public final class RedisShareStore implements ShareStore {
         }
     }
 
+    /** Why {@code uri} names no Redis or Valkey server this store can use; null when it does. */
+    public static String problem(String uri) {
+        if (!uri.startsWith("redis://") && !uri.startsWith("rediss://")) return "another scheme";
+        try {
+            RedisURI parsed = RedisURI.create(uri);
+            return parsed.getHost() == null || parsed.getHost().isEmpty() ? "no host" : null;
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
+    }
+
     /** The script's name for EVALSHA: its SHA-1 in lower-case hex. */
     private static String sha1(String text) {
         try {
