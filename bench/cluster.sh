@@ -39,7 +39,7 @@ JSON
 
 # fio_json PORT NAME SECONDS: 4 KiB random reads at QD16, 2 s ramp, JSON to $work/NAME.json.
 fio_run() {
-  fio --name="$2" --ioengine=nbd --uri="nbd://127.0.0.1:$1/a" --rw=randread --bs=4k --iodepth=16 --size=64M \
+  fio --name="$2" --thread --ioengine=nbd --uri="nbd://127.0.0.1:$1/a" --rw=randread --bs=4k --iodepth=16 --size=64M \
       --time_based --ramp_time=2s --runtime="$3" --output-format=json --output="$work/$2.json" > /dev/null
 }
 iops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$work/$1.json"; }

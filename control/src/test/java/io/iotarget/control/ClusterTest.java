@@ -101,7 +101,8 @@ class ClusterTest {
     }
 
     private Process fio(int nbdPort, String name, long runtimeMs, Path json) throws IOException {
-        List<String> command = new ArrayList<>(List.of("fio", "--name=" + name, "--ioengine=nbd", "--uri=nbd://127.0.0.1:" + nbdPort + "/a",
+        // --thread: the job runs in fio's own process, so killing fio stops its load (a forked job would live on).
+        List<String> command = new ArrayList<>(List.of("fio", "--name=" + name, "--thread", "--ioengine=nbd", "--uri=nbd://127.0.0.1:" + nbdPort + "/a",
                 "--rw=randread", "--bs=4k", "--iodepth=16", "--size=64M", "--time_based", "--runtime=" + runtimeMs + "ms"));
         if (json != null) command.addAll(List.of("--ramp_time=1500ms", "--output-format=json", "--output=" + json));
         return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(dir.resolve(name + ".out").toFile())
