@@ -9,7 +9,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 secs="${1:-20}"
 work="$(mktemp -d /tmp/iotarget-cluster-bench.XXXXXX)"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  for p in "${pids[@]}" $(cat "$work/pids" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -28,7 +32,7 @@ serve() {
   "nbd": { "exports": { "a": { "backend": "disk", "cgroup": "tenants/a", "enable": 1 } } } }
 JSON
   IOTARGET_RUNTIME_DIR="$work" "$here/bin/iotarget" serve --config "$work/$name.json" > "$work/$name.out" 2>&1 &
-  pids+=($!)
+  echo $! >> "$work/pids"          # serve runs in $(...): the trap reads the file
   for _ in $(seq 300); do
     port="$(grep -oP 'NBD on 127\.0\.0\.1:\K[0-9]+' "$work/$name.out" || true)"
     [ -n "$port" ] && { echo "$port"; return; }
@@ -42,8 +46,10 @@ fio_run() {
   fio --name="$2" --thread --ioengine=nbd --uri="nbd://127.0.0.1:$1/a" --rw=randread --bs=4k --iodepth=16 --size=64M \
       --time_based --ramp_time=2s --runtime="$3" --output-format=json --output="$work/$2.json" > /dev/null
 }
-iops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$work/$1.json"; }
-p50() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["clat_ns"]["percentile"]["50.000000"]/1000))' "$work/$1.json"; }
+# fio may put a notice line before the JSON.
+read_json() { python3 -c 'import json,sys; t=open(sys.argv[1]).read(); r=json.loads(t[t.index("{"):])["jobs"][0]["read"]; print(round(eval(sys.argv[2])))' "$work/$1.json" "$2"; }
+iops() { read_json "$1" 'r["iops"]'; }
+p50() { read_json "$1" 'r["clat_ns"]["percentile"]["50.000000"]/1000'; }
 
 ports=()
 for i in 1 2 3; do

@@ -175,7 +175,9 @@ public final class Coordinator implements AutoCloseable {
         } catch (ShareStore.StoreException e) {
             failures++;
             lastError = e.getMessage();
-            if (nowNs - lastContactNs > TimeUnit.MILLISECONDS.toNanos(settings.leaseMs())) {
+            // Fall back at the last interval before the lease runs out, not after it: by then the
+            // store may have given this node's share to the others.
+            if (nowNs - lastContactNs + TimeUnit.MILLISECONDS.toNanos(settings.intervalMs()) >= TimeUnit.MILLISECONDS.toNanos(settings.leaseMs())) {
                 if (!fallback) fallbacks++;
                 fallback = true;
                 for (Tenant t : active) t.share = Math.max(1, t.globalLimit / settings.nodes());

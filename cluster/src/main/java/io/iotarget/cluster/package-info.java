@@ -32,9 +32,10 @@
  * Leases run on the store's clock ({@code TIME}), so the nodes' clocks need not agree.
  *
  * <h2>3. Without the store</h2>
- * A failed exchange keeps the shares: they still add up to at most the limit. Once the node has
- * not reached the store for longer than {@code lease_ms} it holds limit / nodes (a fallback,
- * counted), which holds the limit during a partition of the store from everyone. When the
+ * A failed exchange keeps the shares: they still add up to at most the limit. At the last
+ * interval before its lease runs out (the store drops its entry then) the node holds
+ * limit / nodes (a fallback, counted), which holds the limit during a partition of the store
+ * from everyone. When the
  * store answers again but no longer knew the node (a restart lost its data, or the node's
  * entry expired), the others' holdings it reports are incomplete: for one lease the node
  * does not grow above what it held when it came back, by which time every live node has

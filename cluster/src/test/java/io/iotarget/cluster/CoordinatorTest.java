@@ -76,11 +76,11 @@ class CoordinatorTest {
         store.answer = new ShareStore.Share(8700, true);
         assertEquals(8700, share());
         store.down = true;
-        nowNs += 1000 * MS;
-        assertEquals(8700, share(), "within the lease");
+        nowNs += 700 * MS;
+        assertEquals(8700, share(), "the lease holds past the next interval");
         assertFalse(coordinator.inFallback());
-        nowNs += 1 * MS;
-        assertEquals(3000, share(), "past the lease");
+        nowNs += 100 * MS;
+        assertEquals(3000, share(), "the lease would run out before the next interval");
         assertTrue(coordinator.inFallback());
         nowNs += 200 * MS;
         assertEquals(3000, share());
