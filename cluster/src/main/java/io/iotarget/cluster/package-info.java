@@ -45,8 +45,8 @@
  * riops=9000 global, 3 nodes, interval 200 ms, lease 1000 ms. Floors are 150. All three
  * saturated: each demands 9000, wants 8850, the rest (8550) splits 2850 each: 3000 each. Only
  * node 1 loaded: it wants 8850, the others want 0: node 1 gets 150 + 8550 = 8700 (96.7 %),
- * the others 150. The store dies: every node keeps its share for up to a second, then holds
- * 3000: at most 9000 together. Node 3 dies: after its lease its entry is dropped and nodes 1
+ * the others 150. The store dies: every node keeps its share until 800-1000 ms after its last
+ * exchange (the last interval before its lease ends), then holds 3000: at most 9000 together. Node 3 dies: after its lease its entry is dropped and nodes 1
  * and 2 split the limit but node 3's floor: 4425 each.
  *
  * <h2>5. What it does not guarantee</h2>
