@@ -70,7 +70,7 @@ public final class RedisShareStore implements ShareStore {
         try {
             RedisURI parsed = RedisURI.create(uri);
             return parsed.getHost() == null || parsed.getHost().isEmpty() ? "no host" : null;
-        } catch (IllegalArgumentException e) {
+        } catch (RuntimeException e) {          // Lettuce's parser reports bad URIs as IllegalArgumentException, mostly
             return e.getMessage();
         }
     }

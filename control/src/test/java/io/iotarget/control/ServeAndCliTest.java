@@ -110,7 +110,7 @@ class ServeAndCliTest {
         assertEquals("backends.m.size = \"lots\": Invalid argument (EINVAL): size=lots (expected: a positive size in bytes, or with K, M, G or T)",
                 e.getMessage());
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"tenants\": {} }"), tokens));
-        assertEquals("tenants: unknown section (expected: server, backends, cgroup, nbd, nvmet)", e.getMessage());
+        assertEquals("tenants: unknown section (expected: server, cluster, backends, cgroup, nbd, nvmet)", e.getMessage());
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("""
                 { "server": { "control": "127.0.0.1:0" }, "cgroup": { "a": { "io.max": "259:0 rbps=1" } } }"""), tokens));
         assertEquals("cgroup.a.io.max = \"259:0 rbps=1\": No such device (ENODEV): no device 259:0", e.getMessage());
