@@ -1,6 +1,9 @@
 package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.cluster.Coordinator;
+import io.iotarget.cluster.RedisShareStore;
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
@@ -9,6 +12,7 @@ import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.PersistedTree;
 import io.iotarget.control.config.StateFile;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.metrics.ClusterMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
@@ -29,6 +33,7 @@ import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -45,11 +50,14 @@ public final class Server implements AutoCloseable {
     private final NvmeTarget nvme;
     private final MountTable mounts;
     private final ControlEndpoint endpoint;
+    /** This node's side of the cluster (the config's cluster section); null on a node alone. */
+    private final Coordinator cluster;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
-                   List<String> summary) {
+                   Coordinator cluster, List<String> summary) {
         this.engine = engine;
+        this.cluster = cluster;
         this.transport = transport;
         this.nbd = nbd;
         this.nvme = nvme;
@@ -75,6 +83,7 @@ public final class Server implements AutoCloseable {
      */
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
         ServerSettings settings = ConfigLoader.serverSettings(config);
+        ClusterSettings clusterSettings = ConfigLoader.clusterSettings(config);
         SSLContext tls = tls(settings);
         Engine engine;
         try {
@@ -86,6 +95,10 @@ public final class Server implements AutoCloseable {
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
+        // Made before the trees are replayed, so that io.max.global starts at limit / nodes; started after.
+        Coordinator cluster = clusterSettings == null ? null
+                : new Coordinator(engine.controller(), clusterSettings,
+                                  new RedisShareStore(clusterSettings.store(), Duration.ofMillis(clusterSettings.intervalMs())), System::nanoTime);
         try {
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
@@ -97,7 +110,7 @@ public final class Server implements AutoCloseable {
             boolean restored = state != null && Files.exists(state.path());
             if (restored) applyState(state, trees);
             else ConfigLoader.apply(config, trees);
-            ConfigSaver saver = new ConfigSaver(config.get("server"), trees);
+            ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
             ConfigTree served = mounts;
             if (state != null) {
                 PersistedTree persisted = new PersistedTree(mounts, saver, state);
@@ -126,6 +139,7 @@ public final class Server implements AutoCloseable {
             try {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
+                if (cluster != null) metrics.register(new ClusterMetrics(cluster));
                 endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save);
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);
@@ -133,8 +147,14 @@ public final class Server implements AutoCloseable {
             summary.add("control endpoint " + endpoint.url() + (endpoint.tls() ? " (TLS" : " (loopback")
                         + "; every request needs the token in " + endpoint.tokenFile() + ", readable only by this user)");
             if (state != null) summary.add("every change kept in " + state.path() + (restored ? " (restored from it)" : ""));
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, summary);
+            if (cluster != null) {
+                cluster.start();
+                summary.add("cluster node " + clusterSettings.node() + " of " + clusterSettings.nodes() + ", store " + clusterSettings.store()
+                            + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
+            }
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
+            if (cluster != null) cluster.close();
             if (endpoint != null) endpoint.close();
             nbd.close();
             nvme.close();
@@ -251,13 +271,14 @@ public final class Server implements AutoCloseable {
     }
 
 
-    /** Front ends first (they answer what they accepted), their transport, then the control endpoint, then the engine. */
+    /** Front ends first (they answer what they accepted), their transport, then the control endpoint, the cluster loop, then the engine. */
     @Override
     public void close() {
         nbd.close();
         nvme.close();
         transport.close();
         endpoint.close();
+        if (cluster != null) cluster.close();
         engine.close();
     }
 }

@@ -71,7 +71,7 @@ class ServeAndCliTest {
         assertEquals(0, cli("write", "tenants/b/io.max", "259:0 wiops=120").code);
         assertEquals("259:0 rbps=max wbps=max riops=max wiops=120\n", cli("read", "tenants/b/io.max").out);
         assertEquals("a/\nb/\ncgroup.controllers\ncgroup.subtree_control\ncgroup.events\ncgroup.stat\ncgroup.max.descendants\n"
-                     + "cgroup.max.depth\nio.stat\nio.pressure\niotarget.io.stat\nio.max\nio.latency\nio.weight\n", cli("ls", "tenants").out);
+                     + "cgroup.max.depth\nio.stat\nio.pressure\niotarget.io.stat\nio.max\nio.max.global\nio.latency\nio.weight\n", cli("ls", "tenants").out);
         assertEquals(0, cli("rmdir", "tenants/b").code);
         assertEquals("cgroup/\nbackends/\nnbd/\nnvmet/\n", cli("ls", "/").out);
         assertEquals("67108864\n", cli("read", "/backends/default/size").out);
@@ -110,7 +110,7 @@ class ServeAndCliTest {
         assertEquals("backends.m.size = \"lots\": Invalid argument (EINVAL): size=lots (expected: a positive size in bytes, or with K, M, G or T)",
                 e.getMessage());
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("{ \"tenants\": {} }"), tokens));
-        assertEquals("tenants: unknown section (expected: server, backends, cgroup, nbd, nvmet)", e.getMessage());
+        assertEquals("tenants: unknown section (expected: server, cluster, backends, cgroup, nbd, nvmet)", e.getMessage());
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree("""
                 { "server": { "control": "127.0.0.1:0" }, "cgroup": { "a": { "io.max": "259:0 rbps=1" } } }"""), tokens));
         assertEquals("cgroup.a.io.max = \"259:0 rbps=1\": No such device (ENODEV): no device 259:0", e.getMessage());

@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.cluster.RedisShareStore;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
@@ -40,6 +42,7 @@ import java.util.TreeMap;
  * <pre>{@code
  * {
  *   "server":   { "control": "127.0.0.1:9809", "nbd": "127.0.0.1:10809" },
+ *   "cluster":  { "node": "a", "store": "redis://127.0.0.1:6379", "nodes": 3, "interval_ms": 200, "lease_ms": 1000 },
  *   "backends": { "default": { "type": "memory", "size": "1G", "enable": 1 } },
  *   "cgroup":   { "tenants": { "cgroup.subtree_control": "+io", "a": { "io.max": "default riops=20000" } } },
  *   "nbd":      { "exports": { "default": { "backend": "default", "cgroup": "tenants/a", "enable": 1 } } },
@@ -145,8 +148,8 @@ public final class ConfigLoader {
         checkObject(root, "(top level)");
         for (var it = root.fieldNames(); it.hasNext(); ) {
             String key = it.next();
-            if (!key.equals("server") && !SECTIONS.contains(key)) {
-                throw new ConfigException(key + ": unknown section (expected: server, " + String.join(", ", SECTIONS) + ")");
+            if (!key.equals("server") && !key.equals("cluster") && !SECTIONS.contains(key)) {
+                throw new ConfigException(key + ": unknown section (expected: server, cluster, " + String.join(", ", SECTIONS) + ")");
             }
         }
         JsonNode server = root.path("server");
@@ -201,6 +204,50 @@ public final class ConfigLoader {
         IoEngine.Kind ioEngine = ioEngine(server.get("io_engine"));
         return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport,
                                   new Engine.Settings(bufferMemory, bufferShare, ioEngine), absolutePath("server.state", server.get("state"), "a file"));
+    }
+
+    /** The cluster section's keys, in the order docs/cluster.md lists them. */
+    private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms");
+
+    /**
+     * Reads the "cluster" section (docs/cluster.md); null when there is none, and the node is on
+     * its own. {@code node}, {@code store} and {@code nodes} are required; {@code lease_ms} must
+     * be at least two intervals, so that one late exchange does not cost a share.
+     */
+    public static ClusterSettings clusterSettings(JsonNode root) throws ConfigException {
+        JsonNode cluster = root.path("cluster");
+        if (cluster.isMissingNode()) return null;
+        checkObject(cluster, "cluster");
+        for (var it = cluster.fieldNames(); it.hasNext(); ) {
+            String key = it.next();
+            if (!CLUSTER_KEYS.contains(key)) throw new ConfigException("cluster." + key + ": unknown setting (expected: " + String.join(", ", CLUSTER_KEYS) + ")");
+        }
+        JsonNode node = cluster.get("node");
+        if (node == null) throw new ConfigException("cluster.node: missing (this node's id, different on every node)");
+        if (!node.isTextual() || !node.textValue().matches("[A-Za-z0-9._:@+-]{1,64}")) {
+            throw new ConfigException("cluster.node = " + node + ": expected 1 to 64 letters, digits or ._:@+- as a string");
+        }
+        JsonNode store = cluster.get("store");
+        if (store == null) throw new ConfigException("cluster.store: missing (expected e.g. \"redis://127.0.0.1:6379\")");
+        String storeProblem = store.isTextual() ? RedisShareStore.problem(store.textValue()) : "not a string";
+        if (storeProblem != null) {
+            throw new ConfigException("cluster.store = " + store + ": expected redis://HOST:PORT or rediss://HOST:PORT (Redis or Valkey): " + storeProblem);
+        }
+        if (!cluster.has("nodes")) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
+        int nodes = (int) clusterCount(cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
+        long interval = clusterCount(cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
+        long lease = clusterCount(cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,
+                                  "milliseconds a share holds without the store; at least two intervals, 2 x cluster.interval_ms");
+        return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease);
+    }
+
+    private static long clusterCount(JsonNode cluster, String key, long defaultValue, long min, long max, String meaning) throws ConfigException {
+        JsonNode v = cluster.get(key);
+        if (v == null) return defaultValue;
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
+            throw new ConfigException("cluster." + key + " = " + v + ": expected an integer from " + min + " to " + max + " (" + meaning + ")");
+        }
+        return v.longValue();
     }
 
     /** {@code server.io_engine}: auto (io_uring where it works), io_uring (or refuse to start), threads. */

@@ -30,8 +30,8 @@ import java.util.regex.Pattern;
  *       (read-only, mirrored or unset: the key is left out), one write (a scalar) or several
  *       (an array: {@code io.max} has a line per device).</li>
  *   <li>A links directory becomes the array of its links' names.</li>
- *   <li>The {@code server} section is the one the server was started with: nothing in it
- *       changes while it runs.</li>
+ *   <li>The {@code server} and {@code cluster} sections are the ones the server was started
+ *       with: nothing in them changes while it runs.</li>
  * </ol>
  *
  * A write that reads as a plain decimal number ({@code 1}, {@code 4096}) is saved as a JSON
@@ -51,11 +51,16 @@ public final class ConfigSaver {
     private static final String DIRECTORY_SUFFIX = "/";     // list() marks subdirectories (links directories too) so
 
     private final JsonNode server;
+    private final JsonNode cluster;
     private final ConfigLoader.Trees trees;
 
-    /** @param server the config's "server" section as it was loaded (null: none) */
-    public ConfigSaver(JsonNode server, ConfigLoader.Trees trees) {
+    /**
+     * @param server  the config's "server" section as it was loaded (null: none)
+     * @param cluster the config's "cluster" section as it was loaded (null: none); like "server", fixed while the server runs
+     */
+    public ConfigSaver(JsonNode server, JsonNode cluster, ConfigLoader.Trees trees) {
         this.server = server == null ? null : server.deepCopy();
+        this.cluster = cluster == null ? null : cluster.deepCopy();
         this.trees = trees;
     }
 
@@ -63,6 +68,7 @@ public final class ConfigSaver {
     public String save() throws ControlException {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         if (server != null) root.set("server", server.deepCopy());
+        if (cluster != null) root.set("cluster", cluster.deepCopy());
         for (String section : ConfigLoader.SECTIONS) {
             ConfigTree tree = trees.tree(section);
             if (tree != null) root.set(section, directory(tree, ""));

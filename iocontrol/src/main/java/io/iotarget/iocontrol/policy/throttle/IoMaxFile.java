@@ -3,7 +3,6 @@ package io.iotarget.iocontrol.policy.throttle;
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.model.ControlException;
@@ -11,7 +10,8 @@ import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
 
 /**
- * io.max, as blk-throttle reads and writes it (tg_set_limit).
+ * io.max, as blk-throttle reads and writes it (tg_set_limit), and io.max.global in the same
+ * syntax (section 8 of the package documentation).
  * <pre>
  * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max    (devices with some limit)
  * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V]             V = decimal or max
@@ -23,20 +23,26 @@ import io.iotarget.model.tree.KernelParse;
  * before anything changes. Refused on purpose where the kernel accepts (docs/decisions.md):
  * characters after the number ({@code rbps=10k}), a number past 2^64 that wraps to one the
  * kernel takes, and a token longer than 26 characters, whose rest the kernel reads as the
- * next token.
+ * next token. io.max.global reads each device by its backend's name rather than MAJ:MIN,
+ * since the name is what every node of a cluster shares; it takes either on write.
  */
 final class IoMaxFile extends InterfaceFile {
     /** The kernel reads each token with "%26s". */
     private static final int MAX_TOKEN = 26;
     private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
 
+    /** Which limits a file shows and sets. */
+    enum Scope { LOCAL, GLOBAL }
+
     private final IoController controller;
     private final ThrottlePolicy policy;
+    private final Scope scope;
 
-    IoMaxFile(IoController controller, ThrottlePolicy policy) {
-        super("io.max", Placement.NOT_ON_ROOT, true);
+    IoMaxFile(IoController controller, ThrottlePolicy policy, Scope scope) {
+        super(scope == Scope.LOCAL ? "io.max" : "io.max.global", Placement.NOT_ON_ROOT, true);
         this.controller = controller;
         this.policy = policy;
+        this.scope = scope;
     }
 
     @Override
@@ -45,10 +51,12 @@ final class IoMaxFile extends InterfaceFile {
         for (DeviceGroup dg : group.deviceGroups()) {
             // Limits change only under the tree lock, which the caller holds: the four are consistent.
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            if (!tg.limited()) continue;
-            sb.append(dg.device().device().number())
-              .append(" rbps=").append(bps(tg.bps[ThrottleGroup.READ])).append(" wbps=").append(bps(tg.bps[ThrottleGroup.WRITE]))
-              .append(" riops=").append(iops(tg.iops[ThrottleGroup.READ])).append(" wiops=").append(iops(tg.iops[ThrottleGroup.WRITE]))
+            if (scope == Scope.LOCAL ? !tg.limited() : !tg.globallyLimited()) continue;
+            long[] bps = scope == Scope.LOCAL ? tg.bps : tg.globalBps;
+            long[] iops = scope == Scope.LOCAL ? tg.iops : tg.globalIops;
+            sb.append(scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name())
+              .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
+              .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
               .append('\n');
         }
         return sb.toString();
@@ -92,24 +100,23 @@ final class IoMaxFile extends InterfaceFile {
         }
         controller.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            long[] bps = tg.bps.clone();
-            long[] iops = tg.iops.clone();
+            long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
+            long[] iops = (scope == Scope.LOCAL ? tg.iops : tg.globalIops).clone();
             for (int k = 0; k < 4; k++) {
                 if (given[k] == null) continue;
                 if (k < 2) bps[k] = given[k];
                 else iops[k - 2] = given[k];
             }
             ThrottleDevice device = (ThrottleDevice) dg.device().policy(policy.index());
-            device.setLimits(dg, bps, iops, nowNs);
-            updateRules(dg.group(), dg.device());
+            if (scope == Scope.LOCAL) {
+                device.setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
+            } else {
+                System.arraycopy(bps, 0, tg.globalBps, 0, 2);
+                System.arraycopy(iops, 0, tg.globalIops, 0, 2);
+                device.setLimits(dg, tg.shareBps, tg.shareIops, policy.startingShare(bps, ThrottleGroup.BPS_MAX), policy.startingShare(iops, ThrottleGroup.IOPS_MAX), nowNs);
+            }
+            policy.updateRules(dg.group(), dg.device());
         });
-    }
-
-    /** Recomputes has-rules for the group and every descendant on the device (parents first). */
-    private void updateRules(Group group, DeviceControl dc) {
-        DeviceGroup dg = group.deviceGroup(dc.device().index());
-        if (dg != null) ((ThrottleGroup) dg.policyState(policy.index())).updateHasRules();
-        for (Group child : group.children()) updateRules(child, dc);
     }
 
     private static int indexOf(String key) {

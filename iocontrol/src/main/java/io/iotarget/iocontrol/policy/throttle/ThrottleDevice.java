@@ -150,12 +150,17 @@ final class ThrottleDevice implements DevicePolicy {
         return pending.isEmpty() ? Long.MAX_VALUE : pending.first().dispatchTimeNs;
     }
 
-    /** tg_set_limit + tg_conf_updated for one pair; the caller recomputes the subtree's rules. */
-    void setLimits(DeviceGroup dg, long[] bps, long[] iops, long nowNs) {
+    /**
+     * tg_set_limit + tg_conf_updated for one pair: copies {@code bps} and {@code iops} into
+     * {@code intoBps} and {@code intoIops} (its io.max, or its share) and applies what that
+     * enforces now; the caller recomputes the subtree's rules.
+     */
+    void setLimits(DeviceGroup dg, long[] intoBps, long[] intoIops, long[] bps, long[] iops, long nowNs) {
         ThrottleGroup tg = state(dg);
         tg.carryOver(nowNs);
-        System.arraycopy(bps, 0, tg.bps, 0, 2);
-        System.arraycopy(iops, 0, tg.iops, 0, 2);
+        System.arraycopy(bps, 0, intoBps, 0, 2);
+        System.arraycopy(iops, 0, intoIops, 0, 2);
+        tg.updateEffective();
         if (tg.pending || tg.queuedTotal() > 0) updateDispatchTime(tg, nowNs);
     }
 

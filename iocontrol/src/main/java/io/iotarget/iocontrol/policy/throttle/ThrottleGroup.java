@@ -30,8 +30,18 @@ final class ThrottleGroup {
     /** The parent group's state on this device; null for the root group, which is never limited. */
     final ThrottleGroup parent;
 
+    /** io.max as configured (what it reads back). */
     final long[] bps = {BPS_MAX, BPS_MAX};
     final long[] iops = {IOPS_MAX, IOPS_MAX};
+    /** io.max.global as configured: the limit all nodes hold together; never enforced as such here. */
+    final long[] globalBps = {BPS_MAX, BPS_MAX};
+    final long[] globalIops = {IOPS_MAX, IOPS_MAX};
+    /** This node's share of io.max.global (section 8 of the package documentation); max without one. */
+    final long[] shareBps = {BPS_MAX, BPS_MAX};
+    final long[] shareIops = {IOPS_MAX, IOPS_MAX};
+    /** What the buckets enforce: the smaller of io.max and the share, per direction. */
+    final long[] bpsEffective = {BPS_MAX, BPS_MAX};
+    final long[] iopsEffective = {IOPS_MAX, IOPS_MAX};
     /** A limit applies here or above, per direction: the IO path's lock-free test. */
     private volatile int hasRules;
 
@@ -74,14 +84,28 @@ final class ThrottleGroup {
     void updateHasRules() {
         int rules = 0;
         for (int dir = READ; dir <= WRITE; dir++) {
-            boolean own = !isRoot() && (bps[dir] != BPS_MAX || iops[dir] != IOPS_MAX);
+            boolean own = !isRoot() && (bpsEffective[dir] != BPS_MAX || iopsEffective[dir] != IOPS_MAX);
             if (own || (parent != null && parent.hasRules(dir))) rules |= 1 << dir;
         }
         hasRules = rules;
     }
 
+    /** io.max has a limit here (the pair appears in io.max). */
     boolean limited() {
         return bps[READ] != BPS_MAX || bps[WRITE] != BPS_MAX || iops[READ] != IOPS_MAX || iops[WRITE] != IOPS_MAX;
+    }
+
+    /** io.max.global has a limit here (the pair appears in io.max.global). */
+    boolean globallyLimited() {
+        return globalBps[READ] != BPS_MAX || globalBps[WRITE] != BPS_MAX || globalIops[READ] != IOPS_MAX || globalIops[WRITE] != IOPS_MAX;
+    }
+
+    /** Recomputes the enforced limits after io.max or the share changed; the caller carried the buckets over first. */
+    void updateEffective() {
+        for (int dir = READ; dir <= WRITE; dir++) {
+            bpsEffective[dir] = Long.compareUnsigned(bps[dir], shareBps[dir]) <= 0 ? bps[dir] : shareBps[dir];
+            iopsEffective[dir] = Math.min(iops[dir], shareIops[dir]);
+        }
     }
 
     int queuedTotal() {
@@ -100,8 +124,8 @@ final class ThrottleGroup {
      */
     long dispatchWaitNs(IoRequest io, int dir, long nowNs) {
         if (canceling) return 0;
-        long bytesWait = bps[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bps[dir], throttleBytes(io), nowNs);
-        long iosWait = iops[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iops[dir], 1, nowNs);
+        long bytesWait = bpsEffective[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bpsEffective[dir], throttleBytes(io), nowNs);
+        long iosWait = iopsEffective[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iopsEffective[dir], 1, nowNs);
         return Math.max(bytesWait, iosWait);
     }
 
@@ -112,8 +136,8 @@ final class ThrottleGroup {
 
     /** After a dispatch: keeps the buckets' numbers small. */
     void trim(int dir, long nowNs) {
-        if (bps[dir] != BPS_MAX) byteBuckets[dir].trim(bps[dir], nowNs);
-        if (iops[dir] != IOPS_MAX) ioBuckets[dir].trim(iops[dir], nowNs);
+        if (bpsEffective[dir] != BPS_MAX) byteBuckets[dir].trim(bpsEffective[dir], nowNs);
+        if (iopsEffective[dir] != IOPS_MAX) ioBuckets[dir].trim(iopsEffective[dir], nowNs);
     }
 
     /** META requests are never delayed (bio_issue_as_root_blkg). */
@@ -165,15 +189,15 @@ final class ThrottleGroup {
     }
 
     /**
-     * Limit change, before the new limits are set: what the old limits still allowed (or were
+     * Limit change (io.max or the share), before the new limits are set: what the old enforced limits still allowed (or were
      * owed) becomes credit (or debt) for buckets that start now under the new ones; with
      * nothing queued the slate is wiped.
      */
     void carryOver(long nowNs) {
         for (int dir = READ; dir <= WRITE; dir++) {
             boolean queuedHere = queuedCount[dir] > 0;
-            byteBuckets[dir].carryOver(bps[dir] == BPS_MAX ? Bucket.NO_LIMIT : bps[dir], nowNs, queuedHere);
-            ioBuckets[dir].carryOver(iops[dir] == IOPS_MAX ? Bucket.NO_LIMIT : iops[dir], nowNs, queuedHere);
+            byteBuckets[dir].carryOver(bpsEffective[dir] == BPS_MAX ? Bucket.NO_LIMIT : bpsEffective[dir], nowNs, queuedHere);
+            ioBuckets[dir].carryOver(iopsEffective[dir] == IOPS_MAX ? Bucket.NO_LIMIT : iopsEffective[dir], nowNs, queuedHere);
         }
     }
 

@@ -1,17 +1,32 @@
 package io.iotarget.iocontrol.policy.throttle;
 
+import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.model.ControlException;
 
+import java.util.ArrayList;
 import java.util.List;
 
-/** io.max (see the package documentation). */
+/**
+ * io.max and io.max.global (see the package documentation). Besides the policy hooks it is
+ * the door through which a cluster coordinator reads io.max.global and sets this node's
+ * shares (section 8): {@link #globalLimits}, {@link #share}, {@link #nodes}. Any thread.
+ */
 public final class ThrottlePolicy implements IoPolicy {
+    /** A limit of "max" in {@link GlobalLimit} and {@link #share}. */
+    public static final long UNLIMITED = Long.MAX_VALUE;
+    /** The order of the four limits in {@link GlobalLimit} and {@link #share}: io.max's keys. */
+    public static final int RBPS = 0, WBPS = 1, RIOPS = 2, WIOPS = 3;
+
     private final IoController controller;
     private final int index;
+    /** How many nodes hold io.max.global together: a new global limit starts as limit / nodes. Plain volatile. */
+    private volatile int nodes = 1;
 
     public ThrottlePolicy(IoController controller, int index) {
         this.controller = controller;
@@ -31,7 +46,7 @@ public final class ThrottlePolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoMaxFile(controller, this));
+        return List.of(new IoMaxFile(controller, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(controller, this, IoMaxFile.Scope.GLOBAL));
     }
 
     @Override
@@ -41,5 +56,78 @@ public final class ThrottlePolicy implements IoPolicy {
 
     int index() {
         return index;
+    }
+
+    /** One (group, device) pair's io.max.global: rbps, wbps, riops, wiops, {@link #UNLIMITED} for max. */
+    public record GlobalLimit(Group group, DeviceControl device, long[] limits) {
+    }
+
+    /** How many nodes share io.max.global (1, the default, is a node on its own), for limits written from now on. */
+    public void nodes(int count) {
+        if (count < 1) throw new IllegalArgumentException("nodes " + count);
+        nodes = count;
+    }
+
+    /** Every pair with an io.max.global limit, read under the tree lock. */
+    public List<GlobalLimit> globalLimits() {
+        List<GlobalLimit> out = new ArrayList<>();
+        controller.tree().walk(g -> {
+            for (DeviceGroup dg : g.deviceGroups()) {
+                ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+                if (!tg.globallyLimited()) continue;
+                out.add(new GlobalLimit(g, dg.device(), new long[] {
+                        fromBps(tg.globalBps[ThrottleGroup.READ]), fromBps(tg.globalBps[ThrottleGroup.WRITE]),
+                        fromIops(tg.globalIops[ThrottleGroup.READ]), fromIops(tg.globalIops[ThrottleGroup.WRITE])}));
+            }
+        });
+        return out;
+    }
+
+    /**
+     * Sets this node's share of the pair's io.max.global (rbps, wbps, riops, wiops;
+     * {@link #UNLIMITED} for none; values below 1 count as 1). The pair then enforces the
+     * smaller of io.max and the share; io.max reads back unchanged.
+     *
+     * @throws ControlException ENODEV when the group or device was removed meanwhile
+     */
+    public void share(Group group, DeviceControl device, long[] shares) throws ControlException {
+        long[] bps = {toBps(shares[RBPS]), toBps(shares[WBPS])};
+        long[] iops = {toIops(shares[RIOPS]), toIops(shares[WIOPS])};
+        controller.configure(group, device, (dg, nowNs) -> {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+            if (java.util.Arrays.equals(bps, tg.shareBps) && java.util.Arrays.equals(iops, tg.shareIops)) return;
+            ((ThrottleDevice) device.policy(index)).setLimits(dg, tg.shareBps, tg.shareIops, bps, iops, nowNs);
+            updateRules(group, device);
+        });
+    }
+
+    /** The share a node takes of a newly written global limit (bps or iops, max kept) before any coordinator speaks: limit / nodes. */
+    long[] startingShare(long[] limits, long max) {
+        long[] share = new long[limits.length];
+        for (int i = 0; i < limits.length; i++) share[i] = limits[i] == max ? max : Math.max(1, Long.divideUnsigned(limits[i], nodes));
+        return share;
+    }
+
+    /** Recomputes has-rules for the group and every descendant on the device (parents first). Tree lock held. */
+    void updateRules(Group group, DeviceControl dc) {
+        DeviceGroup dg = group.deviceGroup(dc.device().index());
+        if (dg != null) ((ThrottleGroup) dg.policyState(index)).updateHasRules();
+        for (Group child : group.children()) updateRules(child, dc);
+    }
+
+    private static long fromBps(long v) {
+        return v == ThrottleGroup.BPS_MAX || v < 0 ? UNLIMITED : v;
+    }
+
+    private static long fromIops(long v) {
+        return v == ThrottleGroup.IOPS_MAX ? UNLIMITED : v;
+    }
+
+    private static long toBps(long v) {
+        return v == UNLIMITED ? ThrottleGroup.BPS_MAX : Math.max(1, v);
+    }
+
+    private static long toIops(long v) {
+        return Math.min(ThrottleGroup.IOPS_MAX, Math.max(1, v));
     }
 }

@@ -61,7 +61,19 @@
  * limits of 0 are refused (ERANGE), limits of 1 too (EINVAL, as 6.1); iops above 2^32 - 1
  * are clamped to max.
  *
- * <h2>8. Watch</h2>
+ * <h2>8. A share of a limit held across nodes: io.max.global</h2>
+ * io.max.global has io.max's syntax but is keyed by the backend's name, which every node of a
+ * cluster shares (the module {@code cluster}, docs/cluster.md). Its limits are never enforced
+ * as such: a pair enforces the smaller of its io.max and its <em>share</em> of io.max.global,
+ * per limit ({@code bpsEffective}, {@code iopsEffective}), and io.max reads back exactly what
+ * was written to it, as in Linux. A newly written global limit starts as limit / nodes
+ * ({@code ThrottlePolicy.nodes}, 1 on a node alone); a coordinator then moves the share with
+ * {@code ThrottlePolicy.share}, which is a limit change as in section 5: the buckets carry
+ * over, so a share that changes every few hundred milliseconds loses and adds nothing.
+ * Example: io.max {@code riops=5000}, io.max.global {@code riops=9000} on 3 nodes: 3000 is
+ * enforced at first; a share of 8000 then enforces 5000, io.max still reads 5000.
+ *
+ * <h2>9. Watch</h2>
  * {@link io.iotarget.iocontrol.policy.throttle.ThrottleCounter} per device
  * ({@code IoController.policyCounters}): requests waiting now (QUEUED) and ever delayed
  * (DELAYED); io.stat shows what each group was charged.

@@ -1,0 +1,41 @@
+package io.iotarget.cluster;
+
+import java.util.List;
+
+/**
+ * Where the nodes of a cluster meet: each reports its demand per tenant limit and receives its
+ * share, the store rebalancing atomically (package documentation, section 2). Redis or Valkey
+ * ({@link RedisShareStore}) today; etcd or Apache Ratis could stand behind the same two calls.
+ * Called by the coordinator's one thread.
+ */
+public interface ShareStore extends AutoCloseable {
+    /** One tenant limit as a node reports it: the store's key, the global limit, and this node's demand (same unit, per second). */
+    record Report(String key, long limit, long demand) {
+    }
+
+    /** The answer for one report: this node's share, and whether the store still knew this node for it (false: new, expired or lost). */
+    record Share(long share, boolean known) {
+    }
+
+    /**
+     * Records {@code reports} for {@code node} with a lease of {@code leaseMs} and returns its
+     * shares, one per report in order: one round trip, atomic for all of them.
+     *
+     * @param nodes how many nodes are configured (the floor an idle node keeps is limit / nodes / 20)
+     * @throws StoreException the store could not be reached or refused the exchange
+     */
+    List<Share> exchange(String node, int nodes, long leaseMs, List<Report> reports) throws StoreException;
+
+    /** Releases the connection and every thread the client started. */
+    @Override
+    void close();
+
+    /** The store failed or could not be reached. */
+    final class StoreException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        public StoreException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/**
+ * Scale-out: one tenant's limit held across several iotarget nodes (issue 13, docs/cluster.md).
+ *
+ * <h2>1. Local enforcement, a share per node</h2>
+ * A tenant is a group path; the same path on every node is the same tenant, and a device is
+ * known by its backend's name. A group's {@code io.max.global} holds the limit all nodes hold
+ * together, in io.max's syntax. No IO waits for the network: each node enforces its
+ * <em>share</em> of each global limit with io.max's own buckets (the smaller of io.max and
+ * the share, {@code iocontrol.policy.throttle}, section 8). The {@link
+ * io.iotarget.cluster.Coordinator} moves the shares once per {@code interval_ms}.
+ *
+ * <h2>2. One exchange per interval, rebalanced in the store</h2>
+ * Each interval a node reads io.stat of every group with a global limit, turns the counters'
+ * growth into a rate per limit (rbps from rbytes, wbps from wbytes, riops from rios, wiops
+ * from wios) and reports a <em>demand</em>: the whole global limit when it used at least
+ * {@code SATURATED_PCT} (90 %) of its share (it would take more), else its use plus a quarter
+ * ({@code HEADROOM_PCT}), so that a node below its share is not taken for a saturated one
+ * next time. One Lua script in the store ({@code rebalance.lua}), run atomically for all of
+ * the node's limits in one round trip, records the demand with a lease and answers the share:
+ * <ol>
+ *   <li>entries whose lease ran out (a node that stopped reporting) are dropped, so their share
+ *       goes to the others;</li>
+ *   <li>every configured node keeps a floor of limit / nodes / 20, live or not, so an idle or
+ *       starting node can start at once;</li>
+ *   <li>the rest is water-filled: wants (demand − floor) are met smallest first, at most an even
+ *       split of what remains each; what is left over is spread evenly;</li>
+ *   <li>the answer is at most the limit minus what the other live nodes hold (the shares the
+ *       store gave them last), so the recorded shares never add up to more than the limit.
+ *       A node whose share must shrink gives it up at its next exchange; the one that grows
+ *       gets it at its own next one, within two intervals.</li>
+ * </ol>
+ * Leases run on the store's clock ({@code TIME}), so the nodes' clocks need not agree.
+ *
+ * <h2>3. Without the store</h2>
+ * A failed exchange keeps the shares: they still add up to at most the limit. At the last
+ * interval before its lease runs out (the store drops its entry then) the node holds
+ * limit / nodes (a fallback, counted), which holds the limit during a partition of the store
+ * from everyone. When the
+ * store answers again but no longer knew the node (a restart lost its data, or the node's
+ * entry expired), the others' holdings it reports are incomplete: for one lease the node
+ * does not grow above what it held when it came back, by which time every live node has
+ * reported again.
+ *
+ * <h2>4. Worked example</h2>
+ * riops=9000 global, 3 nodes, interval 200 ms, lease 1000 ms. Floors are 150. All three
+ * saturated: each demands 9000, wants 8850, the rest (8550) splits 2850 each: 3000 each. Only
+ * node 1 loaded: it wants 8850, the others want 0: node 1 gets 150 + 8550 = 8700 (96.7 %),
+ * the others 150. The store dies: every node keeps its share until 800-1000 ms after its last
+ * exchange (the last interval before its lease ends), then holds 3000: at most 9000 together. Node 3 dies: after its lease its entry is dropped and nodes 1
+ * and 2 split the limit but node 3's floor: 4425 each.
+ *
+ * <h2>5. What it does not guarantee</h2>
+ * A node cut off from the store while the others still reach it holds limit / nodes while
+ * the store has dropped its entry, so the others may hold the whole limit: the sum may reach
+ * limit × (1 + 1/nodes) for as long as that partition lasts. A node starting while the
+ * others hold the whole limit holds limit / nodes until its first exchange (one interval).
+ * Between a store's answer and the node applying it (sub-millisecond) a shrinking share is
+ * still enforced at its old value.
+ *
+ * <h2>6. Watch</h2>
+ * /metrics: every tenant limit's share, demand and global limit, the store's round-trip time,
+ * exchanges and failures, fallbacks and whether the node is in one (docs/metrics.md).
+ */
+package io.iotarget.cluster;

@@ -1,0 +1,82 @@
+package io.iotarget.control;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.http.ControlClient;
+import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.RedisServer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The cluster section: each mistake names its key; save keeps the section and io.max.global. */
+class ClusterConfigTest {
+    private final ObjectMapper json = new ObjectMapper();
+    @TempDir
+    Path dir;
+
+    private String refusal(String cluster) {
+        String config = "{ \"server\": { \"control\": \"127.0.0.1:0\" }, \"cluster\": " + cluster + " }";
+        return assertThrows(ConfigException.class, () -> Server.start(json.readTree(config), dir)).getMessage();
+    }
+
+    @Test
+    void shouldNameTheKeyOfEveryMistake() {
+        String ok = "\"node\": \"a\", \"store\": \"redis://127.0.0.1:6379\", \"nodes\": 3";
+        assertEquals("cluster.node: missing (this node's id, different on every node)", refusal("{ \"store\": \"redis://h:1\", \"nodes\": 3 }"));
+        assertEquals("cluster.node = \"a b\": expected 1 to 64 letters, digits or ._:@+- as a string",
+                     refusal("{ \"node\": \"a b\", \"store\": \"redis://h:1\", \"nodes\": 3 }"));
+        assertEquals("cluster.store = \"http://h:1\": expected redis://HOST:PORT or rediss://HOST:PORT (Redis or Valkey): another scheme",
+                     refusal("{ \"node\": \"a\", \"store\": \"http://h:1\", \"nodes\": 3 }"));
+        assertEquals("cluster.nodes: missing (how many nodes share the io.max.global limits)",
+                     refusal("{ \"node\": \"a\", \"store\": \"redis://h:1\" }"));
+        assertEquals("cluster.nodes = 0: expected an integer from 1 to 1000 (nodes that share the limits)",
+                     refusal("{ \"node\": \"a\", \"store\": \"redis://h:1\", \"nodes\": 0 }"));
+        assertEquals("cluster.interval_ms = \"200\": expected an integer from 10 to 60000 (milliseconds between exchanges)",
+                     refusal("{ " + ok + ", \"interval_ms\": \"200\" }"));
+        assertEquals("cluster.lease_ms = 300: expected an integer from 400 to 3600000 (milliseconds a share holds without the store; "
+                     + "at least two intervals, 2 x cluster.interval_ms)", refusal("{ " + ok + ", \"lease_ms\": 300 }"));
+        assertEquals("cluster.leases: unknown setting (expected: node, store, nodes, interval_ms, lease_ms)",
+                     refusal("{ " + ok + ", \"leases\": 1 }"));
+        assertEquals("cluster: expected an object", refusal("[]"));
+    }
+
+    @Test
+    void shouldSaveTheSectionAndIoMaxGlobalAndComeBackTheSame() throws Exception {
+        try (RedisServer redis = RedisServer.start(dir)) {
+            String config = """
+                    { "server": { "control": "127.0.0.1:0" },
+                      "cluster": { "node": "n1", "store": "%s", "nodes": 3, "interval_ms": 100, "lease_ms": 500 },
+                      "backends": { "disk": { "type": "null", "size": "64M", "enable": 1 } },
+                      "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
+                                               "a": { "io.max": "disk wiops=500", "io.max.global": "disk riops=9000 wbps=1048576" } } } }
+                    """.formatted(redis.uri());
+            String saved;
+            try (Server server = Server.start(json.readTree(config), dir)) {
+                saved = save(server);
+                assertEquals("disk rbps=max wbps=1048576 riops=9000 wiops=max\n", server.mounts().read("tenants/a/io.max.global"));
+                assertTrue(server.mounts().read("tenants/a/io.max").matches("259:\\d+ rbps=max wbps=max riops=max wiops=500\n"),
+                           "io.max as written: " + server.mounts().read("tenants/a/io.max"));
+            }
+            JsonNode tree = json.readTree(saved);
+            assertEquals(json.readTree(config).get("cluster"), tree.get("cluster"));
+            assertEquals("disk rbps=max wbps=1048576 riops=9000 wiops=max", tree.at("/cgroup/tenants/a/io.max.global").textValue());
+            try (Server server = Server.start(tree, dir)) {
+                assertEquals(saved, save(server));
+                assertTrue(server.summary().stream().anyMatch(l -> l.startsWith("cluster node n1 of 3, store " + redis.uri())), server.summary().toString());
+            }
+        }
+    }
+
+    private String save(Server server) throws Exception {
+        ControlClient.Reply reply = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null).get("save", null);
+        assertTrue(reply.ok(), reply.body());
+        return reply.body();
+    }
+}
