@@ -98,6 +98,12 @@ class ClusterTest {
             stopLoad();
             server.close();
         }
+
+        /** SIGKILL: the node never tells the store it has gone; its entry must expire. */
+        void kill() throws InterruptedException {
+            stopLoad();
+            server.kill();
+        }
     }
 
     private Process fio(int nbdPort, String name, long runtimeMs, Path json) throws IOException {
@@ -249,7 +255,7 @@ class ClusterTest {
                 n3.startLoad();
                 msUntil(nodes, 3000, r -> sum(r) >= 0.97 * LIMIT && r[2] > 2000, "all three loaded once more");
                 long n3KilledAt = System.nanoTime();
-                n3.close();
+                n3.kill();
                 List<Node> survivors = List.of(n1, n2);
                 long takeoverMs = msUntilMetric(survivors, "iotarget_cluster_share", LEASE_MS + 2 * INTERVAL_MS + 300,
                                                 s -> s[0] + s[1] >= LIMIT - LIMIT / NODES / 20 - 2, "node 3 killed: nodes 1 and 2 hold its share");

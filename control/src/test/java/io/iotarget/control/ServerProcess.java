@@ -92,6 +92,11 @@ final class ServerProcess implements AutoCloseable {
         return Files.readString(output, StandardCharsets.UTF_8);
     }
 
+    /** Kills the server (SIGKILL: no shutdown hook, no goodbye to anyone) and waits for it to exit. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+    }
+
     /** Stops the server (SIGTERM, then SIGKILL after 10 s) and waits for it to exit. */
     @Override
     public void close() {
