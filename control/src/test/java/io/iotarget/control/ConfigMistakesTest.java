@@ -87,6 +87,13 @@ class ConfigMistakesTest {
                 refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"max_connections_per_host\": 0 } }"));
         assertEquals("server.send_timeout_ms = \"30s\": expected an integer from 1 to 86400000 (milliseconds a client may take none of its replies)",
                 refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_timeout_ms\": \"30s\" } }"));
+        String sendBuffer = ": expected 0 (the kernel's auto-tuning) or a size from 4K to 64M (in bytes, or with K or M), as an integer or a string";
+        assertEquals("server.send_buffer = \"1K\"" + sendBuffer,
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": \"1K\" } }"));
+        assertEquals("server.send_buffer = true" + sendBuffer,
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": true } }"));
+        assertEquals("server.send_buffer = \"1G\"" + sendBuffer,
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": \"1G\" } }"));
     }
 
     /** Each key that makes the server listen is named when its address is taken. */

@@ -92,6 +92,7 @@ public final class Connection {
     void register(Protocol protocol, String refusal) throws IOException {
         channel.configureBlocking(false);
         channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        if (loop.sendBufferBytes > 0) channel.setOption(StandardSocketOptions.SO_SNDBUF, loop.sendBufferBytes);
         key = channel.register(loop.selector(), SelectionKey.OP_READ, this);
         loop.add(this);
         ConnectionHandler given = refusal == null ? protocol.open(this) : protocol.refuse(this, refusal);

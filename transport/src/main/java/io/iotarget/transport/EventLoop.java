@@ -71,14 +71,17 @@ public final class EventLoop {
     /** Loop thread only. */
     private final List<Connection> connections = new ArrayList<>();
     private final long sendTimeoutNs;
+    /** SO_SNDBUF of this loop's connections; 0: the kernel's auto-tuning. */
+    final int sendBufferBytes;
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean running = true;
     private long lastErrorLogNs;
     private long timeoutSequence;
 
-    EventLoop(String name, long sendTimeoutNs, Executor tlsTasks) throws IOException {
+    EventLoop(String name, long sendTimeoutNs, int sendBufferBytes, Executor tlsTasks) throws IOException {
         this.selector = Selector.open();
         this.sendTimeoutNs = sendTimeoutNs;
+        this.sendBufferBytes = sendBufferBytes;
         this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }

@@ -26,16 +26,25 @@ public final class Transport implements AutoCloseable {
      * @param sendTimeout           a peer that takes none of its queued replies for this long is disconnected
      * @param maxConnections        connections the server keeps at once, over all listeners
      * @param maxConnectionsPerHost connections from one peer address
+     * @param sendBufferBytes       SO_SNDBUF of every connection; 0 leaves the kernel's auto-tuning
      */
-    public record Settings(int loops, Duration sendTimeout, int maxConnections, int maxConnectionsPerHost) {
+    public record Settings(int loops, Duration sendTimeout, int maxConnections, int maxConnectionsPerHost, int sendBufferBytes) {
+        /** Default {@link #sendBufferBytes}: see {@link #defaults()}. */
+        public static final int DEFAULT_SEND_BUFFER = 512 * 1024;
+
         /**
          * The defaults: one loop per core; 30 s to take a reply (the Linux NVMe host's own IO
          * timeout, so a host that stalls that long has given up anyway); 10,000 connections in all
          * and 2,000 per host (a kernel NBD client uses up to 16 per device, an NVMe/TCP host one per
-         * queue per controller — generous for real hosts, finite for a flood).
+         * queue per controller — generous for real hosts, finite for a flood); a 512 KiB send
+         * buffer, which the kernel doubles for its bookkeeping: 1 MiB in flight per connection, 10
+         * GB/s at a 100 µs round trip. Auto-tuning grows every busy connection's buffer to
+         * tcp_wmem's 4 MiB; with the event loop's non-blocking writes that runs 1 MiB reads over
+         * loopback at 0.8x of what the bounded buffer gets (bench/results/datapath.md), and it lets
+         * a client that stops reading pin 4 MiB of kernel memory instead of 1.
          */
         public static Settings defaults() {
-            return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000);
+            return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000, DEFAULT_SEND_BUFFER);
         }
 
         public Settings {
@@ -43,6 +52,7 @@ public final class Transport implements AutoCloseable {
             if (sendTimeout.isNegative() || sendTimeout.isZero()) throw new IllegalArgumentException("sendTimeout " + sendTimeout + " (expected: > 0)");
             if (maxConnections < 1) throw new IllegalArgumentException("maxConnections " + maxConnections + " (expected: >= 1)");
             if (maxConnectionsPerHost < 1) throw new IllegalArgumentException("maxConnectionsPerHost " + maxConnectionsPerHost + " (expected: >= 1)");
+            if (sendBufferBytes < 0) throw new IllegalArgumentException("sendBufferBytes " + sendBufferBytes + " (expected: >= 0)");
         }
     }
 
@@ -65,7 +75,7 @@ public final class Transport implements AutoCloseable {
         AtomicInteger tlsThreadNumber = new AtomicInteger();
         this.tlsTasks = new ThreadPoolExecutor(tlsThreads, tlsThreads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().daemon().name("iotarget-tls-" + tlsThreadNumber.getAndIncrement()).unstarted(task));
-        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), tlsTasks);
+        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), settings.sendBufferBytes(), tlsTasks);
         for (EventLoop loop : loops) loop.start();
         this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());
     }

@@ -46,7 +46,7 @@ class TransportTest {
     }
 
     private static Transport.Settings settings() {
-        return new Transport.Settings(2, Duration.ofSeconds(30), 10_000, 10_000);
+        return new Transport.Settings(2, Duration.ofSeconds(30), 10_000, 10_000, Transport.Settings.DEFAULT_SEND_BUFFER);
     }
 
     private Socket connect(InetSocketAddress address) throws IOException {
@@ -214,7 +214,7 @@ class TransportTest {
     void shouldDisconnectAPeerThatStopsReadingAndDropItsOutput() throws Exception {
         CompletableFuture<Throwable> closed = new CompletableFuture<>();
         CountDownLatch dropped = new CountDownLatch(1);
-        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofMillis(500), 100, 100), protocol(c -> new ConnectionHandler() {
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofMillis(500), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER), protocol(c -> new ConnectionHandler() {
             @Override
             public void opened(Connection connection) {
                 // Far more than the socket buffers hold: the peer never reads, so most of it stays queued.
@@ -246,7 +246,7 @@ class TransportTest {
     @Test
     void shouldRefusePastTheLimitsAndCountAgainAfterClose() throws Exception {
         List<String> refusals = new CopyOnWriteArrayList<>();
-        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 2), new Protocol() {
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 2, Transport.Settings.DEFAULT_SEND_BUFFER), new Protocol() {
             @Override
             public ConnectionHandler open(Connection connection) {
                 return new RecordEcho(1);
@@ -287,5 +287,34 @@ class TransportTest {
         for (Socket s : many) assertEquals('z', s.getInputStream().read());
         assertEquals(500, transport.connectionCount());
         assertTrue(Thread.activeCount() <= threadsBefore + 2, "threads " + threadsBefore + " -> " + Thread.activeCount());
+    }
+
+    /**
+     * The send buffer reaches every accepted socket, as the kernel reports it: {@code ss}'s
+     * {@code tb} is sk_sndbuf, which SO_SNDBUF sets to twice the value asked for (capped at
+     * net.core.wmem_max); with 0 the kernel's auto-tuning is left alone.
+     */
+    @Test
+    void shouldGiveEveryConnectionTheConfiguredSendBuffer() throws Exception {
+        long wmemMax = Long.parseLong(Files.readAllLines(Path.of("/proc/sys/net/core/wmem_max")).getFirst().strip());
+        for (int asked : new int[] {65536, 0}) {
+            if (transport != null) transport.close();
+            InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, asked), protocol(c -> new RecordEcho(1)));
+            Socket s = connect(address);
+            s.getOutputStream().write('s');
+            assertEquals('s', s.getInputStream().read());       // registered: the option is set before the handler runs
+            Process ss = new ProcessBuilder("ss", "-tmnH", "state", "established", "( sport = :" + address.getPort() + " )")
+                    .redirectErrorStream(true).start();
+            String out = new String(ss.getInputStream().readAllBytes());
+            assertEquals(0, ss.waitFor(), out);
+            var tb = java.util.regex.Pattern.compile("skmem:\\([^)]*\\btb(\\d+)").matcher(out);
+            assertTrue(tb.find(), out);
+            long sndbuf = Long.parseLong(tb.group(1));
+            if (asked > 0) {
+                assertEquals(2 * Math.min(asked, wmemMax), sndbuf, out);
+            } else {
+                assertTrue(sndbuf != 2 * 65536, "auto-tuned, not the buffer asked for before: " + out);
+            }
+        }
     }
 }

@@ -155,7 +155,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
-                                    "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
+                                    "send_buffer", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -188,7 +188,8 @@ public final class ConfigLoader {
                                                   "milliseconds a client may take none of its replies")),
                 (int) count(server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
                 (int) count(server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
-                            "connections from one client address"));
+                            "connections from one client address"),
+                sendBuffer(server.get("send_buffer"), defaults.sendBufferBytes()));
         Engine.Settings engineDefaults = Engine.Settings.defaults();
         long bufferMemory = size(server, "buffer_memory", engineDefaults.bufferMemoryBytes());
         long bufferShare = size(server, "buffer_share", server.has("buffer_memory") ? BufferPool.defaultShare(bufferMemory)
@@ -273,6 +274,17 @@ public final class ConfigLoader {
         long bytes = v.isTextual() ? Sizes.parse(v.textValue()) : v.isIntegralNumber() && v.canConvertToLong() ? v.longValue() : -1;
         if (bytes <= 0) throw new ConfigException("server." + key + " = " + v + ": expected " + Sizes.EXPECTED + " (an integer or a string)");
         return bytes;
+    }
+
+    /** {@code server.send_buffer}: 0 (the kernel's auto-tuning) or a size from 4K to 64M. */
+    private static int sendBuffer(JsonNode v, int defaultValue) throws ConfigException {
+        if (v == null) return defaultValue;
+        long bytes = v.isTextual() ? Sizes.parse(v.textValue()) : v.isIntegralNumber() && v.canConvertToLong() ? v.longValue() : -1;
+        if (bytes != 0 && (bytes < 4096 || bytes > 64L << 20)) {
+            throw new ConfigException("server.send_buffer = " + v + ": expected 0 (the kernel's auto-tuning) or a size from 4K to 64M "
+                                      + "(in bytes, or with K or M), as an integer or a string");
+        }
+        return (int) bytes;
     }
 
     /** An integer setting of the server section in [min, max], or its default when absent. */

@@ -69,4 +69,18 @@ class ConfigLoaderTest {
             assertFalse(e.getMessage().contains("FZut"), e.getMessage());
         }
     }
+
+    private static int sendBuffer(String server) throws ConfigException {
+        String json = "{ \"server\": { " + server + " } }";
+        return ConfigLoader.serverSettings(ConfigLoader.parse(new ByteArrayInputStream(json.getBytes(StandardCharsets.UTF_8)), "test.json"))
+                .transport().sendBufferBytes();
+    }
+
+    @Test
+    void shouldReadTheSendBufferAsASizeWithZeroForTheKernelsAutoTuning() throws Exception {
+        assertEquals(512 * 1024, sendBuffer("\"event_loops\": 1"));
+        assertEquals(256 * 1024, sendBuffer("\"send_buffer\": \"256K\""));
+        assertEquals(65536, sendBuffer("\"send_buffer\": 65536"));
+        assertEquals(0, sendBuffer("\"send_buffer\": 0"));
+    }
 }
