@@ -39,9 +39,10 @@ public final class Transport implements AutoCloseable {
          * queue per controller — generous for real hosts, finite for a flood); a 512 KiB send
          * buffer, which the kernel doubles for its bookkeeping: 1 MiB in flight per connection, 10
          * GB/s at a 100 µs round trip. Auto-tuning grows every busy connection's buffer to
-         * tcp_wmem's 4 MiB; with the event loop's non-blocking writes that runs 1 MiB reads over
-         * loopback at 0.8x of what the bounded buffer gets (bench/results/datapath.md), and it lets
-         * a client that stops reading pin 4 MiB of kernel memory instead of 1.
+         * tcp_wmem's 4 MiB; with the event loop's non-blocking writes that runs 1 MiB reads from
+         * memory over loopback at 0.8x of what the bounded buffer gets (docs/decisions.md,
+         * bench/results/datapath.md), and it lets a client that stops reading pin 4 MiB of kernel
+         * memory instead of 1.
          */
         public static Settings defaults() {
             return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000, DEFAULT_SEND_BUFFER);
