@@ -18,10 +18,12 @@
 # With BASELINE_JAR (the iotarget.jar of another build), that build runs beside this one as the
 # systems base-direct, base-cache and base-memory (its own ports and /dev/shm file, the same
 # disk file), alternating with the others: a before/after ratio from the same run.
+# With POLL_US, a second server of this build with server.poll_us = POLL_US runs as poll-direct,
+# poll-cache and poll-memory, listed first, so the ratios are the polling server's.
 #
 # Usage: bench/datapath.sh [--runtime S] [--repeats N] [--out FILE] [direct] [cache] [memory]
 # Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk),
-#      BASELINE_JAR (none).
+#      BASELINE_JAR (none), POLL_US (none).
 # Needs: fio (nbd and libaio engines), nbdkit, qemu-storage-daemon, taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,10 +52,10 @@ trap cleanup EXIT
 (cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
 
 DISK="$BENCH_DIR/disk.img" SHM_IOT=/dev/shm/iotarget-bench-iotarget.img SHM_NBDKIT=/dev/shm/iotarget-bench-nbdkit.img
-SHM_BASE=/dev/shm/iotarget-bench-base.img
+SHM_BASE=/dev/shm/iotarget-bench-base.img SHM_POLL=/dev/shm/iotarget-bench-poll.img
 # Written out, not sparse: every system reads real blocks.
 [[ -s "$DISK" ]] || dd if=/dev/urandom of="$DISK" bs=1M count=1024 oflag=direct status=none
-for f in "$SHM_IOT" "$SHM_NBDKIT" ${BASELINE_JAR:+"$SHM_BASE"}; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
+for f in "$SHM_IOT" "$SHM_NBDKIT" ${BASELINE_JAR:+"$SHM_BASE"} ${POLL_US:+"$SHM_POLL"}; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
 
 config() { # control-port nbd-port shm-file
   cat <<JSON
@@ -76,6 +78,12 @@ start() { # name port command...
 }
 start iotarget 10911 "$ROOT/bin/iotarget" serve --config "$WORK/iotarget.json"
 URI[iotarget-direct]="nbd://127.0.0.1:10911/disk" URI[iotarget-cache]="nbd://127.0.0.1:10911/shm" URI[iotarget-memory]="nbd://127.0.0.1:10911/mem"
+if [[ -n "${POLL_US:-}" ]]; then
+  config 9849 10931 "$SHM_POLL" | sed "s/\"io_engine\": \"io_uring\"/&, \"poll_us\": $POLL_US/" > "$WORK/poll.json"
+  start poll 10931 "$ROOT/bin/iotarget" serve --config "$WORK/poll.json"
+  URI[poll-direct]="nbd://127.0.0.1:10931/disk" URI[poll-cache]="nbd://127.0.0.1:10931/shm" URI[poll-memory]="nbd://127.0.0.1:10931/mem"
+  PID[poll-direct]=${PID[poll]} PID[poll-cache]=${PID[poll]} PID[poll-memory]=${PID[poll]}
+fi
 if [[ -n "${BASELINE_JAR:-}" ]]; then
   config 9839 10921 "$SHM_BASE" > "$WORK/base.json"
   start base 10921 java --enable-native-access=ALL-UNNAMED -XX:MaxDirectMemorySize=64g -jar "$BASELINE_JAR" serve --config "$WORK/base.json"
@@ -131,6 +139,9 @@ PY
 declare -A SYSTEMS=([direct]="iotarget-direct qsd-direct fio-direct" [cache]="iotarget-cache nbdkit-cache" [memory]="iotarget-memory nbdkit-memory")
 if [[ -n "${BASELINE_JAR:-}" ]]; then
   for s in direct cache memory; do SYSTEMS[$s]="${SYSTEMS[$s]/iotarget-$s/iotarget-$s base-$s}"; done
+fi
+if [[ -n "${POLL_US:-}" ]]; then
+  for s in direct cache memory; do SYSTEMS[$s]="poll-$s ${SYSTEMS[$s]}"; done
 fi
 declare -A WORKLOADS=(
   [direct]="randread:4k:1:1 randread:4k:32:1 randread:4k:32:4 randwrite:4k:1:1 randwrite:4k:32:1 randwrite:4k:32:4"

@@ -92,6 +92,8 @@ class ConfigMistakesTest {
                 refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": \"1K\" } }"));
         assertEquals("server.send_buffer = true" + sendBuffer,
                 refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": true } }"));
+        assertEquals("server.poll_us = 5000: expected an integer from 0 to 1000 (microseconds an event loop busy-polls after its last work, 0 for never)",
+                refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"poll_us\": 5000 } }"));
         assertEquals("server.send_buffer = \"1G\"" + sendBuffer,
                 refusal("{ \"server\": { \"control\": \"127.0.0.1:0\", \"send_buffer\": \"1G\" } }"));
     }

@@ -73,15 +73,20 @@ public final class EventLoop {
     private final long sendTimeoutNs;
     /** SO_SNDBUF of this loop's connections; 0: the kernel's auto-tuning. */
     final int sendBufferBytes;
+    /** How long the loop busy-polls after its last work before it sleeps in select; 0: never polls. */
+    private final long pollNs;
+    /** When the loop last found a ready key or a task. */
+    private long lastWorkNs;
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean running = true;
     private long lastErrorLogNs;
     private long timeoutSequence;
 
-    EventLoop(String name, long sendTimeoutNs, int sendBufferBytes, Executor tlsTasks) throws IOException {
+    EventLoop(String name, long sendTimeoutNs, int sendBufferBytes, long pollNs, Executor tlsTasks) throws IOException {
         this.selector = Selector.open();
         this.sendTimeoutNs = sendTimeoutNs;
         this.sendBufferBytes = sendBufferBytes;
+        this.pollNs = pollNs;
         this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }
@@ -218,16 +223,9 @@ public final class EventLoop {
     }
 
     private void select() throws IOException {
-        int ready;
-        Timeout next = timeouts.peek();
-        long leftNs = next == null ? Long.MAX_VALUE : next.deadlineNs - System.nanoTime();
-        if (!tasks.isEmpty() || leftNs <= 0) {
-            ready = selector.selectNow();
-        } else if (next == null) {
-            ready = selector.select();
-        } else {
-            ready = selector.select(Math.max(1, (leftNs + 999_999) / 1_000_000));
-        }
+        int ready = pollNs > 0 ? poll() : 0;
+        if (ready == 0) ready = waitForReady();
+        if (ready > 0 || !tasks.isEmpty()) lastWorkNs = System.nanoTime();
         if (ready == 0) return;
         var keys = selector.selectedKeys();
         for (var it = keys.iterator(); it.hasNext(); ) {
@@ -242,6 +240,33 @@ public final class EventLoop {
                 else survive(t);
             }
         }
+    }
+
+    /**
+     * Busy-polls the selector until something is ready, a task is queued, the next timeout is
+     * due, or {@link #pollNs} have passed since the loop's last work (at once if they have). A
+     * request that arrives while the loop polls is read without the wake-up of a sleeping
+     * thread, the main cost of a queue-depth-1 round trip; an idle loop polls not at all.
+     */
+    private int poll() throws IOException {
+        long end = lastWorkNs + pollNs;
+        Timeout next = timeouts.peek();
+        if (next != null && next.deadlineNs - end < 0) end = next.deadlineNs;
+        while (tasks.isEmpty() && System.nanoTime() - end < 0) {
+            int ready = selector.selectNow();
+            if (ready > 0) return ready;
+            Thread.onSpinWait();
+        }
+        return 0;
+    }
+
+    /** Selects until something is ready, a task is queued or the next timeout is due. */
+    private int waitForReady() throws IOException {
+        Timeout next = timeouts.peek();
+        long leftNs = next == null ? Long.MAX_VALUE : next.deadlineNs - System.nanoTime();
+        if (!tasks.isEmpty() || leftNs <= 0) return selector.selectNow();
+        if (next == null) return selector.select();
+        return selector.select(Math.max(1, (leftNs + 999_999) / 1_000_000));
     }
 
     /** The queued tasks, after lowering the wake-up flag. Loop thread (and the stress test, acting as the loop). */

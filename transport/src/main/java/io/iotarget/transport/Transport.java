@@ -27,8 +27,10 @@ public final class Transport implements AutoCloseable {
      * @param maxConnections        connections the server keeps at once, over all listeners
      * @param maxConnectionsPerHost connections from one peer address
      * @param sendBufferBytes       SO_SNDBUF of every connection; 0 leaves the kernel's auto-tuning
+     * @param poll                  how long a loop busy-polls after its last work before it sleeps; zero: never
      */
-    public record Settings(int loops, Duration sendTimeout, int maxConnections, int maxConnectionsPerHost, int sendBufferBytes) {
+    public record Settings(int loops, Duration sendTimeout, int maxConnections, int maxConnectionsPerHost, int sendBufferBytes,
+                           Duration poll) {
         /** Default {@link #sendBufferBytes}: see {@link #defaults()}. */
         public static final int DEFAULT_SEND_BUFFER = 512 * 1024;
 
@@ -42,10 +44,11 @@ public final class Transport implements AutoCloseable {
          * tcp_wmem's 4 MiB; with the event loop's non-blocking writes that runs 1 MiB reads from
          * memory over loopback at 0.8x of what the bounded buffer gets (docs/decisions.md,
          * bench/results/datapath.md), and it lets a client that stops reading pin 4 MiB of kernel
-         * memory instead of 1.
+         * memory instead of 1. No busy-polling: it buys queue-depth-1 latency with CPU, which an
+         * operator chooses (docs/decisions.md).
          */
         public static Settings defaults() {
-            return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000, DEFAULT_SEND_BUFFER);
+            return new Settings(0, Duration.ofSeconds(30), 10_000, 2_000, DEFAULT_SEND_BUFFER, Duration.ZERO);
         }
 
         public Settings {
@@ -54,6 +57,7 @@ public final class Transport implements AutoCloseable {
             if (maxConnections < 1) throw new IllegalArgumentException("maxConnections " + maxConnections + " (expected: >= 1)");
             if (maxConnectionsPerHost < 1) throw new IllegalArgumentException("maxConnectionsPerHost " + maxConnectionsPerHost + " (expected: >= 1)");
             if (sendBufferBytes < 0) throw new IllegalArgumentException("sendBufferBytes " + sendBufferBytes + " (expected: >= 0)");
+            if (poll.isNegative()) throw new IllegalArgumentException("poll " + poll + " (expected: >= 0)");
         }
     }
 
@@ -76,7 +80,8 @@ public final class Transport implements AutoCloseable {
         AtomicInteger tlsThreadNumber = new AtomicInteger();
         this.tlsTasks = new ThreadPoolExecutor(tlsThreads, tlsThreads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().daemon().name("iotarget-tls-" + tlsThreadNumber.getAndIncrement()).unstarted(task));
-        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), settings.sendBufferBytes(), tlsTasks);
+        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), settings.sendBufferBytes(),
+                                                  settings.poll().toNanos(), tlsTasks);
         for (EventLoop loop : loops) loop.start();
         this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());
     }

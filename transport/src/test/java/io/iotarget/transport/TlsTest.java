@@ -83,7 +83,7 @@ class TlsTest {
     }
 
     private InetSocketAddress start(Function<Connection, ConnectionHandler> open) throws IOException {
-        transport = new Transport(new Transport.Settings(2, Duration.ofSeconds(30), 1000, 1000, Transport.Settings.DEFAULT_SEND_BUFFER));
+        transport = new Transport(new Transport.Settings(2, Duration.ofSeconds(30), 1000, 1000, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO));
         Protocol protocol = open::apply;
         return transport.listen(new InetSocketAddress("127.0.0.1", 0), protocol).localAddress();
     }

@@ -31,7 +31,7 @@ class TransportSurvivalTest {
     }
 
     private InetSocketAddress start(Duration sendTimeout, Protocol protocol) throws IOException {
-        transport = new Transport(new Transport.Settings(1, sendTimeout, 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER));
+        transport = new Transport(new Transport.Settings(1, sendTimeout, 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO));
         return transport.listen(new InetSocketAddress("127.0.0.1", 0), protocol).localAddress();
     }
 

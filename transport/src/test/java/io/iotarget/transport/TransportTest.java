@@ -46,7 +46,7 @@ class TransportTest {
     }
 
     private static Transport.Settings settings() {
-        return new Transport.Settings(2, Duration.ofSeconds(30), 10_000, 10_000, Transport.Settings.DEFAULT_SEND_BUFFER);
+        return new Transport.Settings(2, Duration.ofSeconds(30), 10_000, 10_000, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO);
     }
 
     private Socket connect(InetSocketAddress address) throws IOException {
@@ -214,7 +214,7 @@ class TransportTest {
     void shouldDisconnectAPeerThatStopsReadingAndDropItsOutput() throws Exception {
         CompletableFuture<Throwable> closed = new CompletableFuture<>();
         CountDownLatch dropped = new CountDownLatch(1);
-        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofMillis(500), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER), protocol(c -> new ConnectionHandler() {
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofMillis(500), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO), protocol(c -> new ConnectionHandler() {
             @Override
             public void opened(Connection connection) {
                 // Far more than the socket buffers hold: the peer never reads, so most of it stays queued.
@@ -246,7 +246,7 @@ class TransportTest {
     @Test
     void shouldRefusePastTheLimitsAndCountAgainAfterClose() throws Exception {
         List<String> refusals = new CopyOnWriteArrayList<>();
-        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 2, Transport.Settings.DEFAULT_SEND_BUFFER), new Protocol() {
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 2, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO), new Protocol() {
             @Override
             public ConnectionHandler open(Connection connection) {
                 return new RecordEcho(1);
@@ -299,7 +299,7 @@ class TransportTest {
         long wmemMax = Long.parseLong(Files.readAllLines(Path.of("/proc/sys/net/core/wmem_max")).getFirst().strip());
         for (int asked : new int[] {65536, 0}) {
             if (transport != null) transport.close();
-            InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, asked), protocol(c -> new RecordEcho(1)));
+            InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, asked, Duration.ZERO), protocol(c -> new RecordEcho(1)));
             Socket s = connect(address);
             s.getOutputStream().write('s');
             assertEquals('s', s.getInputStream().read());       // registered: the option is set before the handler runs
@@ -316,5 +316,31 @@ class TransportTest {
                 assertTrue(sndbuf != 2 * 65536, "auto-tuned, not the buffer asked for before: " + out);
             }
         }
+    }
+
+    /**
+     * With busy-polling on, requests are served as always and the loop stops polling once the
+     * window after its last work has passed: an idle loop sleeps, whatever the setting.
+     */
+    @Test
+    void shouldPollOnlyAfterWorkAndSleepWhenIdle() throws Exception {
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER,
+                                                                 Duration.ofMillis(1)), protocol(c -> new RecordEcho(1)));
+        Socket s = connect(address);
+        for (int i = 0; i < 2000; i++) {
+            s.getOutputStream().write(i);
+            assertEquals(i & 0xff, s.getInputStream().read());
+        }
+        Thread loop = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().equals("iotarget-loop-0"))
+                .max(java.util.Comparator.comparingLong(Thread::threadId)).orElseThrow();
+        var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        Thread.sleep(50);                                   // well past the 1 ms window
+        long before = threads.getThreadCpuTime(loop.threadId());
+        Thread.sleep(500);
+        long usedNs = threads.getThreadCpuTime(loop.threadId()) - before;
+        assertTrue(usedNs < 50_000_000L, "an idle loop used " + usedNs / 1_000_000 + " ms of CPU in 500 ms");
+        s.getOutputStream().write('w');
+        assertEquals('w', s.getInputStream().read());       // and wakes for the next request
     }
 }

@@ -155,7 +155,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
-                                    "send_buffer", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
+                                    "send_buffer", "poll_us", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
@@ -189,7 +189,9 @@ public final class ConfigLoader {
                 (int) count(server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
                 (int) count(server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
                             "connections from one client address"),
-                sendBuffer(server.get("send_buffer"), defaults.sendBufferBytes()));
+                sendBuffer(server.get("send_buffer"), defaults.sendBufferBytes()),
+                java.time.Duration.ofNanos(1000 * count(server, "poll_us", defaults.poll().toNanos() / 1000, 0, 1000,
+                                                        "microseconds an event loop busy-polls after its last work, 0 for never")));
         Engine.Settings engineDefaults = Engine.Settings.defaults();
         long bufferMemory = size(server, "buffer_memory", engineDefaults.bufferMemoryBytes());
         long bufferShare = size(server, "buffer_share", server.has("buffer_memory") ? BufferPool.defaultShare(bufferMemory)

@@ -36,7 +36,7 @@ class ConfigLoaderFuzzTest {
     private static Transport transport;
 
     private static synchronized Transport transport() throws IOException {
-        if (transport == null) transport = new Transport(new Transport.Settings(1, java.time.Duration.ofSeconds(30), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER));
+        if (transport == null) transport = new Transport(new Transport.Settings(1, java.time.Duration.ofSeconds(30), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER, java.time.Duration.ZERO));
         return transport;
     }
 

@@ -70,10 +70,21 @@ class ConfigLoaderTest {
         }
     }
 
-    private static int sendBuffer(String server) throws ConfigException {
+    private static io.iotarget.transport.Transport.Settings transport(String server) throws ConfigException {
         String json = "{ \"server\": { " + server + " } }";
         return ConfigLoader.serverSettings(ConfigLoader.parse(new ByteArrayInputStream(json.getBytes(StandardCharsets.UTF_8)), "test.json"))
-                .transport().sendBufferBytes();
+                .transport();
+    }
+
+    private static int sendBuffer(String server) throws ConfigException {
+        return transport(server).sendBufferBytes();
+    }
+
+    @Test
+    void shouldReadThePollTimeInMicrosecondsAndNotPollByDefault() throws Exception {
+        assertEquals(java.time.Duration.ZERO, transport("\"event_loops\": 1").poll());
+        assertEquals(java.time.Duration.ofMillis(1), transport("\"poll_us\": 1000").poll());
+        assertEquals(java.time.Duration.ofNanos(50_000), transport("\"poll_us\": 50").poll());
     }
 
     @Test

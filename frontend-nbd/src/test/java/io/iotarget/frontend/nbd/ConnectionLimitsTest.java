@@ -43,7 +43,7 @@ class ConnectionLimitsTest {
     @Test
     void shouldRefuseEveryOptionPastThePerHostLimitAsRealClientsSeeIt() throws Exception {
         try (Engine engine = new Engine();
-             Transport transport = new Transport(new Transport.Settings(1, Duration.ofSeconds(30), 100, 3, Transport.Settings.DEFAULT_SEND_BUFFER));
+             Transport transport = new Transport(new Transport.Settings(1, Duration.ofSeconds(30), 100, 3, Transport.Settings.DEFAULT_SEND_BUFFER, Duration.ZERO));
              NbdServer server = new NbdServer(engine, transport)) {
             engine.addDevice("default", new MemoryBackend(1 << 20, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
             server.tree().mkdir("exports/default");
