@@ -87,6 +87,7 @@ public final class EventLoop {
         this.sendTimeoutNs = sendTimeoutNs;
         this.sendBufferBytes = sendBufferBytes;
         this.pollNs = pollNs;
+        this.lastWorkNs = System.nanoTime() - pollNs;      // no work yet: nothing to poll for
         this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }
@@ -255,7 +256,7 @@ public final class EventLoop {
         while (tasks.isEmpty() && System.nanoTime() - end < 0) {
             int ready = selector.selectNow();
             if (ready > 0) return ready;
-            Thread.onSpinWait();
+            Thread.yield();            // the server's other threads (the ring's completions) often share this core
         }
         return 0;
     }
