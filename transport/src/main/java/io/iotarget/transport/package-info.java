@@ -24,10 +24,15 @@
  *
  * <h2>4. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
  * of unconsumed input; queued output only as long as it takes some of it within the send timeout;
- * one connection slot of the server-wide and per-host limits. Data buffers are the protocols'
- * (taken from the tenant's share of the buffer pool).
+ * one connection slot of the server-wide and per-host limits; in the kernel, its socket's send
+ * buffer (Transport.Settings#sendBufferBytes, 512 KiB by default instead of auto-tuning's 4 MiB).
+ * Data buffers are the protocols' (taken from the tenant's share of the buffer pool).
  *
- * <h2>5. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
+ * <h2>5. Sleeping and polling</h2> A loop sleeps in select when it has nothing to do. With
+ * Transport.Settings#poll it first busy-polls for that long after its last work, which saves a
+ * queue-depth-1 request the wake-up of a sleeping thread at the price of CPU (off by default).
+ *
+ * <h2>6. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
  * block (no disk IO, no locks held across IO, no long computation on the loop).
  */
 package io.iotarget.transport;
