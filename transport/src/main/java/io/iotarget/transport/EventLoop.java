@@ -75,7 +75,7 @@ public final class EventLoop {
     final int sendBufferBytes;
     /** How long the loop busy-polls after its last work before it sleeps in select; 0: never polls. */
     private final long pollNs;
-    /** When the loop last found a ready key or a task. */
+    /** When the loop last found a ready key or a task; kept only when it polls. */
     private long lastWorkNs;
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     private volatile boolean running = true;
@@ -226,7 +226,7 @@ public final class EventLoop {
     private void select() throws IOException {
         int ready = pollNs > 0 ? poll() : 0;
         if (ready == 0) ready = waitForReady();
-        if (ready > 0 || !tasks.isEmpty()) lastWorkNs = System.nanoTime();
+        if (pollNs > 0 && (ready > 0 || !tasks.isEmpty())) lastWorkNs = System.nanoTime();
         if (ready == 0) return;
         var keys = selector.selectedKeys();
         for (var it = keys.iterator(); it.hasNext(); ) {
