@@ -197,12 +197,7 @@ class ClusterTest {
         try (RedisServer redis = RedisServer.start(dir)) {
             List<Node> nodes = new ArrayList<>();
             try {
-                for (int i = 1; i <= NODES; i++) {
-                    String cluster = """
-                            "cluster": { "node": "n%d", "store": "%s", "nodes": %d, "interval_ms": %d, "lease_ms": %d },
-                            """.formatted(i, redis.uri(), NODES, INTERVAL_MS, LEASE_MS);
-                    nodes.add(new Node(i, ServerProcess.start(config("n" + i, cluster, "\"io.max.global\": \"disk riops=" + LIMIT + "\""), dir, null)));
-                }
+                startNodes(redis, "n", nodes);
                 Node n1 = nodes.get(0), n2 = nodes.get(1), n3 = nodes.get(2);
                 assertEquals("disk rbps=max wbps=max riops=9000 wiops=max\n", n1.get("/v1/read?path=tenants/a/io.max.global"));
                 assertEquals("", n1.get("/v1/read?path=tenants/a/io.max"), "io.max stays as Linux has it: nothing written");
@@ -280,12 +275,7 @@ class ClusterTest {
         try (RedisServer redis = RedisServer.start(dir)) {
             List<Node> nodes = new ArrayList<>();
             try {
-                for (int i = 1; i <= NODES; i++) {
-                    String cluster = """
-                            "cluster": { "node": "n%d", "store": "%s", "nodes": %d, "interval_ms": %d, "lease_ms": %d },
-                            """.formatted(i, redis.uri(), NODES, INTERVAL_MS, LEASE_MS);
-                    nodes.add(new Node(i, ServerProcess.start(config("l" + i, cluster, "\"io.max.global\": \"disk riops=" + LIMIT + "\""), dir, null)));
-                }
+                startNodes(redis, "l", nodes);
                 nodes.get(1).startLoad();
                 nodes.get(2).startLoad();
                 clustered = p50Us(nodes.get(0).server.nbdPort(), "clustered");
@@ -299,6 +289,16 @@ class ClusterTest {
         System.out.printf("[cluster] p50 at QD16: %.0f us at a share of %d of three nodes, %.0f us alone with io.max riops=%d (ratio %.3f)%n",
                           clustered, share, alone, share, clustered / alone);
         assertEquals(1.0, clustered / alone, 0.05);
+    }
+
+    /** Starts NODES serve processes that share tenant a's io.max.global through {@code redis}, named PREFIX1.. in {@code dir}; each is added to {@code nodes} as it starts. */
+    private void startNodes(RedisServer redis, String prefix, List<Node> nodes) throws Exception {
+        for (int i = 1; i <= NODES; i++) {
+            String cluster = """
+                    "cluster": { "node": "n%d", "store": "%s", "nodes": %d, "interval_ms": %d, "lease_ms": %d },
+                    """.formatted(i, redis.uri(), NODES, INTERVAL_MS, LEASE_MS);
+            nodes.add(new Node(i, ServerProcess.start(config(prefix + i, cluster, "\"io.max.global\": \"disk riops=" + LIMIT + "\""), dir, null)));
+        }
     }
 
     /** fio's p50 completion latency in µs, after 1.5 s for the shares to settle, over 3 s of 4 KiB random reads at QD16. */

@@ -183,14 +183,14 @@ public final class ConfigLoader {
         }
         Transport.Settings defaults = Transport.Settings.defaults();
         Transport.Settings transport = new Transport.Settings(
-                (int) count(server, "event_loops", defaults.loops(), 0, 1024, "event loop threads, 0 for one per core"),
-                java.time.Duration.ofMillis(count(server, "send_timeout_ms", defaults.sendTimeout().toMillis(), 1, 86_400_000,
+                (int) count("server", server, "event_loops", defaults.loops(), 0, 1024, "event loop threads, 0 for one per core"),
+                java.time.Duration.ofMillis(count("server", server, "send_timeout_ms", defaults.sendTimeout().toMillis(), 1, 86_400_000,
                                                   "milliseconds a client may take none of its replies")),
-                (int) count(server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
-                (int) count(server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
+                (int) count("server", server, "max_connections", defaults.maxConnections(), 1, 1_000_000, "connections in all"),
+                (int) count("server", server, "max_connections_per_host", defaults.maxConnectionsPerHost(), 1, 1_000_000,
                             "connections from one client address"),
                 sendBuffer(server.get("send_buffer"), defaults.sendBufferBytes()),
-                java.time.Duration.ofNanos(1000 * count(server, "poll_us", defaults.poll().toNanos() / 1000, 0, 1000,
+                java.time.Duration.ofNanos(1000 * count("server", server, "poll_us", defaults.poll().toNanos() / 1000, 0, 1000,
                                                         "microseconds an event loop busy-polls after its last work, 0 for never")));
         Engine.Settings engineDefaults = Engine.Settings.defaults();
         long bufferMemory = size(server, "buffer_memory", engineDefaults.bufferMemoryBytes());
@@ -237,20 +237,11 @@ public final class ConfigLoader {
             throw new ConfigException("cluster.store = " + store + ": expected redis://HOST:PORT or rediss://HOST:PORT (Redis or Valkey): " + storeProblem);
         }
         if (!cluster.has("nodes")) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
-        int nodes = (int) clusterCount(cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
-        long interval = clusterCount(cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
-        long lease = clusterCount(cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,
+        int nodes = (int) count("cluster", cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
+        long interval = count("cluster", cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
+        long lease = count("cluster", cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,
                                   "milliseconds a share holds without the store; at least two intervals, 2 x cluster.interval_ms");
         return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease);
-    }
-
-    private static long clusterCount(JsonNode cluster, String key, long defaultValue, long min, long max, String meaning) throws ConfigException {
-        JsonNode v = cluster.get(key);
-        if (v == null) return defaultValue;
-        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
-            throw new ConfigException("cluster." + key + " = " + v + ": expected an integer from " + min + " to " + max + " (" + meaning + ")");
-        }
-        return v.longValue();
     }
 
     /** {@code server.io_engine}: auto (io_uring where it works), io_uring (or refuse to start), threads. */
@@ -289,12 +280,12 @@ public final class ConfigLoader {
         return (int) bytes;
     }
 
-    /** An integer setting of the server section in [min, max], or its default when absent. */
-    private static long count(JsonNode server, String key, long defaultValue, long min, long max, String meaning) throws ConfigException {
-        JsonNode v = server.get(key);
+    /** An integer setting of {@code section} ("server", "cluster") in [min, max], or its default when absent. */
+    private static long count(String section, JsonNode node, String key, long defaultValue, long min, long max, String meaning) throws ConfigException {
+        JsonNode v = node.get(key);
         if (v == null) return defaultValue;
         if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
-            throw new ConfigException("server." + key + " = " + v + ": expected an integer from " + min + " to " + max + " (" + meaning + ")");
+            throw new ConfigException(section + "." + key + " = " + v + ": expected an integer from " + min + " to " + max + " (" + meaning + ")");
         }
         return v.longValue();
     }
