@@ -3,7 +3,9 @@
 # side by side. Sections (default: all):
 #   direct  a 1 GiB file on this machine's disk with O_DIRECT: iotarget (file backend, direct=1)
 #           vs qemu-storage-daemon (aio=io_uring, cache.direct=on) vs fio libaio on the file itself;
-#           4k randread/randwrite at QD1 and QD32, 1 and 4 connections
+#           4k randread/randwrite at QD1 and QD32, 1 and 4 connections; and disk-max, fio libaio
+#           on the file at QD128, what the disk itself gives at any depth, against which 1.5x
+#           qemu-storage-daemon's rate is set (a server cannot be faster than its disk)
 #   cache   a 1 GiB file in /dev/shm through the page cache: iotarget (file backend) vs nbdkit's
 #           file plugin; 4k random and 1 MiB sequential, read and write
 #   memory  iotarget's memory backend vs nbdkit's memory plugin, same workloads as cache
@@ -35,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --repeats) REPEATS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     direct|cache|memory) SECTIONS+=("$1"); shift ;;
-    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,/^# Needs/p' "$0" >&2; exit 2 ;;
   esac
 done
 [[ ${#SECTIONS[@]} -gt 0 ]] || SECTIONS=(direct cache memory)
@@ -113,8 +115,9 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # run_one SYSTEM RW BS QD JOBS SECONDS -> "iops mib p99us cpu_us_per_req"
 run_one() {
   local system="$1" rw="$2" bs="$3" qd="$4" jobs="$5" secs="$6" target t0=0 t1=0 pid=""
-  if [[ "$system" == fio-direct ]]; then
+  if [[ "$system" == fio-direct || "$system" == disk-max ]]; then
     target=(--ioengine=libaio --direct=1 --filename="$DISK")
+    [[ "$system" == disk-max ]] && qd=128
   else
     target=(--ioengine=nbd --uri="${URI[$system]}"); pid="${PID[$system]}"
   fi
@@ -136,7 +139,7 @@ PY
 }
 
 # section -> systems; workload = rw:bs:qd:jobs
-declare -A SYSTEMS=([direct]="iotarget-direct qsd-direct fio-direct" [cache]="iotarget-cache nbdkit-cache" [memory]="iotarget-memory nbdkit-memory")
+declare -A SYSTEMS=([direct]="iotarget-direct qsd-direct fio-direct disk-max" [cache]="iotarget-cache nbdkit-cache" [memory]="iotarget-memory nbdkit-memory")
 if [[ -n "${BASELINE_JAR:-}" ]]; then
   for s in direct cache memory; do SYSTEMS[$s]="${SYSTEMS[$s]/iotarget-$s/iotarget-$s base-$s}"; done
 fi
@@ -151,7 +154,7 @@ declare -A WORKLOADS=(
 echo "filling and warming every system (writes first, then every workload once)" >&2
 for s in "${SECTIONS[@]}"; do
   for sys in ${SYSTEMS[$s]}; do
-    [[ "$sys" == fio-direct ]] && continue
+    [[ "$sys" == fio-direct || "$sys" == disk-max ]] && continue
     taskset -c "$FIO_CPU" fio --name=fill --ioengine=nbd --uri="${URI[$sys]}" --rw=write --bs=1M --iodepth=8 --size=1G > /dev/null
     for w in ${WORKLOADS[$s]}; do IFS=: read -r rw bs qd jobs <<<"$w"; run_one "$sys" "$rw" "$bs" "$qd" "$jobs" 3 > /dev/null; done
   done
@@ -167,6 +170,8 @@ for rep in $(seq "$REPEATS"); do
       for sys in ${SYSTEMS[$s]}; do
         # fio on the file is the ceiling of one QD32 queue: measured once per workload, single job.
         [[ "$sys" == fio-direct && "$jobs" != 1 ]] && continue
+        # The disk's own ceiling, for the QD32 workloads: one fio job at QD128.
+        [[ "$sys" == disk-max && ( "$jobs" != 1 || "$qd" == 1 ) ]] && continue
         r="$(run_one "$sys" "$rw" "$bs" "$qd" "$jobs" "$RUNTIME")"
         echo "$rep $s $w $sys $r" | tee -a "$RESULTS" >&2
       done
@@ -190,16 +195,25 @@ def name(w):
 def peer(s, w, x):
     """The runs iotarget's workload w is compared with: fio on the file has only single-job runs."""
     if (s, w, x) in rows: return rows[(s, w, x)]
-    return rows.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x == "fio-direct" else None
+    return rows.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x in ("fio-direct", "disk-max") else None
+def ratio_cell(ratios):
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "-"
+def qsd_target(s, w):
+    """1.5x qemu-storage-daemon's rate over the disk's own (disk-max), repeat by repeat: above 1 no server can meet it."""
+    q, d = rows.get((s, w, "qsd-direct")), peer(s, w, "disk-max")
+    return ratio_cell([1.5 * q[r][0] / d[r][0] for r in q if d and r in d and d[r][0] > 0] if q else [])
 sections = sorted({k[0] for k in med}, key=["direct", "cache", "memory"].index)
 for s in sections:
     systems = []
     for k in med:
         if k[0] == s and k[2] not in systems: systems.append(k[2])
     base = systems[0]
+    limit = "disk-max" in systems and "qsd-direct" in systems
+    servers = [x for x in systems if x not in ("fio-direct", "disk-max")]
     print(f"\n### {s}\n")
     head = "| workload | " + " | ".join(f"{x} IOPS" for x in systems) + " | " + " | ".join(f"{base}/{x} (min-max)" for x in systems[1:]) \
-           + f" | MiB/s {base} | p99 µs {base} | CPU µs/req " + " | ".join(x for x in systems if x != "fio-direct") + " |"
+           + (" | 1.5 x qsd-direct / disk-max (min-max)" if limit else "") \
+           + f" | MiB/s {base} | p99 µs {base} | CPU µs/req " + " | ".join(servers) + " |"
     print(head); print("|" + "---|" * (head.count("|") - 1))
     for w in dict.fromkeys(k[1] for k in med if k[0] == s):
         vals = {x: med.get((s, w, x)) for x in systems}
@@ -208,9 +222,9 @@ for s in sections:
         ratios = []
         for x in systems[1:]:
             other = peer(s, w, x)
-            same = [mine[r][0] / other[r][0] for r in mine if other and r in other and other[r][0] > 0]
-            ratios.append(f"{statistics.median(same):.2f} ({min(same):.2f}-{max(same):.2f})" if same else "-")
-        cpus = [f"{vals[x][3]:.2f}" if vals[x] else "-" for x in systems if x != "fio-direct"]
+            ratios.append(ratio_cell([mine[r][0] / other[r][0] for r in mine if other and r in other and other[r][0] > 0]))
+        if limit: ratios.append(qsd_target(s, w))
+        cpus = [f"{vals[x][3]:.2f}" if vals[x] else "-" for x in servers]
         print(f"| {name(w)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {med[(s, w, base)][1]:.0f} | {med[(s, w, base)][2]:.0f} | "
               + " | ".join(cpus) + " |")
 PY
