@@ -4,8 +4,8 @@
 #   direct  a 1 GiB file on this machine's disk with O_DIRECT: iotarget (file backend, direct=1)
 #           vs qemu-storage-daemon (aio=io_uring, cache.direct=on) vs fio libaio on the file itself;
 #           4k randread/randwrite at QD1 and QD32, 1 and 4 connections; and disk-max, fio libaio
-#           on the file at QD128, what the disk itself gives at any depth, against which 1.5x
-#           qemu-storage-daemon's rate is set (a server cannot be faster than its disk)
+#           on the file at QD128, what the disk itself gives at any depth: a server cannot be
+#           faster than its disk, so 1.5x qemu-storage-daemon above it cannot be met
 #   cache   a 1 GiB file in /dev/shm through the page cache: iotarget (file backend) vs nbdkit's
 #           file plugin; 4k random and 1 MiB sequential, read and write
 #   memory  iotarget's memory backend vs nbdkit's memory plugin, same workloads as cache
@@ -193,7 +193,7 @@ def name(w):
     rw, bs, qd, jobs = w.split(":")
     return f"{bs} {rw} QD{qd}" + (f" x{jobs} conn" if jobs != "1" else "")
 def peer(s, w, x):
-    """The runs iotarget's workload w is compared with: fio on the file has only single-job runs."""
+    """The runs iotarget's workload w is compared with: fio on the file (fio-direct, disk-max) has only single-job runs."""
     if (s, w, x) in rows: return rows[(s, w, x)]
     return rows.get((s, w.rsplit(":", 1)[0] + ":1", x)) if x in ("fio-direct", "disk-max") else None
 def ratio_cell(ratios):
