@@ -44,6 +44,8 @@ class StalledReaderTest {
     /** A full IO queue of 128 entries: the host may have 127 commands outstanding. */
     private static final int NVME_READS = 127;
     private static final int VICTIM_READS = 400;
+    /** Rounds of the other tenant's reads per measurement; their median decides, not one round a host hiccup hit. */
+    private static final int VICTIM_ROUNDS = 3;
     private static final String NQN = "nqn.2026-11.io.iotarget:stall";
     @TempDir
     Path dir;
@@ -68,7 +70,7 @@ class StalledReaderTest {
             int nbdPort = server.nbdAddresses().getFirst().getPort();
             BufferPool pool = server.engine().buffers();
             BufferAccount stall = pool.account(server.engine().controller().group("tenants/stall"));
-            long[] before;
+            long[][] before;
             ProcessResources baseline;
             try (SocketChannel victim = RawClients.nbdTransmitting(nbdPort, "ok", 0)) {
                 victimLatenciesUs(victim);                          // warm: JIT, the pool's 4 KiB buffers, the disk path
@@ -84,10 +86,10 @@ class StalledReaderTest {
                         java.util.concurrent.locks.LockSupport.parkNanos(200_000);
                     }
                 });
-                before = victimLatenciesUs(victim);
+                before = victimRounds(victim);
 
                 List<SocketChannel> stalled = new ArrayList<>();
-                long[] during;
+                long[][] during;
                 long heldAt;
                 long droppedAfterMs;
                 try {
@@ -115,7 +117,7 @@ class StalledReaderTest {
                     // The stalled tenant's own burst (decoding 427 commands, filling 32 MiB) is load, not
                     // a stall: the other tenant is measured once the held bytes stand still.
                     settledInUse(stall::inUseBytes);
-                    during = victimLatenciesUs(victim);
+                    during = victimRounds(victim);
                     long heldAfterVictim = stall.inUseBytes();
                     long stillHeldMs = (System.nanoTime() - t0) / 1_000_000;
 
@@ -128,18 +130,18 @@ class StalledReaderTest {
 
                     System.out.printf("[stalled-reader] NBD %d x 1 MiB + NVMe/TCP %d x 1 MiB reads never read: group held %d MiB "
                                       + "(peak %d MiB, share %d MiB, pool in use %d MiB of %d), still %d MiB after %d ms; "
-                                      + "other tenant's 4 KiB reads p50/p99/max %d/%d/%d us alone, %d/%d/%d us meanwhile; "
+                                      + "other tenant's 4 KiB reads p50/p99/max (median of " + VICTIM_ROUNDS + " rounds) %d/%d/%d us alone, %d/%d/%d us meanwhile; "
                                       + "all dropped %d ms after the reads (send_timeout_ms %d)%n",
                             STALLED_READS, NVME_READS, heldAt / MiB, peak.get() / MiB, BUFFER_SHARE / MiB,
                             pool.inUseBytes() / MiB, BUFFER_MEMORY / MiB, heldAfterVictim / MiB, stillHeldMs,
-                            percentile(before, 50), percentile(before, 99), percentile(before, 100),
-                            percentile(during, 50), percentile(during, 99), percentile(during, 100), droppedAfterMs, SEND_TIMEOUT_MS);
+                            median(before, 50), median(before, 99), median(before, 100),
+                            median(during, 50), median(during, 99), median(during, 100), droppedAfterMs, SEND_TIMEOUT_MS);
                     assertTrue(peak.get() <= BUFFER_SHARE, "the stalled group held " + peak.get() / MiB + " MiB, its share is " + BUFFER_SHARE / MiB);
                     assertTrue(heldAt >= BUFFER_SHARE / 2, "the stalled readers held their share (" + heldAt / MiB + " MiB)");
                     assertTrue(heldAfterVictim >= BUFFER_SHARE / 2 && stillHeldMs < SEND_TIMEOUT_MS,
                             "the other tenant was measured while the stall lasted");
-                    assertTrue(percentile(during, 99) <= 3 * percentile(before, 99) + 2000,
-                            "the other tenant's p99 went from " + percentile(before, 99) + " to " + percentile(during, 99) + " us");
+                    assertTrue(median(during, 99) <= 3 * median(before, 99) + 2000,
+                            "the other tenant's p99 went from " + median(before, 99) + " to " + median(during, 99) + " us");
                     assertEquals(0, stall.inUseBytes(), "the stalled connections were dropped and their buffers came back");
                     assertTrue(droppedAfterMs >= SEND_TIMEOUT_MS, "dropped after " + droppedAfterMs + " ms, before the send timeout");
                 } finally {
@@ -154,6 +156,21 @@ class StalledReaderTest {
             assertNull(excess, "threads and descriptors back to the baseline");
             assertEquals(0, server.engine().buffers().inUseBytes());
         }
+    }
+
+    /** {@link #VICTIM_ROUNDS} rounds of {@link #victimLatenciesUs}. */
+    private static long[][] victimRounds(SocketChannel victim) throws IOException {
+        long[][] rounds = new long[VICTIM_ROUNDS][];
+        for (int r = 0; r < VICTIM_ROUNDS; r++) rounds[r] = victimLatenciesUs(victim);
+        return rounds;
+    }
+
+    /** The median over the rounds of each round's {@code p}-th percentile. */
+    private static long median(long[][] rounds, int p) {
+        long[] each = new long[rounds.length];
+        for (int r = 0; r < rounds.length; r++) each[r] = percentile(rounds[r], p);
+        Arrays.sort(each);
+        return each[each.length / 2];
     }
 
     /** The other tenant's 4 KiB reads, one at a time, in microseconds each. */
