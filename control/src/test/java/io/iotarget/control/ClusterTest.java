@@ -278,6 +278,8 @@ class ClusterTest {
                 startNodes(redis, "l", nodes);
                 nodes.get(1).startLoad();
                 nodes.get(2).startLoad();
+                // Measured once the other two take their shares: before their fio runs, node 1 may lease all of the limit.
+                msUntil(nodes.subList(1, NODES), LEASE_MS + 3000, r -> r[0] >= share && r[1] >= share, "the other nodes loaded");
                 clustered = p50Us(nodes.get(0).server.nbdPort(), "clustered");
             } finally {
                 for (Node n : nodes) n.close();
