@@ -4,10 +4,9 @@ import io.iotarget.backend.Backend;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
-import io.iotarget.model.ViewSink;
+import io.iotarget.model.SharedRead;
 
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -21,7 +20,7 @@ import java.nio.charset.StandardCharsets;
  * the command back into its pool once the reply is written ({@link #sent}). The hand-overs are
  * ordered by the engine's own synchronisation and the connection's completion stack.
  */
-final class Command implements Backend.ExtentSink, ViewSink {
+final class Command implements Backend.ExtentSink {
     /*  Simple reply (16 bytes)
      *  0        4        8                 16
      *  | magic  | error  | cookie (u64)    | [data: READ only]
@@ -43,14 +42,6 @@ final class Command implements Backend.ExtentSink, ViewSink {
     /** A BLOCK_STATUS reply's buffer: one page, 512 extents. */
     static final int EXTENTS_BYTES = 4096;
     static final int MAX_EXTENTS = EXTENTS_BYTES / 8;
-    /**
-     * Reads up to this size are offered to the backend as zero-copy views: the reply is sent
-     * straight from the backend's memory (measured: 1 MiB reads cost a memcpy of the MiB less).
-     * 4 MiB is 64 memory-backend chunks, plus one when unaligned.
-     */
-    static final int MAX_VIEW_BYTES = 4 << 20;
-    static final int MAX_VIEWS = MAX_VIEW_BYTES / 65536 + 1;
-
     final IoRequest io = new IoRequest();
     /** Runs on the loop when the reply's last byte is written, or dropped with the connection. */
     final Runnable sent;
@@ -78,11 +69,12 @@ final class Command implements Backend.ExtentSink, ViewSink {
 
     private int extents;
     private int maxExtents;
-    /** The backend's buffers holding a READ's data, when it shared them; else the data is in {@link #data}. */
-    private final ByteBuffer[] views = new ByteBuffer[MAX_VIEWS];
-    private int viewCount;
-    private FileChannel regionChannel;
-    private long regionPosition;
+    /**
+     * A READ's data when the backend shared it (its memory, or a page-cache range sent with
+     * sendfile(2)); else the data is in {@link #data}. Measured: 1 MiB reads cost a memcpy of
+     * the MiB less.
+     */
+    final SharedRead shared = new SharedRead();
 
     void start(int type, int flags, long cookie, long offset, long length) {
         this.type = type;
@@ -109,44 +101,9 @@ final class Command implements Backend.ExtentSink, ViewSink {
         pooled = null;
     }
 
-    /** Whether a READ of this length is offered to the backend as views. */
-    static boolean viewable(long length) {
-        return length <= MAX_VIEW_BYTES;
-    }
-
-    @Override
-    public void view(ByteBuffer bytes) {
-        views[viewCount++] = bytes;
-    }
-
-    /** A page-cache file backend offers the read as a file range: the reply sends it with sendfile(2). */
-    @Override
-    public boolean region(FileChannel channel, long position, long length) {
-        if (length != this.length) return false;
-        regionChannel = channel;
-        regionPosition = position;
-        return true;
-    }
-
-    /** The file range a READ's data is sent from (zero-copy), or null when its data is in buffers. */
-    FileChannel region() {
-        return regionChannel;
-    }
-
-    long regionPosition() {
-        return regionPosition;
-    }
-
     /** Buffers {@link #encodeReply} may add for this command: the header and the payload pieces. */
     int replyBuffers() {
-        return 2 + viewCount;
-    }
-
-    /** Drops the backend's buffers once the reply is sent. */
-    void clearViews() {
-        java.util.Arrays.fill(views, 0, viewCount, null);
-        viewCount = 0;
-        regionChannel = null;
+        return 2 + shared.viewCount();
     }
 
     // ------------------------------------------------------------ block status
@@ -204,13 +161,12 @@ final class Command implements Backend.ExtentSink, ViewSink {
                     simpleHeader(0);
                 }
                 reply.flip();
-                if (regionChannel != null) {
-                    return at;                          // the data follows from the file (see region())
-                } else if (viewCount == 0) {
+                if (shared.region() != null) {
+                    return at;                          // the data follows from the file
+                } else if (shared.viewCount() == 0) {
                     out[at++] = data.position(0);
                 } else {
-                    System.arraycopy(views, 0, out, at, viewCount);
-                    at += viewCount;
+                    at = shared.views(out, at);
                 }
                 return at;
             }

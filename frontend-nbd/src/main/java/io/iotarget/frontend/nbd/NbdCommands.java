@@ -7,6 +7,7 @@ import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.SharedRead;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -102,7 +103,7 @@ final class NbdCommands {
         boolean fua = (c.flags & NbdWire.CMD_FLAG_FUA) != 0;
         switch (c.type) {
             // Without a buffer (a backend that shares its memory) the read must take views.
-            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.data, c.data == null || Command.viewable(c.length));
+            case NbdWire.CMD_READ -> submit(c, IoOp.READ, 0, c.data, c.data == null || SharedRead.fits(c.length));
             case NbdWire.CMD_WRITE -> submit(c, IoOp.WRITE, fua ? IoFlags.FUA : 0, c.data.position(0), false);
             case NbdWire.CMD_FLUSH -> submit(c, IoOp.FLUSH, 0, null, false);
             case NbdWire.CMD_TRIM -> submit(c, IoOp.DISCARD, fua ? IoFlags.FUA : 0, null, false);
@@ -125,7 +126,7 @@ final class NbdCommands {
 
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
         c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).queue(queue).callback(completion, c, 0)
-                .views(views ? c : null);
+                .views(views ? c.shared.expect(c.length) : null);
         c.submitted = true;
         engine.submit(c.io);
     }

@@ -62,7 +62,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private final FinishedCommands finished = new FinishedCommands();
     private final Runnable flushTask = this::flushTask;
     /** Reply buffers of one command, handed to the connection's output queue. */
-    private final ByteBuffer[] replyParts = new ByteBuffer[Command.MAX_VIEWS + 2];
+    private final ByteBuffer[] replyParts = new ByteBuffer[io.iotarget.model.SharedRead.MAX_VIEWS + 2];
 
     // Loop thread only.
     private Phase phase = Phase.NEGOTIATING;
@@ -272,7 +272,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private int bufferBytes(int type, long length) {
         return switch (type) {
             case NbdWire.CMD_WRITE -> (int) length;
-            case NbdWire.CMD_READ -> sharedReads && Command.viewable(length) ? 0 : (int) length;
+            case NbdWire.CMD_READ -> sharedReads && io.iotarget.model.SharedRead.fits(length) ? 0 : (int) length;
             case NbdWire.CMD_BLOCK_STATUS -> Command.EXTENTS_BYTES;
             default -> 0;
         };
@@ -424,7 +424,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         c.submitted = false;
         c.releaseBuffer();
         c.io.reset();                                   // nor may its request keep anything of the last use alive
-        c.clearViews();
+        c.shared.clear();
         c.next = free;
         free = c;
         inFlight--;
@@ -465,10 +465,10 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 recycle(c);
             } else {
                 int parts = c.encodeReply(structured, replyParts, 0);
-                boolean fromFile = c.region() != null && c.io.status() == io.iotarget.model.IoStatus.OK;
+                boolean fromFile = c.shared.region() != null && c.io.status() == io.iotarget.model.IoStatus.OK;
                 for (int i = 0; i < parts - 1; i++) connection.send(replyParts[i]);
                 connection.send(replyParts[parts - 1], fromFile ? null : c.sent);
-                if (fromFile) connection.sendFile(c.region(), c.regionPosition(), c.length, c.sent);
+                if (fromFile) connection.sendFile(c.shared.region(), c.shared.regionPosition(), c.length, c.sent);
                 java.util.Arrays.fill(replyParts, 0, parts, null);
             }
             c = next;

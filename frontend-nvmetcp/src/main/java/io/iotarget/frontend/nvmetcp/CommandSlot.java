@@ -7,6 +7,7 @@ import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.SharedRead;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -76,6 +77,12 @@ final class CommandSlot implements IoCallback {
     /** Loop thread, except the move to RESPONDING when the engine completes it. */
     volatile int phase;
     private IoRequest[] requests = {new IoRequest()};
+    /**
+     * A READ's data when the backend shared it (its memory, or a page-cache range sent with
+     * sendfile(2)) instead of reading into {@link #data()}. The namespace's in-flight count is
+     * held until the response is sent, so the device outlives what the reply sends from.
+     */
+    final SharedRead shared = new SharedRead();
     private int submitCount;
 
     // Reader-side command state.
@@ -251,6 +258,13 @@ final class CommandSlot implements IoCallback {
         connection.admitted(this);
     }
 
+    /** The response of a command whose data the backend shared is out (or dropped): the backend may go. Loop thread. */
+    void endSharedRead() {
+        if (!shared.holdsData()) return;
+        shared.clear();
+        namespace.inFlight().exit();
+    }
+
     /** The admitted data-later write, now that its data is in the slot. Loop thread. */
     IoRequest dataLaterRequest() {
         IoRequest io = requests[0];
@@ -272,7 +286,7 @@ final class CommandSlot implements IoCallback {
         if ((int) PENDING.getAndAdd(this, -1) != 1) return;
         IoStatus error = (IoStatus) FIRST_ERROR.getAcquire(this);
         status = error == null ? Status.SUCCESS : Status.of(error);
-        namespace.inFlight().exit();
+        if (!shared.holdsData()) namespace.inFlight().exit();     // else once the response is sent (endSharedRead)
         connection.respond(this);
     }
 }

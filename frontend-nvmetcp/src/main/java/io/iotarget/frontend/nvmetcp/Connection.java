@@ -5,6 +5,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoGroup;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.SharedRead;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.frontend.nvmetcp.pdu.PduDecoder;
 import io.iotarget.frontend.nvmetcp.pdu.PduEncoder;
@@ -86,6 +87,8 @@ final class Connection implements PduHandler, ConnectionHandler {
     private PduEncoder encoder;
     private boolean headerDigest;
     private boolean dataDigest;
+    /** A shared read's buffers on their way into the send queue; loop thread only. */
+    private final ByteBuffer[] viewParts = new ByteBuffer[SharedRead.MAX_VIEWS];
     private boolean terminating;
     /** The slot whose in-capsule data the decoder holds back until the pool serves its buffer. */
     private CommandSlot held;
@@ -473,6 +476,7 @@ final class Connection implements PduHandler, ConnectionHandler {
 
     /** The slot's command is over: its buffer goes back to the pool and its tag to the free list. Loop thread. */
     private void free(CommandSlot slot) {
+        slot.endSharedRead();
         slot.releaseBuffer();
         slot.phase = CommandSlot.FREE;
         freeTags[freeCount++] = slot.tag;
@@ -501,6 +505,11 @@ final class Connection implements PduHandler, ConnectionHandler {
         this.slotLimit = Math.min(slots.length, 2 * queueSize);
         this.controller = c;
         connectLimit.cancel();
+    }
+
+    /** The host asked for data digests (ICReq): every byte it receives must pass through a CRC. */
+    boolean dataDigest() {
+        return dataDigest;
     }
 
     /** Adds one command's numbers to the SMART counters. Loop thread. */
@@ -679,8 +688,18 @@ final class Connection implements PduHandler, ConnectionHandler {
         ByteBuffer header = slot.responseHeader();
         encoder.dataHeader(header, commandId, 0, slot.dataLength, true, successFlag, dataDigest);
         boolean trailer = dataDigest || !successFlag;
+        Runnable last = trailer ? null : slot.sent;
         socket.send(header.flip());
-        socket.send(payload, trailer ? null : slot.sent);
+        SharedRead shared = slot.shared;
+        if (shared.region() != null) {
+            socket.sendFile(shared.region(), shared.regionPosition(), slot.dataLength, last);
+        } else if (shared.viewCount() > 0) {
+            int n = shared.views(viewParts, 0);
+            for (int i = 0; i < n; i++) socket.send(viewParts[i], i == n - 1 ? last : null);
+            java.util.Arrays.fill(viewParts, 0, n, null);
+        } else {
+            socket.send(payload, last);
+        }
         if (!trailer) return;
         ByteBuffer tail = slot.trailer();
         if (dataDigest) tail.putInt(encoder.dataDigest(payload));

@@ -4,6 +4,7 @@ import io.iotarget.engine.Engine;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.SharedRead;
 
 import java.nio.ByteBuffer;
 
@@ -97,7 +98,10 @@ final class IoCommands {
         return switch (opcode) {
             case READ -> {
                 connection.count(Connection.COUNT_READS, length);
-                yield submitOne(slot, ns, IoOp.READ, 0, offset, length, slot.data());
+                IoRequest io = prepareOne(slot, ns, IoOp.READ, 0, offset, length, slot.data());
+                // Shared reads are sent as they are: not under a data digest, which needs the bytes in hand.
+                if (!connection.dataDigest() && SharedRead.fits(length)) io.views(slot.shared.expect(length));
+                yield submit(slot, ns, 1);
             }
             case WRITE -> {
                 connection.count(Connection.COUNT_WRITES, length);
@@ -156,8 +160,12 @@ final class IoCommands {
     }
 
     private int submitOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
-        slot.request(0).set(op, flags, offset, length, data).target(ns.device(), ns.group()).callback(slot, null, 0);
+        prepareOne(slot, ns, op, flags, offset, length, data);
         return submit(slot, ns, 1);
+    }
+
+    private static IoRequest prepareOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
+        return slot.request(0).set(op, flags, offset, length, data).target(ns.device(), ns.group()).callback(slot, null, 0);
     }
 
     /** Submits the slot's first {@code count} requests unless the namespace is being disabled; the slot exits it on completion. */

@@ -5,6 +5,7 @@ import io.iotarget.backend.ErrnoException;
 import io.iotarget.backend.ForwardingBackend;
 import io.iotarget.backend.MemoryBackend;
 import io.iotarget.model.IoStatus;
+import io.iotarget.model.ViewSink;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
@@ -34,6 +35,12 @@ class BackendErrorStatusTest {
         @Override
         public void read(long offset, ByteBuffer dst) throws ErrnoException {
             throw new ErrnoException("pread", BackendErrors.EIO);
+        }
+
+        /** Shares nothing, so that every read reaches {@link #read}. */
+        @Override
+        public boolean readViews(long offset, int length, ViewSink sink) {
+            return false;
         }
     }
 

@@ -175,6 +175,59 @@ class TargetProtocolTest {
         }
     }
 
+    /**
+     * A page-cache file namespace answers cached reads with a range of its file (sendfile(2)),
+     * and the memory device with its own buffers, unless the host asked for data digests; the
+     * host reads the same bytes either way, and a namespace whose reads went out from the
+     * backend's memory or file can still be disabled: the in-flight count held for the send is
+     * given back with the response.
+     */
+    @Test
+    void shouldReadSharedDataBackAndStillLetTheNamespaceGo(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("ns2.img");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(8L << 20);
+        }
+        String ns2 = "subsystems/" + TargetFixture.NQN + "/namespaces/2";
+        fixture.tree.mkdir(ns2);
+        fixture.tree.write(ns2 + "/device_path", file.toString());
+        fixture.tree.write(ns2 + "/buffered_io", "1");
+        fixture.tree.write(ns2 + "/enable", "1");
+        for (boolean dd : new boolean[]{false, true}) {
+            for (boolean noFlowControl : new boolean[]{false, true}) {
+                try (TestHost admin = new TestHost(fixture.port, false, dd)) {
+                    int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+                    try (TestHost io = fixture.ioQueue(cntlid, 1, false, dd, noFlowControl)) {
+                        for (int nsid = 1; nsid <= 2; nsid++) {
+                            String what = "nsid " + nsid + " dd=" + dd + " noSqFlow=" + noFlowControl;
+                            byte[] id = admin.identify(0, nsid).data();
+                            int lbaShift = id[128 + 4 * (id[26] & 0xF) + 2];         // the LBA format in use: LBADS
+                            int blocks = (1 << 20) >> lbaShift;
+                            byte[] data = random(1 << 20, nsid * 10 + (dd ? 1 : 0) + (noFlowControl ? 2 : 0));
+                            assertEquals(0, io.execute(io.lbaCommand(0x01, nsid, blocks, blocks, 0), data, 0, false).status(), "write " + what);
+                            for (int i = 0; i < 3; i++) {       // written through the page cache: cached, so a region after the first
+                                Completion r = io.execute(io.lbaCommand(0x02, nsid, blocks, blocks, 0), null, 1 << 20, false);
+                                assertEquals(0, r.status(), "read " + what);
+                                assertArrayEquals(data, r.data(), "1 MiB read back " + what);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        String ns1 = "subsystems/" + TargetFixture.NQN + "/namespaces/1";
+        try (ExecutorService e = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<?> disable = e.submit(() -> {
+                fixture.tree.write(ns1 + "/enable", "0");
+                fixture.tree.write(ns2 + "/enable", "0");
+                return null;
+            });
+            disable.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        assertEquals("0", fixture.tree.read(ns1 + "/enable").trim());
+        assertEquals("0", fixture.tree.read(ns2 + "/enable").trim());
+    }
+
     @Test
     void shouldRefuseAHostThatIsNotAllowed() throws Exception {
         String s = "subsystems/" + TargetFixture.NQN;
