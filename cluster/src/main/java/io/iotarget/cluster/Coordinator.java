@@ -28,6 +28,8 @@ public final class Coordinator implements AutoCloseable {
     static final int SATURATED_PCT = 90;
     /** A node below that reports what it used plus a quarter, so that its share stays above its use (a share at its use would look saturated). */
     static final int HEADROOM_PCT = 125;
+    /** Every configured node keeps limit / nodes / this, live or not: what a node holds before its first exchange. */
+    static final int FLOOR_PARTS = 20;
     private static final String[] LIMIT_NAMES = {"rbps", "wbps", "riops", "wiops"};
     /** io.stat fields that measure each limit's use, in {@link ThrottlePolicy#RBPS} order. */
     private static final String[] USAGE_FIELDS = {"rbytes", "wbytes", "rios", "wios"};
@@ -60,13 +62,17 @@ public final class Coordinator implements AutoCloseable {
     private static final class Tenant {
         final String key;
         long globalLimit;
-        /** What this node enforces now. */
+        /** What this node enforces now: read from the throttle at each interval, then the store's answer. */
         long share;
         long demand;
         /** io.stat's counter at the last interval and when it was read; -1 before the first. */
         long lastCount = -1;
         long lastCountNs;
-        /** Until then the share may not grow above {@link #cap} (the store did not know this node: its view of who holds what is incomplete). */
+        /**
+         * Until then the share may not grow above {@link #cap}: the store did not know this node,
+         * so its view of who holds what is incomplete. The cap is what the node held, or
+         * limit / nodes if more (what it would hold without the store anyway).
+         */
         long capUntilNs = Long.MIN_VALUE;
         long cap;
         boolean seen;
@@ -77,8 +83,8 @@ public final class Coordinator implements AutoCloseable {
     }
 
     /**
-     * Sets the throttle's node count at once (io.max.global written from now on starts at
-     * limit / nodes); {@link #start} begins the loop.
+     * Makes io.max.global written from now on start at the floor ({@link #floor}): the store
+     * reserves no more for a node it has not heard from. {@link #start} begins the loop.
      */
     public Coordinator(IoController controller, ClusterSettings settings, ShareStore store, LongSupplier nanoTime) {
         this.controller = controller;
@@ -91,7 +97,17 @@ public final class Coordinator implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        throttle.nodes(settings.nodes());
+        throttle.startingDivisor((long) settings.nodes() * FLOOR_PARTS);
+    }
+
+    /** What every configured node keeps of {@code limit}, live or not (package documentation, section 2). */
+    static long floor(long limit, int nodes) {
+        return Math.max(1, limit / ((long) nodes * FLOOR_PARTS));
+    }
+
+    /** What this node holds of {@code limit} without the store: limit / nodes. */
+    private long fallback(long limit) {
+        return Math.max(1, limit / settings.nodes());
     }
 
     /** The controller's io.max policy. */
@@ -128,10 +144,8 @@ public final class Coordinator implements AutoCloseable {
                 if (limit == ThrottlePolicy.UNLIMITED) continue;
                 String key = "iotarget:" + gl.group().path() + ":" + gl.device().device().name() + ":" + LIMIT_NAMES[k];
                 Tenant t = tenants.computeIfAbsent(key, Tenant::new);
-                if (t.globalLimit != limit) {
-                    t.globalLimit = limit;
-                    t.share = Math.max(1, limit / settings.nodes());          // what the io.max.global write started it at
-                }
+                t.globalLimit = limit;
+                t.share = gl.shares()[k];
                 t.seen = true;
                 t.demand = demand(t, usage.getOrDefault(USAGE_FIELDS[k], 0L), nowNs);
                 active.add(t);
@@ -167,7 +181,7 @@ public final class Coordinator implements AutoCloseable {
     /** Reports and takes the shares; without the store past the lease, limit / nodes. */
     private void exchange(List<Tenant> active, long nowNs) {
         List<ShareStore.Report> reports = new ArrayList<>(active.size());
-        for (Tenant t : active) reports.add(new ShareStore.Report(t.key, t.globalLimit, t.demand));
+        for (Tenant t : active) reports.add(new ShareStore.Report(t.key, t.globalLimit, t.demand, t.share, floor(t.globalLimit, settings.nodes())));
         long startNs = nanoTime.getAsLong();
         List<ShareStore.Share> answers;
         try {
@@ -180,7 +194,7 @@ public final class Coordinator implements AutoCloseable {
             if (nowNs - lastContactNs + TimeUnit.MILLISECONDS.toNanos(settings.intervalMs()) >= TimeUnit.MILLISECONDS.toNanos(settings.leaseMs())) {
                 if (!fallback) fallbacks++;
                 fallback = true;
-                for (Tenant t : active) t.share = Math.max(1, t.globalLimit / settings.nodes());
+                for (Tenant t : active) t.share = fallback(t.globalLimit);
             }
             return;
         }
@@ -193,7 +207,7 @@ public final class Coordinator implements AutoCloseable {
             ShareStore.Share answer = answers.get(i);
             if (!answer.known()) {
                 t.capUntilNs = nowNs + TimeUnit.MILLISECONDS.toNanos(settings.leaseMs());
-                t.cap = t.share;
+                t.cap = Math.max(t.share, fallback(t.globalLimit));      // a node just started holds its floor
             }
             t.share = nowNs < t.capUntilNs ? Math.min(answer.share(), t.cap) : answer.share();
         }

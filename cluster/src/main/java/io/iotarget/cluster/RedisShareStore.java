@@ -87,15 +87,17 @@ public final class RedisShareStore implements ShareStore {
     @Override
     public List<Share> exchange(String node, int nodes, long leaseMs, List<Report> reports) throws StoreException {
         String[] keys = new String[reports.size()];
-        String[] args = new String[3 + 2 * reports.size()];
+        String[] args = new String[3 + 4 * reports.size()];
         args[0] = node;
         args[1] = Integer.toString(nodes);
         args[2] = Long.toString(leaseMs);
         for (int i = 0; i < reports.size(); i++) {
             Report r = reports.get(i);
             keys[i] = r.key();
-            args[3 + 2 * i] = Long.toString(r.limit());
-            args[4 + 2 * i] = Long.toString(r.demand());
+            args[3 + 4 * i] = Long.toString(r.limit());
+            args[4 + 4 * i] = Long.toString(r.demand());
+            args[5 + 4 * i] = Long.toString(r.held());
+            args[6 + 4 * i] = Long.toString(r.floor());
         }
         try {
             RedisCommands<String, String> commands = commands();

@@ -9,8 +9,12 @@ import java.util.List;
  * Called by the coordinator's one thread.
  */
 public interface ShareStore extends AutoCloseable {
-    /** One tenant limit as a node reports it: the store's key, the global limit, and this node's demand (same unit, per second). */
-    record Report(String key, long limit, long demand) {
+    /**
+     * One tenant limit as a node reports it: the store's key, the global limit, this node's
+     * demand, the share it enforces now (until it applies the answer, and beyond if the answer
+     * is lost), and the floor every configured node keeps; all in the limit's unit per second.
+     */
+    record Report(String key, long limit, long demand, long held, long floor) {
     }
 
     /** The answer for one report: this node's share, and whether the store still knew this node for it (false: new, expired or lost). */
@@ -21,7 +25,7 @@ public interface ShareStore extends AutoCloseable {
      * Records {@code reports} for {@code node} with a lease of {@code leaseMs} and returns its
      * shares, one per report in order: one round trip, atomic for all of them.
      *
-     * @param nodes how many nodes are configured (the floor an idle node keeps is limit / nodes / 20)
+     * @param nodes how many nodes are configured (each keeps its report's floor, live or not)
      * @throws StoreException the store could not be reached or refused the exchange
      */
     List<Share> exchange(String node, int nodes, long leaseMs, List<Report> reports) throws StoreException;

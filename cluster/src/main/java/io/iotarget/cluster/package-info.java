@@ -15,19 +15,24 @@
  * from wios) and reports a <em>demand</em>: the whole global limit when it used at least
  * {@code SATURATED_PCT} (90 %) of its share (it would take more), else its use plus a quarter
  * ({@code HEADROOM_PCT}), so that a node below its share is not taken for a saturated one
- * next time. One Lua script in the store ({@code rebalance.lua}), run atomically for all of
- * the node's limits in one round trip, records the demand with a lease and answers the share:
+ * next time, together with the share it enforces now. One Lua script in the store
+ * ({@code rebalance.lua}), run atomically for all of the node's limits in one round trip,
+ * records the demand with a lease and answers the share:
  * <ol>
  *   <li>entries whose lease ran out (a node that stopped reporting) are dropped, so their share
  *       goes to the others;</li>
  *   <li>every configured node keeps a floor of limit / nodes / 20, live or not, so an idle or
- *       starting node can start at once;</li>
+ *       starting node can start at once; a node holds its floor from its start (or from a new
+ *       io.max.global) until its first answer;</li>
  *   <li>the rest is water-filled: wants (demand − floor) are met smallest first, at most an even
  *       split of what remains each; what is left over is spread evenly;</li>
- *   <li>the answer is at most the limit minus what the other live nodes hold (the shares the
- *       store gave them last), so the recorded shares never add up to more than the limit.
- *       A node whose share must shrink gives it up at its next exchange; the one that grows
- *       gets it at its own next one, within two intervals.</li>
+ *   <li>the answer is at most the limit minus what the other live nodes may hold. The store
+ *       counts for a node the larger of its last answer and the share the node said it held
+ *       then: an answer may reach the node late or never (an exchange that timed out after
+ *       the script ran), and until the node says it applied one, it may still enforce the
+ *       share before. So no more than the limit is ever enforced in sum. A node whose share
+ *       must shrink applies the answer at once, and the store counts it at the node's next
+ *       exchange; the node that grows takes it at its own next one, within three intervals.</li>
  * </ol>
  * Leases run on the store's clock ({@code TIME}), so the nodes' clocks need not agree.
  *
@@ -38,8 +43,9 @@
  * from everyone. When the
  * store answers again but no longer knew the node (a restart lost its data, or the node's
  * entry expired), the others' holdings it reports are incomplete: for one lease the node
- * does not grow above what it held when it came back, by which time every live node has
- * reported again.
+ * does not grow above what it held when it came back (or limit / nodes, which it would hold
+ * without the store, if that is more: a node just started holds only its floor), by which
+ * time every live node has reported again.
  *
  * <h2>4. Worked example</h2>
  * riops=9000 global, 3 nodes, interval 200 ms, lease 1000 ms. Floors are 150. All three
@@ -52,10 +58,10 @@
  * <h2>5. What it does not guarantee</h2>
  * A node cut off from the store while the others still reach it holds limit / nodes while
  * the store has dropped its entry, so the others may hold the whole limit: the sum may reach
- * limit × (1 + 1/nodes) for as long as that partition lasts. A node starting while the
- * others hold the whole limit holds limit / nodes until its first exchange (one interval).
- * Between a store's answer and the node applying it (sub-millisecond) a shrinking share is
- * still enforced at its old value.
+ * limit × (1 + 1/nodes) for as long as that partition lasts; a node whose exchanges keep
+ * timing out (a store slower than {@code interval_ms}) is such a partition. A node starting
+ * while the store cannot be reached holds its floor, then limit / nodes once the lease would
+ * have run out: the same.
  *
  * <h2>6. Watch</h2>
  * /metrics: every tenant limit's share, demand and global limit, the store's round-trip time,

@@ -19,9 +19,10 @@ class CoordinatorTest {
     private static final long MS = 1_000_000L;
     private static final ClusterSettings SETTINGS = new ClusterSettings("n1", "redis://unused:1", 3, 200, 1000);
 
-    /** Answers what the test says, or fails while {@link #down}. */
+    /** Answers what the test says, or fails while {@link #down}; {@link #answerLost}: takes the report, then fails (a timeout after the script ran). */
     private static final class ScriptedStore implements ShareStore {
         boolean down;
+        boolean answerLost;
         ShareStore.Share answer = new Share(3000, true);
         final List<List<Report>> reports = new ArrayList<>();
 
@@ -29,6 +30,7 @@ class CoordinatorTest {
         public List<Share> exchange(String node, int nodes, long leaseMs, List<Report> r) throws StoreException {
             if (down) throw new StoreException("down", null);
             reports.add(r);
+            if (answerLost) throw new StoreException("timed out", null);
             return r.stream().map(x -> answer).toList();
         }
 
@@ -64,11 +66,40 @@ class CoordinatorTest {
         ShareStore.Report r = store.reports.getFirst().getFirst();
         assertEquals("iotarget:/a:disk:riops", r.key());
         assertEquals(9000, r.limit());
-        assertEquals(3000, r.demand(), "no rate yet: the share it starts at");
+        assertEquals(150, r.floor(), "limit / nodes / 20");
+        assertEquals(150, r.held(), "io.max.global starts at the floor: all the store keeps for a node it has not heard from");
+        assertEquals(150, r.demand(), "no rate yet: the share it starts at");
         nowNs += 200 * MS;
         share();
         assertEquals(0, store.reports.getLast().getFirst().demand(), "no IO: no demand");
+        assertEquals(8700, store.reports.getLast().getFirst().held());
         assertEquals(new Coordinator.TenantView("/a", "disk", "riops", 9000, 8700, 0), coordinator.view().getFirst());
+    }
+
+    @Test
+    void shouldSayItStillHoldsTheOldShareWhenAnAnswerWasLost() {
+        store.answer = new ShareStore.Share(8700, true);
+        assertEquals(8700, share());
+        store.answerLost = true;
+        store.answer = new ShareStore.Share(150, true);
+        nowNs += 200 * MS;
+        assertEquals(8700, share(), "no answer: the share stays");
+        store.answerLost = false;
+        nowNs += 200 * MS;
+        assertEquals(150, share());
+        assertEquals(8700, store.reports.get(2).getFirst().held(), "the store hears that the node still held 8700: it may not have counted 150 for it");
+        nowNs += 200 * MS;
+        share();
+        assertEquals(150, store.reports.get(3).getFirst().held());
+    }
+
+    @Test
+    void shouldLetAStartedNodeGrowToLimitOverNodesAtOnce() {
+        store.answer = new ShareStore.Share(8700, false);           // the store has not heard of it
+        assertEquals(3000, share(), "capped for a lease, but at limit / nodes, not at the floor it started at");
+        store.answer = new ShareStore.Share(8700, true);
+        nowNs += 1000 * MS;
+        assertEquals(8700, share(), "a lease later");
     }
 
     @Test

@@ -22,11 +22,14 @@ class RedisShareStoreTest {
     private static final long LIMIT = 9000;
     private static final long LEASE_MS = 1000;
     private static final String KEY = "iotarget:/tenants/a:disk:riops";
+    private static final long FLOOR = 150;
 
     @TempDir
     Path dir;
     private RedisServer redis;
     private RedisShareStore store;
+    /** What each node enforces: its floor until its first answer, then the answers it applied. */
+    private final java.util.Map<String, Long> held = new java.util.HashMap<>();
 
     @BeforeEach
     void start() throws Exception {
@@ -44,8 +47,16 @@ class RedisShareStoreTest {
         return exchange(node, demand, LEASE_MS);
     }
 
+    /** One exchange of {@code node}, which then applies the answer. */
     private Share exchange(String node, long demand, long leaseMs) throws Exception {
-        List<Share> shares = store.exchange(node, 3, leaseMs, List.of(new Report(KEY, LIMIT, demand)));
+        Share share = exchangeLost(node, demand, leaseMs);
+        held.put(node, share.share());
+        return share;
+    }
+
+    /** One exchange of {@code node} whose answer never reaches it (a timeout after the script ran): it goes on holding what it held. */
+    private Share exchangeLost(String node, long demand, long leaseMs) throws Exception {
+        List<Share> shares = store.exchange(node, 3, leaseMs, List.of(new Report(KEY, LIMIT, demand, held.getOrDefault(node, FLOOR), FLOOR)));
         assertEquals(1, shares.size());
         return shares.getFirst();
     }
@@ -64,7 +75,8 @@ class RedisShareStoreTest {
         assertEquals(new Share(150 + 8550, false), exchange("node1", LIMIT));        // alone so far: the others' floors kept
         long[] even = rounds(3, LIMIT, LIMIT, LIMIT);
         assertEquals(List.of(3000L, 3000L, 3000L), List.of(even[0], even[1], even[2]));
-        long[] one = rounds(2, LIMIT, 0, 0);
+        // Three rounds: nodes 2 and 3 shrink at the first, the store counts it at the second, node 1 grows at the third.
+        long[] one = rounds(3, LIMIT, 0, 0);
         assertEquals(List.of(8700L, 150L, 150L), List.of(one[0], one[1], one[2]));
         assertTrue(exchange("node1", LIMIT).known());
     }
@@ -78,6 +90,29 @@ class RedisShareStoreTest {
         // node 1 gives its share up at its next exchange, node 3 takes it at its own.
         long[] moved = rounds(2, 0, 0, LIMIT);
         assertEquals(List.of(150L, 150L, 8700L), List.of(moved[0], moved[1], moved[2]));
+    }
+
+    @Test
+    void shouldCountWhatANodeHeldUntilItSaysItAppliedASmallerAnswer() throws Exception {
+        rounds(2, LIMIT, 0, 0);
+        assertEquals(8700, held.get("node1"));
+        // Node 1 goes idle, but its answer is lost: it still enforces 8700, and says so next time.
+        exchangeLost("node1", 0, LEASE_MS);
+        assertEquals(150, exchange("node3", LIMIT).share(), "node 1 may still enforce 8700");
+        assertEquals(150, exchange("node1", 0).share());
+        assertEquals(150, exchange("node3", LIMIT).share(), "node 1 said it held 8700 when it took 150");
+        exchange("node1", 0);
+        assertEquals(8700, exchange("node3", LIMIT).share(), "node 1 said it applied 150");
+    }
+
+    @Test
+    void shouldShrinkTheOthersWhenANodeSaysItHoldsMoreThanTheStoreKnew() throws Exception {
+        long[] two = rounds(3, LIMIT, LIMIT);
+        assertEquals(List.of(4425L, 4425L), List.of(two[0], two[1]));
+        // Node 3 was cut off and fell back to limit / nodes; the store had dropped it.
+        held.put("node3", 3000L);
+        assertEquals(150, exchange("node3", LIMIT).share());
+        assertEquals(9000 - 4425 - 3000, exchange("node1", LIMIT).share(), "node 3 still holds 3000 until it says otherwise");
     }
 
     @Test

@@ -95,7 +95,7 @@ public final class Server implements AutoCloseable {
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
-        // Made before the trees are replayed, so that io.max.global starts at limit / nodes; started after.
+        // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         Coordinator cluster = clusterSettings == null ? null
                 : new Coordinator(engine.controller(), clusterSettings,
                                   new RedisShareStore(clusterSettings.store(), Duration.ofMillis(clusterSettings.intervalMs())), System::nanoTime);

@@ -15,7 +15,7 @@ import java.util.List;
 /**
  * io.max and io.max.global (see the package documentation). Besides the policy hooks it is
  * the door through which a cluster coordinator reads io.max.global and sets this node's
- * shares (section 8): {@link #globalLimits}, {@link #share}, {@link #nodes}. Any thread.
+ * shares (section 8): {@link #globalLimits}, {@link #share}, {@link #startingDivisor}. Any thread.
  */
 public final class ThrottlePolicy implements IoPolicy {
     /** A limit of "max" in {@link GlobalLimit} and {@link #share}. */
@@ -25,8 +25,8 @@ public final class ThrottlePolicy implements IoPolicy {
 
     private final IoController controller;
     private final int index;
-    /** How many nodes hold io.max.global together: a new global limit starts as limit / nodes. Plain volatile. */
-    private volatile int nodes = 1;
+    /** A newly written global limit starts as limit / this. Plain volatile. */
+    private volatile long startingDivisor = 1;
 
     public ThrottlePolicy(IoController controller, int index) {
         this.controller = controller;
@@ -58,14 +58,20 @@ public final class ThrottlePolicy implements IoPolicy {
         return index;
     }
 
-    /** One (group, device) pair's io.max.global: rbps, wbps, riops, wiops, {@link #UNLIMITED} for max. */
-    public record GlobalLimit(Group group, DeviceControl device, long[] limits) {
+    /**
+     * One (group, device) pair's io.max.global and the share of it the pair enforces now: rbps,
+     * wbps, riops, wiops each, {@link #UNLIMITED} for max.
+     */
+    public record GlobalLimit(Group group, DeviceControl device, long[] limits, long[] shares) {
     }
 
-    /** How many nodes share io.max.global (1, the default, is a node on its own), for limits written from now on. */
-    public void nodes(int count) {
-        if (count < 1) throw new IllegalArgumentException("nodes " + count);
-        nodes = count;
+    /**
+     * What a global limit written from now on starts at before a coordinator sets its share:
+     * limit / {@code divisor}. 1, the default, is a node on its own: the whole limit.
+     */
+    public void startingDivisor(long divisor) {
+        if (divisor < 1) throw new IllegalArgumentException("divisor " + divisor);
+        startingDivisor = divisor;
     }
 
     /** Every pair with an io.max.global limit, read under the tree lock. */
@@ -75,9 +81,7 @@ public final class ThrottlePolicy implements IoPolicy {
             for (DeviceGroup dg : g.deviceGroups()) {
                 ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
                 if (!tg.globallyLimited()) continue;
-                out.add(new GlobalLimit(g, dg.device(), new long[] {
-                        fromBps(tg.globalBps[ThrottleGroup.READ]), fromBps(tg.globalBps[ThrottleGroup.WRITE]),
-                        fromIops(tg.globalIops[ThrottleGroup.READ]), fromIops(tg.globalIops[ThrottleGroup.WRITE])}));
+                out.add(new GlobalLimit(g, dg.device(), external(tg.globalBps, tg.globalIops), external(tg.shareBps, tg.shareIops)));
             }
         });
         return out;
@@ -101,10 +105,10 @@ public final class ThrottlePolicy implements IoPolicy {
         });
     }
 
-    /** The share a node takes of a newly written global limit (bps or iops, max kept) before any coordinator speaks: limit / nodes. */
+    /** The share a node takes of a newly written global limit (bps or iops, max kept) before any coordinator speaks: limit / {@link #startingDivisor}. */
     long[] startingShare(long[] limits, long max) {
         long[] share = new long[limits.length];
-        for (int i = 0; i < limits.length; i++) share[i] = limits[i] == max ? max : Math.max(1, Long.divideUnsigned(limits[i], nodes));
+        for (int i = 0; i < limits.length; i++) share[i] = limits[i] == max ? max : Math.max(1, Long.divideUnsigned(limits[i], startingDivisor));
         return share;
     }
 
@@ -117,6 +121,11 @@ public final class ThrottlePolicy implements IoPolicy {
 
     private static long fromBps(long v) {
         return v == ThrottleGroup.BPS_MAX || v < 0 ? UNLIMITED : v;
+    }
+
+    /** A pair's read and write bps and iops in {@link #share}'s order and units. */
+    private static long[] external(long[] bps, long[] iops) {
+        return new long[] {fromBps(bps[ThrottleGroup.READ]), fromBps(bps[ThrottleGroup.WRITE]), fromIops(iops[ThrottleGroup.READ]), fromIops(iops[ThrottleGroup.WRITE])};
     }
 
     private static long fromIops(long v) {

@@ -66,11 +66,13 @@
  * cluster shares (the module {@code cluster}, docs/cluster.md). Its limits are never enforced
  * as such: a pair enforces the smaller of its io.max and its <em>share</em> of io.max.global,
  * per limit ({@code bpsEffective}, {@code iopsEffective}), and io.max reads back exactly what
- * was written to it, as in Linux. A newly written global limit starts as limit / nodes
- * ({@code ThrottlePolicy.nodes}, 1 on a node alone); a coordinator then moves the share with
+ * was written to it, as in Linux. A newly written global limit starts as limit / a divisor
+ * ({@code ThrottlePolicy.startingDivisor}: 1 on a node alone, the whole limit; a cluster's
+ * coordinator sets the floor its store keeps for a node it has not heard from, limit / nodes / 20);
+ * a coordinator then moves the share with
  * {@code ThrottlePolicy.share}, which is a limit change as in section 5: the buckets carry
  * over, so a share that changes every few hundred milliseconds loses and adds nothing.
- * Example: io.max {@code riops=5000}, io.max.global {@code riops=9000} on 3 nodes: 3000 is
+ * Example: io.max {@code riops=5000}, io.max.global {@code riops=9000} on 3 nodes: 150 is
  * enforced at first; a share of 8000 then enforces 5000, io.max still reads 5000.
  *
  * <h2>9. Watch</h2>

@@ -63,14 +63,16 @@ class GlobalShareTest {
         ControllerHarness h = new ControllerHarness();
         Group a = h.group("tenants/a");
         ThrottlePolicy policy = policy(h);
-        policy.nodes(3);
+        policy.startingDivisor(3);
         h.controller.write("tenants/a/io.max.global", "mem0 riops=9000");
-        // Before any coordinator: limit / nodes. 3 ms of burst (1 ms worth) aside, exactly the rate.
+        // Before any coordinator: limit / the divisor. 3 ms of burst (1 ms worth) aside, exactly the rate.
         assertEquals(3000 + 3, readsInOneSecond(h, a), 3);
         ThrottlePolicy.GlobalLimit limit = policy.globalLimits().getFirst();
         assertEquals(a, limit.group());
         assertArrayEquals(new long[] {MAX, MAX, 9000, MAX}, limit.limits());
+        assertArrayEquals(new long[] {MAX, MAX, 3000, MAX}, limit.shares(), "what the pair enforces now");
         policy.share(a, limit.device(), new long[] {MAX, MAX, 8000, MAX});
+        assertArrayEquals(new long[] {MAX, MAX, 8000, MAX}, policy.globalLimits().getFirst().shares());
         assertEquals(8000, readsInOneSecond(h, a), 20);
         h.controller.write("tenants/a/io.max", "259:0 riops=5000");
         assertEquals(5000, readsInOneSecond(h, a), 20);
