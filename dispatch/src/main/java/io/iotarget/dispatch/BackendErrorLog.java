@@ -12,7 +12,9 @@ import java.io.IOException;
  * Logs one device's backend failures (device, op, offset, length, errno) without letting a
  * failing disk flood the log: at most {@link #LINES_PER_SECOND} lines in any one-second
  * window; the failures beyond are counted, and the count is logged with the first line of
- * the next window (or when the queue closes). Any thread; failures are rare, so it locks.
+ * the next window (or when the queue closes). A log call that throws (a logging backend out
+ * of memory or descriptors, a class it cannot load) loses its line, never the request being
+ * failed or the thread failing it. Any thread; failures are rare, so it locks.
  */
 final class BackendErrorLog {
     /** Enough to show a pattern (one op, one range, one errno); a failing disk fails thousands of requests a second. */
@@ -54,18 +56,22 @@ final class BackendErrorLog {
         String message = "backend error on " + device.name() + " (" + device.number() + "): " + io.op() + " offset=" + io.offset()
                 + " length=" + io.length() + ": " + (cause instanceof ErrnoException ? "" : BackendErrors.name(errno) + ": ") + cause.getMessage();
         // An errno says all there is; a RuntimeException is a bug whose stack trace matters.
-        if (cause.getCause() instanceof RuntimeException) {
-            logger.log(System.Logger.Level.WARNING, message, cause);
-        } else {
-            logger.log(System.Logger.Level.WARNING, message);
-        }
+        log(message, cause.getCause() instanceof RuntimeException ? cause : null);
     }
 
     /** Logs how many failures went unlogged since the last line, if any. */
     synchronized void flush() {
         if (suppressed == 0) return;
-        logger.log(System.Logger.Level.WARNING, suppressed + " more backend error(s) on " + device.name() + " (" + device.number()
-                + ") not logged");
+        log(suppressed + " more backend error(s) on " + device.name() + " (" + device.number() + ") not logged", null);
         suppressed = 0;
+    }
+
+    private void log(String message, Throwable thrown) {
+        try {
+            logger.log(System.Logger.Level.WARNING, message, thrown);
+        } catch (RuntimeException | Error e) {
+            // Seen: a test that used up the JVM's descriptors left the JDK unable to load its
+            // time-zone data, so every log call threw NoClassDefFoundError; the request still fails.
+        }
     }
 }

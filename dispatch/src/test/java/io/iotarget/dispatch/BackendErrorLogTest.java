@@ -14,12 +14,13 @@ import java.util.List;
 import java.util.ResourceBundle;
 import java.util.function.Supplier;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A failing disk fails thousands of requests a second; the log gets a few lines and a count. */
 class BackendErrorLogTest {
-    private static final class Lines implements System.Logger {
+    private static class Lines implements System.Logger {
         final List<String> lines = new ArrayList<>();
 
         @Override
@@ -73,5 +74,25 @@ class BackendErrorLogTest {
                 "a failure without an errno is named EIO");
         errors.flush();
         assertEquals(BackendErrorLog.LINES_PER_SECOND + 3, log.lines.size(), "nothing left unlogged");
+    }
+
+    @Test
+    void shouldLoseTheLineNotTheCallerWhenLoggingThrows() {
+        ManualClock clock = new ManualClock(0);
+        Lines broken = new Lines() {
+            @Override
+            public void log(Level level, ResourceBundle bundle, String msg, Throwable thrown) {
+                throw new NoClassDefFoundError("sun/util/calendar/ZoneInfoFile");
+            }
+        };
+        Device device = new Device(0, new DeviceNumber(259, 3), "disk3", 1 << 30, 4096, false, 4096);
+        BackendErrorLog errors = new BackendErrorLog(device, clock, broken);
+        IoRequest io = new IoRequest().set(IoOp.READ, 0, 0, 4096, null);
+        assertDoesNotThrow(() -> {
+            for (int i = 0; i < 2 * BackendErrorLog.LINES_PER_SECOND; i++) {
+                errors.report(io, BackendErrors.EIO, new ErrnoException("io_uring read", BackendErrors.EIO));
+            }
+            errors.flush();
+        }, "the request being failed must still complete");
     }
 }
