@@ -30,6 +30,7 @@ public final class Coordinator implements AutoCloseable {
     static final int HEADROOM_PCT = 125;
     /** Every configured node keeps limit / nodes / this, live or not: what a node holds before its first exchange. */
     static final int FLOOR_PARTS = 20;
+    private static final System.Logger LOG = System.getLogger(Coordinator.class.getName());
     private static final String[] LIMIT_NAMES = {"rbps", "wbps", "riops", "wiops"};
     /** io.stat fields that measure each limit's use, in {@link ThrottlePolicy#RBPS} order. */
     private static final String[] USAGE_FIELDS = {"rbytes", "wbytes", "rios", "wios"};
@@ -48,6 +49,8 @@ public final class Coordinator implements AutoCloseable {
     /** Per store key; the coordinator's thread only. */
     private final Map<String, Tenant> tenants = new HashMap<>();
     private long lastContactNs;
+    /** Whether the last exchange failed: the first failure and the first success after are logged. */
+    private boolean lost;
     private volatile boolean fallback;
 
     /** Published once per interval by the coordinator's thread (volatile: any thread reads them). */
@@ -124,7 +127,8 @@ public final class Coordinator implements AutoCloseable {
     private void tickSafely() {
         try {
             tick(nanoTime.getAsLong());
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (out of memory, a log call that threw): an executor stops a task that throws, and the shares would freeze.
             failures++;
             lastError = e.toString();
         }
@@ -189,10 +193,16 @@ public final class Coordinator implements AutoCloseable {
         } catch (ShareStore.StoreException e) {
             failures++;
             lastError = e.getMessage();
+            if (!lost) LOG.log(System.Logger.Level.WARNING, "cluster store failed (" + e.getMessage() + "): shares kept until the lease runs out");
+            lost = true;
             // Fall back at the last interval before the lease runs out, not after it: by then the
             // store may have given this node's share to the others.
             if (nowNs - lastContactNs + TimeUnit.MILLISECONDS.toNanos(settings.intervalMs()) >= TimeUnit.MILLISECONDS.toNanos(settings.leaseMs())) {
-                if (!fallback) fallbacks++;
+                if (!fallback) {
+                    fallbacks++;
+                    LOG.log(System.Logger.Level.WARNING, "cluster store unreachable for " + TimeUnit.NANOSECONDS.toMillis(nowNs - lastContactNs)
+                            + " ms: this node holds limit / " + settings.nodes() + " of every io.max.global");
+                }
                 fallback = true;
                 for (Tenant t : active) t.share = fallback(t.globalLimit);
             }
@@ -200,6 +210,9 @@ public final class Coordinator implements AutoCloseable {
         }
         roundTripNs = nanoTime.getAsLong() - startNs;
         exchanges++;
+        if (lost) LOG.log(System.Logger.Level.INFO, "cluster store reachable again after " + TimeUnit.NANOSECONDS.toMillis(nowNs - lastContactNs) + " ms"
+                                                      + (fallback ? "; shares follow demand again" : ""));
+        lost = false;
         lastContactNs = nowNs;
         fallback = false;
         for (int i = 0; i < active.size(); i++) {

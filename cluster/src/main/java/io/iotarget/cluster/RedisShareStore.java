@@ -42,6 +42,8 @@ public final class RedisShareStore implements ShareStore {
      * @param timeout how long one command or connection attempt may take
      */
     public RedisShareStore(String uri, Duration timeout) {
+        // Netty would log Lettuce's lines through SLF4J (now bound to JUL) and name its own wrapper as their source.
+        io.netty.util.internal.logging.InternalLoggerFactory.setDefaultFactory(io.netty.util.internal.logging.JdkLoggerFactory.INSTANCE);
         RedisURI redisUri = RedisURI.create(uri);
         redisUri.setTimeout(timeout);
         resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)

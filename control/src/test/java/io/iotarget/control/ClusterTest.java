@@ -22,6 +22,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -164,6 +165,10 @@ class ClusterTest {
         return rates;
     }
 
+    private static long count(String text, String part) {
+        return text.split(java.util.regex.Pattern.quote(part), -1).length - 1L;
+    }
+
     private static double sum(double[] v) {
         double s = 0;
         for (double x : v) s += x;
@@ -272,6 +277,12 @@ class ClusterTest {
                 msUntil(nodes, LEASE_MS + 3000, r -> r[0] >= 0.95 * LIMIT, "store back, node 1 alone at >= 95 %");
                 assertEquals(0.0, n1.metric("iotarget_cluster_fallback"));
                 assertTrue(n1.metric("iotarget_cluster_store_round_trip_seconds") > 0);
+                // The log says it once per outage, not once per failed exchange (a cold start may have had an outage too).
+                String log = n1.server.output();
+                long failed = count(log, "cluster store failed ("), again = count(log, "cluster store reachable again after ");
+                assertTrue(failed >= 1 && failed == again && failed < n1.metric("iotarget_cluster_store_failures_total"), log);
+                assertEquals(1, count(log, "cluster store unreachable for "), log);
+                assertFalse(log.contains("SLF4J"), log);
 
                 // 6. A node killed: the other two take its share within one lease (+ two intervals).
                 n2.startLoad();
