@@ -18,10 +18,12 @@ import io.iotarget.model.IoGroup;
  * @param nguid    16 bytes, all zero when not set
  * @param inFlight its IO commands on the engine, drained when it is disabled
  * @param buffers  its group's share of the buffer pool, where its commands' data buffers come from
+ * @param sharesReads its backend hands every read over as views (memory, null): a READ that
+ *                 offers views needs no buffer of its own
  */
 record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
-                       BufferAccount buffers) {
+                       BufferAccount buffers, boolean sharesReads) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;

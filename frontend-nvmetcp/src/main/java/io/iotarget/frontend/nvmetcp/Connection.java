@@ -324,6 +324,13 @@ final class Connection implements PduHandler, ConnectionHandler {
         return true;
     }
 
+    /** False for a READ its namespace's backend always shares: it sends from the backend's memory, as NBD's do, and holds no pool share. */
+    private boolean needsBuffer(CommandSlot slot) {
+        if (ownsData(slot) || Sqe.opcode(slot.sqe) != IoCommands.READ || !offersViews(slot.dataLength)) return true;
+        ActiveNamespace ns = controller.subsystem.table.find(Sqe.nsid(slot.sqe));
+        return ns == null || !ns.sharesReads();
+    }
+
     /** The pool served a slot's waiter, on the thread that released the memory: over to the loop. */
     void bufferAvailable(CommandSlot slot, PooledBuffer buffer) {
         socket.loop().execute(() -> bufferArrived(slot, buffer));
@@ -371,7 +378,7 @@ final class Connection implements PduHandler, ConnectionHandler {
             execute(slot);                               // buffer and R2T once the policies let it run (admitted)
             return;
         }
-        if (slot.status == Status.SUCCESS && !slot.hasBuffer() && takeBuffer(slot) && !slot.hasBuffer()) return;   // waits for the pool
+        if (slot.status == Status.SUCCESS && !slot.hasBuffer() && needsBuffer(slot) && takeBuffer(slot) && !slot.hasBuffer()) return;   // waits for the pool
         if (slot.status != Status.SUCCESS) {
             respond(slot);
         } else if (slot.awaitingData) {
@@ -507,9 +514,9 @@ final class Connection implements PduHandler, ConnectionHandler {
         connectLimit.cancel();
     }
 
-    /** The host asked for data digests (ICReq): every byte it receives must pass through a CRC. */
-    boolean dataDigest() {
-        return dataDigest;
+    /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */
+    boolean offersViews(long length) {
+        return !dataDigest && SharedRead.fits(length);
     }
 
     /** Adds one command's numbers to the SMART counters. Loop thread. */
@@ -684,13 +691,13 @@ final class Connection implements PduHandler, ConnectionHandler {
         }
         // With SQ flow control disabled and success, DATA_SUCCESS replaces the response capsule.
         boolean successFlag = sqFlowControlDisabled;
-        ByteBuffer payload = slot.data();
+        SharedRead shared = slot.shared;
+        ByteBuffer payload = shared.holdsData() ? null : slot.data();      // a shared read may have no buffer at all
         ByteBuffer header = slot.responseHeader();
         encoder.dataHeader(header, commandId, 0, slot.dataLength, true, successFlag, dataDigest);
         boolean trailer = dataDigest || !successFlag;
         Runnable last = trailer ? null : slot.sent;
         socket.send(header.flip());
-        SharedRead shared = slot.shared;
         if (shared.region() != null) {
             socket.sendFile(shared.region(), shared.regionPosition(), slot.dataLength, last);
         } else if (shared.viewCount() > 0) {

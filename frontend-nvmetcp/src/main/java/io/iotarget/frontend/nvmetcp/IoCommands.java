@@ -4,7 +4,6 @@ import io.iotarget.engine.Engine;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
-import io.iotarget.model.SharedRead;
 
 import java.nio.ByteBuffer;
 
@@ -97,10 +96,12 @@ final class IoCommands {
         long offset = slba << ns.lbaShift();
         return switch (opcode) {
             case READ -> {
+                // Without a buffer its namespace's backend shared every read when the command came in;
+                // one enabled since under the same nsid may not: the host tries again.
+                if (!slot.hasBuffer() && !ns.sharesReads()) yield Status.NAMESPACE_NOT_READY;
                 connection.count(Connection.COUNT_READS, length);
-                IoRequest io = prepareOne(slot, ns, IoOp.READ, 0, offset, length, slot.data());
-                // Shared reads are sent as they are: not under a data digest, which needs the bytes in hand.
-                if (!connection.dataDigest() && SharedRead.fits(length)) io.views(slot.shared.expect(length));
+                IoRequest io = prepareOne(slot, ns, IoOp.READ, 0, offset, length, slot.hasBuffer() ? slot.data() : null);
+                if (connection.offersViews(length)) io.views(slot.shared.expect(length));
                 yield submit(slot, ns, 1);
             }
             case WRITE -> {

@@ -93,7 +93,7 @@ final class Namespace {
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         active = new ActiveNamespace(nsid, device, lease.payer(),
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
-                new InFlightCommands(), engine.buffers().account(lease.payer()));
+                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads());
     }
 
     /**

@@ -22,6 +22,8 @@ final class Status {
     static final int NAMESPACE_WRITE_PROTECTED = 0x020;
     static final int LBA_OUT_OF_RANGE = 0x080;
     static final int CAPACITY_EXCEEDED = 0x081;
+    /** Retried by the host (no DNR). */
+    static final int NAMESPACE_NOT_READY = 0x082;
     // Command specific status (SCT 1).
     static final int ASYNC_EVENT_LIMIT = 0x105;
     static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;

@@ -15,7 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A host that asks for far more write buffers than its group's share and never sends the data
  * holds that share and nothing more: R2Ts stop at the share, the queue still answers, and once
- * the host is gone every buffer is back and others write at full size again.
+ * the host is gone every buffer is back and others write at full size again. Reads from a
+ * backend that shares its memory take no buffer, so the used-up share does not stop them.
  */
 class BufferShareTest {
     private static final int WRITE = 0x01, READ = 0x02, R2T = 0x09, MIB = 1 << 20;
@@ -44,6 +45,13 @@ class BufferShareTest {
                     }
                     assertEquals(SHARE / MIB, r2ts, "R2Ts only for the buffers the share holds");
                     assertEquals(SHARE, root.inUseBytes());
+                    // The memory backend shares its reads: a read needs no buffer, so the used-up share does not hold it.
+                    try (TestHost reader = f.ioQueue(cntlid, 2, false, false, false)) {
+                        reader.timeout(5_000);
+                        TestHost.Completion read = reader.execute(reader.lbaCommand(READ, 1, 0, 2048, 0), null, MIB, false);
+                        assertEquals(0, read.status());
+                        assertEquals(SHARE, root.inUseBytes(), "no buffer taken for the read");
+                    }
                 }
                 long deadline = System.nanoTime() + 2_000_000_000L;
                 while (root.inUseBytes() != 0 && System.nanoTime() < deadline) Thread.sleep(5);
