@@ -32,6 +32,12 @@ import java.util.List;
 public final class RedisShareStore implements ShareStore {
     private static final String SCRIPT = script();
 
+    static {
+        // Once, before any Lettuce class makes its logger: Netty would log Lettuce's lines through
+        // SLF4J (bound to JUL) and name its own wrapper as their source.
+        io.netty.util.internal.logging.InternalLoggerFactory.setDefaultFactory(io.netty.util.internal.logging.JdkLoggerFactory.INSTANCE);
+    }
+
     private final ClientResources resources;
     private final RedisClient client;
     private final String sha;
@@ -42,8 +48,6 @@ public final class RedisShareStore implements ShareStore {
      * @param timeout how long one command or connection attempt may take
      */
     public RedisShareStore(String uri, Duration timeout) {
-        // Netty would log Lettuce's lines through SLF4J (now bound to JUL) and name its own wrapper as their source.
-        io.netty.util.internal.logging.InternalLoggerFactory.setDefaultFactory(io.netty.util.internal.logging.JdkLoggerFactory.INSTANCE);
         RedisURI redisUri = RedisURI.create(uri);
         redisUri.setTimeout(timeout);
         resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2)
