@@ -1,5 +1,10 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Status;
+
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+
+import io.iotarget.frontend.nvmetcp.command.Sqe;
 import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
@@ -21,11 +26,11 @@ import java.nio.ByteOrder;
  *
  * <p>Ownership moves with the command, never shared: the queue's loop fills the slot and
  * runs or submits the command; the engine owns it until the last {@link #complete} call; the
- * loop owns it again from {@link Connection#respond} until its response is on the wire and the
+ * loop owns it again from {@link Queue#respond} until its response is on the wire and the
  * tag is back on the free list. Each hand-off to and from the engine is a release/acquire pair
  * (the response queue's exchange), so the fields themselves are plain.
  */
-final class CommandSlot implements IoCallback {
+public final class CommandSlot implements IoCallback {
     /** What the writer is to send for the slot. */
     static final int EVENT_R2T = 1;
     static final int EVENT_RESPONSE = 2;
@@ -55,8 +60,8 @@ final class CommandSlot implements IoCallback {
     private static final int WIRE_SEGMENT_BYTES = 32;
 
     final int tag;
-    final Connection connection;
-    final ByteBuffer sqe = ByteBuffer.allocate(Sqe.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    final Queue connection;
+    public final ByteBuffer sqe = ByteBuffer.allocate(Sqe.BYTES).order(ByteOrder.LITTLE_ENDIAN);
     /** Runs on the loop once the response's last byte is written, or dropped with the connection. */
     final Runnable sent;
     private final ByteBuffer r2tHeader;
@@ -82,27 +87,27 @@ final class CommandSlot implements IoCallback {
      * sendfile(2)) instead of reading into {@link #data()}. The namespace's in-flight count is
      * held until the response is sent, so the device outlives what the reply sends from.
      */
-    final SharedRead shared = new SharedRead();
+    public final SharedRead shared = new SharedRead();
     private int submitCount;
 
     // Reader-side command state.
     /** Bytes the command transfers (either way); its data lies in {@link #data()} [0, dataLength). */
-    int dataLength;
+    public int dataLength;
     /** Host-to-controller bytes still expected through R2T/H2CData, and bytes received so far. */
-    boolean awaitingData;
+    public boolean awaitingData;
     /** A data-later write the engine admitted, now waiting for its buffer or its data (loop thread). */
     boolean admittedWaiting;
     /** Set once the R2T is encoded: only then may H2CData arrive (a host that sends earlier would have the slot queued twice). */
     boolean r2tSent;
     int received;
     /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
-    ActiveNamespace namespace;
-    long startLba;
+    public ActiveNamespace namespace;
+    public long startLba;
 
     // Completion, read by the writer.
     int event;
     int status;
-    long result;
+    public long result;
     /** The response carries the command's data to the host (C2HData) when it succeeds. */
     boolean dataToHost;
     /** Authentication failed: once the response is out, the writer fails the controller. */
@@ -115,7 +120,7 @@ final class CommandSlot implements IoCallback {
     @SuppressWarnings("unused")     // NEXT, SlotQueue's link
     volatile CommandSlot next;
 
-    CommandSlot(int tag, Connection connection) {
+    CommandSlot(int tag, Queue connection) {
         this.tag = tag;
         this.connection = connection;
         this.sent = connection == null ? null : () -> connection.sent(this);
@@ -167,7 +172,7 @@ final class CommandSlot implements IoCallback {
      * The slot's own data buffer sized for {@code length} bytes (admin queue): position 0, limit
      * {@code length}; earlier content is garbage.
      */
-    ByteBuffer data(int length) {
+    public ByteBuffer data(int length) {
         if (own.capacity() < length) {
             int capacity = Math.max(DATA_ALIGNMENT, Integer.highestOneBit(length - 1) << 1);
             own = ByteBuffer.allocateDirect(capacity + DATA_ALIGNMENT).alignedSlice(DATA_ALIGNMENT).order(ByteOrder.LITTLE_ENDIAN);
@@ -178,14 +183,14 @@ final class CommandSlot implements IoCallback {
     }
 
     /** An IO command's data goes to {@code buffer} (from the pool, held until the slot is freed): position 0, limit {@link #dataLength}. */
-    ByteBuffer data(PooledBuffer buffer) {
+    public ByteBuffer data(PooledBuffer buffer) {
         pooled = buffer;
         storage = buffer.buffer().order(ByteOrder.LITTLE_ENDIAN);
         return data();
     }
 
     /** True when the command's data has its buffer (or needs none). */
-    boolean hasBuffer() {
+    public boolean hasBuffer() {
         return dataLength == 0 || storage != NO_DATA;
     }
 
@@ -198,7 +203,7 @@ final class CommandSlot implements IoCallback {
     }
 
     /** The command's data, [0, dataLength). */
-    ByteBuffer data() {
+    public ByteBuffer data() {
         return storage.clear().limit(dataLength);
     }
 
@@ -208,7 +213,7 @@ final class CommandSlot implements IoCallback {
     }
 
     /** The i-th pooled request, reset; grows the pool when a command needs more (DSM ranges). */
-    IoRequest request(int i) {
+    public IoRequest request(int i) {
         if (i >= requests.length) {
             IoRequest[] grown = java.util.Arrays.copyOf(requests, Math.max(i + 1, requests.length * 2));
             for (int k = requests.length; k < grown.length; k++) grown[k] = new IoRequest();
@@ -226,7 +231,7 @@ final class CommandSlot implements IoCallback {
      * are read once, before the first submit: once the last request is submitted the command may
      * complete (on another thread) and the slot go back to the free list.
      */
-    void submitAll(int count, Engine engine, TenantQueue queue) {
+    public void submitAll(int count, Engine engine, TenantQueue queue) {
         phase = ENGINE;
         FIRST_ERROR.setOpaque(this, (IoStatus) null);
         PENDING.setRelease(this, count);

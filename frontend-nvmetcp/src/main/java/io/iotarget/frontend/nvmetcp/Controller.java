@@ -1,5 +1,11 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Status;
+
+import io.iotarget.frontend.nvmetcp.config.Port;
+
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
+
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 
 import java.nio.ByteBuffer;
@@ -17,7 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * engine completion threads (error log) and the configuration thread, always after the
  * configuration lock, never before it.
  */
-final class Controller {
+public final class Controller {
     // CC fields (NVMe base spec, Controller Configuration).
     static final int CC_ENABLE = 1;
     static final int CC_CSS_SHIFT = 4;
@@ -31,39 +37,39 @@ final class Controller {
     static final int CSTS_FATAL = 1 << 1;
     static final int CSTS_SHUTDOWN_COMPLETE = 2 << 2;
     // Property offsets.
-    static final int PROPERTY_CAP = 0x00;
-    static final int PROPERTY_VS = 0x08;
-    static final int PROPERTY_CC = 0x14;
-    static final int PROPERTY_CSTS = 0x1C;
+    public static final int PROPERTY_CAP = 0x00;
+    public static final int PROPERTY_VS = 0x08;
+    public static final int PROPERTY_CC = 0x14;
+    public static final int PROPERTY_CSTS = 0x1C;
 
     /** Asynchronous event configuration bits (Set Features 0x0B) this controller can raise. */
     static final int AEN_SMART_WARNINGS = 0x1F;
-    static final int AEN_NAMESPACE_ATTRIBUTE = 1 << 8;
-    static final int AEN_DISCOVERY_LOG = 1 << 31;
+    public static final int AEN_NAMESPACE_ATTRIBUTE = 1 << 8;
+    public static final int AEN_DISCOVERY_LOG = 1 << 31;
     /** AER completion DW0: type 2 (notice) | info << 8 | log page << 16. */
     static final int EVENT_NAMESPACE_CHANGED = 0x02 | 0x00 << 8 | 0x04 << 16;
     static final int EVENT_DISCOVERY_CHANGED = 0x02 | 0xF0 << 8 | 0x70 << 16;
     /** NVMET_ASYNC_EVENTS: outstanding AERs per controller. */
-    static final int MAX_ASYNC_EVENT_REQUESTS = 4;
+    public static final int MAX_ASYNC_EVENT_REQUESTS = 4;
     /** NVME_MAX_CHANGED_NAMESPACES. */
     static final int CHANGED_NAMESPACES_MAX = 1024;
-    static final int ERROR_LOG_ENTRIES = 16;
-    static final int ERROR_LOG_ENTRY_BYTES = 64;
+    public static final int ERROR_LOG_ENTRIES = 16;
+    public static final int ERROR_LOG_ENTRY_BYTES = 64;
     /** NVMET_DISC_KATO_MS: discovery controllers that asked for no keep-alive still go after 2 minutes of silence. */
     static final int DISCOVERY_KATO_MS = 120_000;
     /** CAP.TO in 500 ms units: 7.5 s, nvmet's value. */
     private static final long CAP_TIMEOUT = 15;
 
-    final NvmeTarget target;
-    final Subsystem subsystem;
-    final Port port;
-    final int cntlid;
-    final String hostNqn;
-    final byte[] hostId;
+    public final NvmeTarget target;
+    public final Subsystem subsystem;
+    public final Port port;
+    public final int cntlid;
+    public final String hostNqn;
+    public final byte[] hostId;
     /** CAP.MQES + 1: the largest queue a host may create. */
-    final int queueSizeLimit;
-    final int inlineDataBytes;
-    final long cap;
+    public final int queueSizeLimit;
+    public final int inlineDataBytes;
+    public final long cap;
 
     final ReentrantLock lock = new ReentrantLock();
     /**
@@ -71,7 +77,7 @@ final class Controller {
      * the admin Connect, re-read by a Negotiate on the admin queue (re-authentication).
      */
     private volatile DhChapCredentials credentials;
-    private final Connection[] queues;
+    private final Queue[] queues;
     private volatile int cc;
     private volatile int csts;
     /** A command arrived on some queue since the last keep-alive tick (traffic-based keep-alive). */
@@ -96,7 +102,7 @@ final class Controller {
     private long errorCount;
 
     /** Configuration lock held. */
-    Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, long katoMs) {
+    public Controller(NvmeTarget target, Subsystem subsystem, Port port, int cntlid, String hostNqn, byte[] hostId, long katoMs) {
         this.target = target;
         this.subsystem = subsystem;
         this.port = port;
@@ -105,7 +111,7 @@ final class Controller {
         this.hostId = hostId;
         this.queueSizeLimit = port.queueSizeLimit();
         this.inlineDataBytes = port.inlineDataBytes();
-        this.queues = new Connection[subsystem.maxQid + 1];
+        this.queues = new Queue[subsystem.maxQid + 1];
         this.katoMs = katoMs == 0 && subsystem.discovery ? DISCOVERY_KATO_MS : katoMs;
         this.cap = (queueSizeLimit - 1) | 1L << 16 | CAP_TIMEOUT << 24 | 1L << 37;
         this.credentials = target.credentials(subsystem, hostNqn);
@@ -126,18 +132,18 @@ final class Controller {
         }
     }
 
-    boolean discovery() {
+    public boolean discovery() {
         return subsystem.discovery;
     }
 
-    int maxQid() {
+    public int maxQid() {
         return queues.length - 1;
     }
 
     // ---------------------------------------------------------------- queues
 
     /** Installs a connected queue; a status if the queue id is taken or the controller is gone. */
-    int attach(int qid, Connection queue) {
+    public int attach(int qid, Queue queue) {
         lock.lock();
         try {
             if (dead) return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
@@ -151,7 +157,7 @@ final class Controller {
     }
 
     /** A queue's connection closed. When it was the admin queue, the controller goes with all its queues. */
-    void detach(int qid, Connection queue) {
+    void detach(int qid, Queue queue) {
         lock.lock();
         try {
             if (queues[qid] != queue) return;
@@ -159,7 +165,7 @@ final class Controller {
             if (qid != 0) return;
             dead = true;
             if (keepAlive != null) keepAlive.cancel(false);
-            for (Connection c : queues) if (c != null) c.close();
+            for (Queue c : queues) if (c != null) c.close();
         } finally {
             lock.unlock();
         }
@@ -170,11 +176,11 @@ final class Controller {
      * A fatal error (keep-alive timeout, configuration change): CSTS.CFS is set and every queue
      * is closed, as nvmet's {@code nvmet_ctrl_fatal_error}; the host reconnects.
      */
-    void fatal() {
+    public void fatal() {
         lock.lock();
         try {
             csts |= CSTS_FATAL;
-            for (Connection c : queues) if (c != null) c.close();
+            for (Queue c : queues) if (c != null) c.close();
         } finally {
             lock.unlock();
         }
@@ -187,7 +193,7 @@ final class Controller {
         if (!traffic) traffic = true;
     }
 
-    long katoMs() {
+    public long katoMs() {
         lock.lock();
         try {
             return katoMs;
@@ -197,7 +203,7 @@ final class Controller {
     }
 
     /** Set Features KATO: restarts the timer with the new period. */
-    void kato(long ms) {
+    public void kato(long ms) {
         lock.lock();
         try {
             katoMs = ms;
@@ -227,21 +233,21 @@ final class Controller {
 
     // ---------------------------------------------------------------- registers
 
-    int cc() {
+    public int cc() {
         return cc;
     }
 
-    int csts() {
+    public int csts() {
         return csts;
     }
 
     /** CC.EN = 1 and CSTS.RDY = 1: commands other than fabrics commands may run. */
-    boolean ready() {
+    public boolean ready() {
         return (cc & CC_ENABLE) != 0 && (csts & CSTS_READY) != 0;
     }
 
     /** A Property Set of CC, as nvmet's {@code nvmet_update_cc}. Admin queue reader. */
-    void writeCc(int value) {
+    public void writeCc(int value) {
         lock.lock();
         try {
             int old = cc;
@@ -279,7 +285,7 @@ final class Controller {
     // ---------------------------------------------------------------- asynchronous events
 
     /** Async event configuration (Set Features 0x0B); false when it asks for events this controller cannot raise. */
-    boolean aenConfig(int value) {
+    public boolean aenConfig(int value) {
         int supported = discovery() ? AEN_DISCOVERY_LOG : AEN_SMART_WARNINGS | AEN_NAMESPACE_ATTRIBUTE;
         if ((value & ~supported) != 0) return false;
         lock.lock();
@@ -291,7 +297,7 @@ final class Controller {
         return true;
     }
 
-    int aenConfig() {
+    public int aenConfig() {
         lock.lock();
         try {
             return aenConfig;
@@ -301,20 +307,20 @@ final class Controller {
     }
 
     /** An Asynchronous Event Request: parked until an event; a status when over the limit. */
-    int asyncEventRequest(CommandSlot slot) {
+    public int asyncEventRequest(CommandSlot slot) {
         lock.lock();
         try {
             if (asyncEventRequestCount == MAX_ASYNC_EVENT_REQUESTS) return Status.ASYNC_EVENT_LIMIT | Status.DNR;
             asyncEventRequests[asyncEventRequestCount++] = slot;
             deliverEvents();
-            return Connection.PENDING;
+            return Queue.PENDING;
         } finally {
             lock.unlock();
         }
     }
 
     /** A namespace of the subsystem was enabled, disabled or changed: the changed list grows and the host hears of it. */
-    void namespaceChanged(int nsid) {
+    public void namespaceChanged(int nsid) {
         lock.lock();
         try {
             if (changedCount < CHANGED_NAMESPACES_MAX) {
@@ -363,7 +369,7 @@ final class Controller {
      * Log page 0x04: fills {@code out} (4096 bytes, zeroed) with the changed nsids, 0xFFFFFFFF
      * first when more than 1024 changed, and clears the list; without RAE the event is re-armed.
      */
-    void takeChangedNamespaces(ByteBuffer out, boolean retainEvent) {
+    public void takeChangedNamespaces(ByteBuffer out, boolean retainEvent) {
         lock.lock();
         try {
             if (changedOverflow) {
@@ -380,7 +386,7 @@ final class Controller {
     }
 
     /** The discovery log was read without RAE: the next change raises an event again. */
-    void discoveryLogRead(boolean retainEvent) {
+    public void discoveryLogRead(boolean retainEvent) {
         if (retainEvent) return;
         lock.lock();
         try {
@@ -417,7 +423,7 @@ final class Controller {
     }
 
     /** Log page 0x01: the entries, most recent first, into {@code out} (zeroed, 64 × entries bytes). */
-    void errorLog(ByteBuffer out) {
+    public void errorLog(ByteBuffer out) {
         lock.lock();
         try {
             long n = Math.min(errorCount, ERROR_LOG_ENTRIES);
@@ -431,11 +437,11 @@ final class Controller {
     }
 
     /** Sums the IO queues' command counters: {reads, writes, bytes read, bytes written}. */
-    long[] ioCounters() {
+    public long[] ioCounters() {
         long[] sum = new long[4];
         lock.lock();
         try {
-            for (Connection c : queues) if (c != null) c.addCounters(sum);
+            for (Queue c : queues) if (c != null) c.addCounters(sum);
         } finally {
             lock.unlock();
         }

@@ -1,5 +1,12 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.LogPages;
+import io.iotarget.frontend.nvmetcp.config.Host;
+import io.iotarget.frontend.nvmetcp.config.InFlightCommands;
+import io.iotarget.frontend.nvmetcp.config.Namespace;
+import io.iotarget.frontend.nvmetcp.config.NvmetTree;
+import io.iotarget.frontend.nvmetcp.config.Port;
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
@@ -50,10 +57,10 @@ public final class NvmeTarget implements AutoCloseable {
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
-    final Map<String, Host> hosts = new TreeMap<>();
-    final Map<String, Subsystem> subsystems = new TreeMap<>();
-    final Map<Integer, Port> ports = new TreeMap<>();
-    final Subsystem discovery = new Subsystem(Subsystem.WELL_KNOWN_DISCOVERY_NQN, true);
+    public final Map<String, Host> hosts = new TreeMap<>();
+    public final Map<String, Subsystem> subsystems = new TreeMap<>();
+    public final Map<Integer, Port> ports = new TreeMap<>();
+    public final Subsystem discovery = new Subsystem(Subsystem.WELL_KNOWN_DISCOVERY_NQN, true);
     /** GENCTR of the discovery log: bumped whenever what a host may discover changes. */
     private long discoveryGeneration;
     private final NvmetTree tree;
@@ -75,7 +82,7 @@ public final class NvmeTarget implements AutoCloseable {
         this.tree = new NvmetTree(this);
     }
 
-    Transport transport() {
+    public Transport transport() {
         return transport;
     }
 
@@ -84,7 +91,7 @@ public final class NvmeTarget implements AutoCloseable {
         return tree;
     }
 
-    Engine engine() {
+    public Engine engine() {
         return engine;
     }
 
@@ -129,11 +136,11 @@ public final class NvmeTarget implements AutoCloseable {
         return random;
     }
 
-    void lock() {
+    public void lock() {
         lock.lock();
     }
 
-    void unlock() {
+    public void unlock() {
         lock.unlock();
     }
 
@@ -142,7 +149,7 @@ public final class NvmeTarget implements AutoCloseable {
      * subsystem (by its configured or well-known NQN), or an NVM subsystem linked to the port.
      * Configuration lock held.
      */
-    Subsystem subsystemForConnect(Port port, String nqn) {
+    public Subsystem subsystemForConnect(Port port, String nqn) {
         if (nqn.equals(discovery.nqn) || nqn.equals(Subsystem.WELL_KNOWN_DISCOVERY_NQN)) return discovery;
         Subsystem s = subsystems.get(nqn);
         return s != null && port.links(s) ? s : null;
@@ -160,7 +167,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** The discovery log as {@code c}'s host sees it through {@code c}'s port. */
-    ByteBuffer discoveryLog(Controller c) {
+    public ByteBuffer discoveryLog(Controller c) {
         lock();
         try {
             List<String> nqns = new ArrayList<>();
@@ -175,7 +182,7 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     /** What a host may discover changed: new generation, and discovery controllers hear of it. Lock held. */
-    void discoveryChanged() {
+    public void discoveryChanged() {
         discoveryGeneration++;
         for (Controller c : discovery.controllers) c.discoveryChanged();
     }

@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Sqe;
+import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import io.iotarget.frontend.nvmetcp.auth.DhChapExchange;
 
@@ -12,10 +14,10 @@ import java.util.function.Supplier;
  *
  * <pre>
  *  Fabrics.connect ──► forQueue (required? AUTHREQ.ATR in the Connect result) ──► startDeadline
- *  Connection.precheck: AUTH_Send/AUTH_Receive ──► precheck (SECP, SPSP, TL/AL against the SGL)
+ *  Queue.precheck: AUTH_Send/AUTH_Receive ──► precheck (SECP, SPSP, TL/AL against the SGL)
  *                       anything else          ──► admits? else Authentication Required | DNR
- *  Connection.execute:  AUTH_Send/AUTH_Receive ──► execute on a virtual thread ──► exchange (ms of DH)
- *  Connection.sent:     a response marked failsController ──► Controller.fatal once it is out
+ *  Queue.execute:  AUTH_Send/AUTH_Receive ──► execute on a virtual thread ──► exchange (ms of DH)
+ *  Queue.sent:     a response marked failsController ──► Controller.fatal once it is out
  * </pre>
  * A queue must authenticate when its controller has credentials: the subsystem lists the host
  * in allowed_hosts and the host has a {@code dhchap_key} (never on the discovery subsystem or
@@ -28,7 +30,7 @@ import java.util.function.Supplier;
  * <p>Threads: {@link #execute} may run on any thread (the exchange synchronizes), the other
  * methods on the queue's event loop; {@link #admits} is a volatile read.
  */
-final class QueueAuthentication {
+public final class QueueAuthentication {
     static final int TYPE_AUTH_SEND = 0x05;
     static final int TYPE_AUTH_RECEIVE = 0x06;
     /*  AUTH_Send / AUTH_Receive SQE (after the fabrics header and SGL1):
@@ -60,19 +62,19 @@ final class QueueAuthentication {
      * re-reads the host's configuration (re-authentication picks up new keys); IO queues use
      * what the admin queue last read. Configuration lock held.
      */
-    static QueueAuthentication forQueue(Controller c, int qid) {
+    public static QueueAuthentication forQueue(Controller c, int qid) {
         Supplier<DhChapCredentials> credentials = qid == 0 ? c::refreshCredentials : c::credentials;
         DhChapExchange exchange = new DhChapExchange(c.hostNqn, c.subsystem.nqn, credentials, c.target.random());
         return new QueueAuthentication(c.credentials() != null, exchange);
     }
 
     /** What the Connect result adds to the controller id. */
-    long connectResult() {
+    public long connectResult() {
         return required ? CONNECT_AUTHENTICATION_REQUIRED : 0;
     }
 
     /** After the Connect: a queue that has not authenticated by {@link #DEADLINE_MS} fails its controller. */
-    void startDeadline(Controller c) {
+    public void startDeadline(Controller c) {
         if (!required) return;
         c.target.after(DEADLINE_MS, () -> {
             if (!exchange.authenticated()) c.fatal();
@@ -115,7 +117,7 @@ final class QueueAuthentication {
         };
     }
 
-    /** For {@code Connection.describe}: none (not required), pending, ok. */
+    /** For {@code Queue.describe}: none (not required), pending, ok. */
     String describe() {
         return !required ? "none" : exchange.authenticated() ? "ok" : "pending";
     }

@@ -2,6 +2,13 @@
  * The NVMe/TCP front end: Linux nvmet's target model served over NVMe/TCP, with every
  * namespace's IO charged to the group bound to it (seed 001's {@code cgroup_id}).
  *
+ * <p>Three parts: the configfs model in {@link io.iotarget.frontend.nvmetcp.config}, the commands
+ * in {@link io.iotarget.frontend.nvmetcp.command}, and here the runtime that joins them: the
+ * target ({@link io.iotarget.frontend.nvmetcp.NvmeTarget}), its controllers ({@link
+ * io.iotarget.frontend.nvmetcp.Controller}) and their queues ({@link io.iotarget.frontend.nvmetcp.Queue},
+ * one per TCP connection, with its {@link io.iotarget.frontend.nvmetcp.CommandSlot}s). The wire
+ * format is {@link io.iotarget.frontend.nvmetcp.pdu}, DH-HMAC-CHAP {@link io.iotarget.frontend.nvmetcp.auth}.
+ *
  * <h2>1. The model (nvmet's configfs, {@link io.iotarget.frontend.nvmetcp.NvmeTarget#tree()})</h2>
  * <pre>
  *  subsystems/&lt;nqn&gt; ──&lt; namespaces/&lt;nsid&gt; ── device_path: engine device | /path/to/file-or-bdev
@@ -13,7 +20,7 @@
  * The discovery subsystem answers {@code nvme discover} with the subsystems linked to the
  * port that the host may connect to.
  *
- * <h2>2. A queue is a connection on an event loop</h2>
+ * <h2>2. A queue is a connection on an event loop ({@link io.iotarget.frontend.nvmetcp.Queue})</h2>
  * <pre>
  *  loop: socket ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
  *                                             └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
@@ -51,7 +58,7 @@
  * <h2>6. Watch</h2>
  * {@link io.iotarget.frontend.nvmetcp.NvmeTcpCounter} through {@code NvmeTarget.counters()}:
  * protocol and digest errors, host terminations, requests aborted by a disconnect; the error
- * log (log page 0x01) and SMART counters per controller. {@code Connection.describe()} gives
+ * log (log page 0x01) and SMART counters per controller. {@code Queue.describe()} gives
  * one line per connection (queue, digests, SQ flow control, auth), which the tests' control
  * server prints.
  */

@@ -1,5 +1,8 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Identify;
+import io.iotarget.frontend.nvmetcp.config.Port;
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.frontend.nvmetcp.auth.DhChapExchange;
 import io.iotarget.frontend.nvmetcp.auth.TestChapHost;
 import org.junit.jupiter.api.AfterEach;
@@ -197,7 +200,7 @@ class AuthenticationProtocolTest {
 
     private String describe() {
         StringBuilder sb = new StringBuilder();
-        for (Port p : f.target.ports.values()) for (Connection c : p.connections) sb.append(c.describe()).append('\n');
+        for (Port p : f.target.ports.values()) for (Queue c : p.connections) sb.append(c.describe()).append('\n');
         return sb.toString();
     }
 }

@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.config.Namespace;
 import io.iotarget.backend.BackendErrors;
 import io.iotarget.backend.ErrnoException;
 import io.iotarget.backend.ForwardingBackend;

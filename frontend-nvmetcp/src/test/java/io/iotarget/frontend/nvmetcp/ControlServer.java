@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.config.Port;
+
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
@@ -22,7 +24,7 @@ import java.nio.charset.StandardCharsets;
  *   cg-read PATH            the group file, e.g. tenants/a/io.stat
  *   cg-write PATH VALUE...  write it
  *   nvmet-read PATH / nvmet-write PATH VALUE... / nvmet-mkdir PATH / nvmet-rmdir PATH
- *   nvmet-connections       one line per live connection (Connection.describe)
+ *   nvmet-connections       one line per live connection (Queue.describe)
  * </pre>
  * Errors come back as {@code ERR <errno> <detail>}.
  */
@@ -95,7 +97,7 @@ final class ControlServer implements AutoCloseable {
         StringBuilder sb = new StringBuilder();
         target.lock();
         try {
-            for (Port port : target.ports.values()) for (Connection c : port.connections) sb.append(c.describe()).append('\n');
+            for (Port port : target.ports.values()) for (Queue c : port.connections) sb.append(c.describe()).append('\n');
         } finally {
             target.unlock();
         }

@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp.auth;
 
+import io.iotarget.frontend.nvmetcp.command.Fabrics;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;

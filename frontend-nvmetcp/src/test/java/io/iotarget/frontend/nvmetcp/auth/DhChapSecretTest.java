@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp.auth;
 
+import io.iotarget.frontend.nvmetcp.command.Fabrics;
 import org.junit.jupiter.api.Test;
 
 import java.util.Base64;

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
 import io.iotarget.model.IoStatus;
 
@@ -7,40 +7,40 @@ import io.iotarget.model.IoStatus;
  * {@link #DNR} (do not retry) at bit 14; the wire carries them shifted left by one (bit 0 is
  * the phase tag). Constants and the one mapping from the engine's {@link IoStatus}.
  */
-final class Status {
-    static final int SUCCESS = 0x000;
+public final class Status {
+    public static final int SUCCESS = 0x000;
     // Generic command status (SCT 0).
-    static final int INVALID_OPCODE = 0x001;
-    static final int INVALID_FIELD = 0x002;
-    static final int INTERNAL = 0x006;
+    public static final int INVALID_OPCODE = 0x001;
+    public static final int INVALID_FIELD = 0x002;
+    public static final int INTERNAL = 0x006;
     static final int ABORT_REQUESTED = 0x007;
-    static final int INVALID_NAMESPACE = 0x00B;
-    static final int COMMAND_SEQUENCE_ERROR = 0x00C;
-    static final int SGL_DATA_LENGTH_INVALID = 0x00F;
-    static final int SGL_TYPE_INVALID = 0x011;
-    static final int SGL_OFFSET_INVALID = 0x016;
-    static final int NAMESPACE_WRITE_PROTECTED = 0x020;
-    static final int LBA_OUT_OF_RANGE = 0x080;
-    static final int CAPACITY_EXCEEDED = 0x081;
+    public static final int INVALID_NAMESPACE = 0x00B;
+    public static final int COMMAND_SEQUENCE_ERROR = 0x00C;
+    public static final int SGL_DATA_LENGTH_INVALID = 0x00F;
+    public static final int SGL_TYPE_INVALID = 0x011;
+    public static final int SGL_OFFSET_INVALID = 0x016;
+    public static final int NAMESPACE_WRITE_PROTECTED = 0x020;
+    public static final int LBA_OUT_OF_RANGE = 0x080;
+    public static final int CAPACITY_EXCEEDED = 0x081;
     /** Retried by the host (no DNR). */
     static final int NAMESPACE_NOT_READY = 0x082;
     // Command specific status (SCT 1).
-    static final int ASYNC_EVENT_LIMIT = 0x105;
+    public static final int ASYNC_EVENT_LIMIT = 0x105;
     static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
-    static final int CONNECT_CONTROLLER_BUSY = 0x181;
-    static final int CONNECT_INVALID_PARAMETERS = 0x182;
-    static final int CONNECT_INVALID_HOST = 0x184;
-    static final int AUTH_REQUIRED = 0x191;
+    public static final int CONNECT_CONTROLLER_BUSY = 0x181;
+    public static final int CONNECT_INVALID_PARAMETERS = 0x182;
+    public static final int CONNECT_INVALID_HOST = 0x184;
+    public static final int AUTH_REQUIRED = 0x191;
     // Media and data integrity errors (SCT 2).
-    static final int COMPARE_FAILURE = 0x285;
+    public static final int COMPARE_FAILURE = 0x285;
 
-    static final int DNR = 0x4000;
+    public static final int DNR = 0x4000;
 
     private Status() {
     }
 
     /** How an engine completion reads to an NVMe host; every failure but an abort is final (DNR). */
-    static int of(IoStatus status) {
+    public static int of(IoStatus status) {
         return switch (status) {
             case OK -> SUCCESS;
             case INVALID, NOT_FAST -> INVALID_FIELD | DNR;

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -13,14 +13,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * closes and awaits. {@code count} holds the commands in flight, with its sign bit set once
  * closed.
  */
-final class InFlightCommands {
+public final class InFlightCommands {
     private static final int CLOSED = Integer.MIN_VALUE;
 
     private final AtomicInteger count = new AtomicInteger();
     private final CompletableFuture<Void> drained = new CompletableFuture<>();
 
     /** A command is about to be submitted; false once the namespace is being disabled. */
-    boolean enter() {
+    public boolean enter() {
         int n;
         do {
             n = count.get();
@@ -30,7 +30,7 @@ final class InFlightCommands {
     }
 
     /** The command's last request completed. */
-    void exit() {
+    public void exit() {
         if (count.decrementAndGet() == CLOSED) drained.complete(null);
     }
 
@@ -40,7 +40,7 @@ final class InFlightCommands {
     }
 
     /** Waits, uninterruptibly, until the commands in flight when it was closed have exited. */
-    void await() {
+    public void await() {
         drained.join();
     }
 }

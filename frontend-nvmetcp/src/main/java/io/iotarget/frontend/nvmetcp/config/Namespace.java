@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.BackendFactory;
@@ -32,7 +32,7 @@ import java.util.UUID;
  * commands in flight between them, as in {@code nvmet_ns_disable}; the caller decides whether the
  * configuration lock is held through the wait.
  */
-final class Namespace {
+public final class Namespace {
     final Subsystem subsystem;
     final int nsid;
     String devicePath;
@@ -101,7 +101,7 @@ final class Namespace {
      * commands still in flight (parked by io.max included), which the caller awaits before
      * {@link #release}, or null when the namespace was neither enabled nor already draining.
      */
-    InFlightCommands stop() {
+    public InFlightCommands stop() {
         if (active != null) {
             draining = active;
             active = null;
@@ -111,7 +111,7 @@ final class Namespace {
     }
 
     /** Disabling, second half, once the commands in flight completed: lets go of the group and device. */
-    void release(Engine engine) {
+    public void release(Engine engine) {
         if (draining == null) return;
         draining = null;
         lease.close();

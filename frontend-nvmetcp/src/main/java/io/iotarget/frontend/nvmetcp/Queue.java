@@ -1,5 +1,17 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.AdminCommands;
+
+import io.iotarget.frontend.nvmetcp.command.Fabrics;
+
+import io.iotarget.frontend.nvmetcp.command.Status;
+
+import io.iotarget.frontend.nvmetcp.command.Sqe;
+
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+
+import io.iotarget.frontend.nvmetcp.command.IoCommands;
+import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
@@ -42,16 +54,16 @@ import java.util.Map;
  * buffer), and its queued responses for no longer than the transport's send timeout; a host
  * that has not finished Connect within {@link #CONNECT_LIMIT_NS} of TCP accept is disconnected.
  */
-final class Connection implements PduHandler, ConnectionHandler {
+public final class Queue implements PduHandler, ConnectionHandler {
     /** Returned by command handlers that respond later (IO, AER). */
-    static final int PENDING = -1;
+    public static final int PENDING = -1;
     /** MAXH2CDATA in ICResp: H2CData PDUs carry at most this much; a 1 MiB write takes 8. */
     static final int MAX_H2C_DATA = 128 * 1024;
     /** NVME_TCP_ADMIN_CCSZ: in-capsule data on the admin queue (and before Connect). */
     static final int ADMIN_INLINE_DATA_BYTES = 8192;
     /** Identify MDTS = 8 (2^8 pages of 4 KiB): the largest transfer of one command. */
-    static final int MDTS = 8;
-    static final int MAX_TRANSFER_BYTES = 4096 << MDTS;
+    public static final int MDTS = 8;
+    public static final int MAX_TRANSFER_BYTES = 4096 << MDTS;
     /**
      * From TCP accept to a finished Connect: a host that says nothing, or stops half way, must
      * not hold a connection for ever (as NBD's handshake limit; a real host connects in
@@ -60,10 +72,10 @@ final class Connection implements PduHandler, ConnectionHandler {
     static final long CONNECT_LIMIT_NS = 10_000_000_000L;
 
     private static final VarHandle COUNTERS = MethodHandles.arrayElementVarHandle(long[].class);
-    static final int COUNT_READS = 0, COUNT_WRITES = 1, COUNT_BYTES_READ = 2, COUNT_BYTES_WRITTEN = 3;
+    public static final int COUNT_READS = 0, COUNT_WRITES = 1, COUNT_BYTES_READ = 2, COUNT_BYTES_WRITTEN = 3;
 
-    final NvmeTarget target;
-    final Port port;
+    public final NvmeTarget target;
+    public final Port port;
     private final io.iotarget.transport.Connection socket;
     private final PduDecoder decoder = new PduDecoder(this);
     private final SlotQueue responses = new SlotQueue();
@@ -110,7 +122,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     /** SQHD: advanced per command as it is taken, reported in each response. */
     private int sqHead;
 
-    Connection(NvmeTarget target, Port port, io.iotarget.transport.Connection socket) {
+    public Queue(NvmeTarget target, Port port, io.iotarget.transport.Connection socket) {
         this.target = target;
         this.port = port;
         this.socket = socket;
@@ -503,7 +515,7 @@ final class Connection implements PduHandler, ConnectionHandler {
      *
      * @param queueSize SQSIZE + 1
      */
-    void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl, QueueAuthentication auth) {
+    public void connected(Controller c, int queueId, int queueSize, boolean disableSqFlowControl, QueueAuthentication auth) {
         this.authentication = auth;
         this.qid = queueId;
         this.sqSize = queueSize;
@@ -515,12 +527,12 @@ final class Connection implements PduHandler, ConnectionHandler {
     }
 
     /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */
-    boolean offersViews(long length) {
+    public boolean offersViews(long length) {
         return !dataDigest && SharedRead.fits(length);
     }
 
     /** Adds one command's numbers to the SMART counters. Loop thread. */
-    void count(int which, long bytes) {
+    public void count(int which, long bytes) {
         int bytesAt = which == COUNT_READS ? COUNT_BYTES_READ : COUNT_BYTES_WRITTEN;
         COUNTERS.setOpaque(counters, which, counters[which] + 1);
         COUNTERS.setOpaque(counters, bytesAt, counters[bytesAt] + bytes);
@@ -574,7 +586,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     }
 
     /** Closes the socket; what is in flight completes unanswered. Any thread, idempotent, never blocks. */
-    void close() {
+    public void close() {
         socket.loop().execute(() -> socket.close(null));
     }
 
@@ -610,7 +622,7 @@ final class Connection implements PduHandler, ConnectionHandler {
     }
 
     /** This queue's io.pressure task in {@code group}, made on first use. Loop thread. */
-    TenantQueue pressureQueue(IoGroup group) {
+    public TenantQueue pressureQueue(IoGroup group) {
         return pressureQueues.computeIfAbsent(group, g -> target.engine().newQueue((Group) g));
     }
 

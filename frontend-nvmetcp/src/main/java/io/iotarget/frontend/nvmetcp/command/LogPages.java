@@ -1,5 +1,13 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
+
+import io.iotarget.frontend.nvmetcp.Queue;
+
+import io.iotarget.frontend.nvmetcp.config.Port;
+
+import io.iotarget.frontend.nvmetcp.CommandSlot;
+import io.iotarget.frontend.nvmetcp.Controller;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -10,7 +18,7 @@ import java.util.List;
  * NUMDU bits 15:0; CDW12-13: the byte offset into the page (LPO). The host gets
  * (NUMD + 1) dwords from LPO on, zero past the page's end. The admin queue's reader thread.
  */
-final class LogPages {
+public final class LogPages {
     static final int LID_ERROR = 0x01;
     static final int LID_SMART = 0x02;
     static final int LID_FIRMWARE_SLOT = 0x03;
@@ -114,10 +122,10 @@ final class LogPages {
         long[] n = c.ioCounters();
         b.put(SMART_AVAILABLE_SPARE, (byte) 100);
         b.put(SMART_SPARE_THRESHOLD, (byte) 10);
-        b.putLong(SMART_UNITS_READ, dataUnits(n[Connection.COUNT_BYTES_READ]));
-        b.putLong(SMART_UNITS_WRITTEN, dataUnits(n[Connection.COUNT_BYTES_WRITTEN]));
-        b.putLong(SMART_READ_COMMANDS, n[Connection.COUNT_READS]);
-        b.putLong(SMART_WRITE_COMMANDS, n[Connection.COUNT_WRITES]);
+        b.putLong(SMART_UNITS_READ, dataUnits(n[Queue.COUNT_BYTES_READ]));
+        b.putLong(SMART_UNITS_WRITTEN, dataUnits(n[Queue.COUNT_BYTES_WRITTEN]));
+        b.putLong(SMART_READ_COMMANDS, n[Queue.COUNT_READS]);
+        b.putLong(SMART_WRITE_COMMANDS, n[Queue.COUNT_WRITES]);
         return b;
     }
 
@@ -169,7 +177,7 @@ final class LogPages {
     }
 
     /** The discovery log for entries {@code nqns} (the first is the current discovery subsystem). */
-    static ByteBuffer discoveryLog(long generation, Port port, List<String> nqns) {
+    public static ByteBuffer discoveryLog(long generation, Port port, List<String> nqns) {
         ByteBuffer b = page(DISCOVERY_RECORD_BYTES * (1 + nqns.size()));
         b.putLong(DISC_GENCTR, generation);
         b.putLong(DISC_NUMREC, nqns.size());

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
@@ -9,8 +9,8 @@ import io.iotarget.frontend.nvmetcp.auth.DhGroup;
  * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP
  * configuration. Guarded by the target's configuration lock.
  */
-final class Host {
-    final String nqn;
+public final class Host {
+    public final String nqn;
     /** dhchap_key: the host must prove it knows this; null: it connects without authenticating. */
     DhChapSecret key;
     /** dhchap_ctrl_key: what the controller proves itself with when the host asks; null: it cannot. */
@@ -24,7 +24,7 @@ final class Host {
     }
 
     /** A snapshot for controllers, or null when the host has no key. */
-    DhChapCredentials credentials() {
+    public DhChapCredentials credentials() {
         return key == null ? null : new DhChapCredentials(key, controllerKey, hash, group);
     }
 }

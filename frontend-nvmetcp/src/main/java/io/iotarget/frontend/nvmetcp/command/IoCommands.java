@@ -1,5 +1,9 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.CommandSlot;
+import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.Queue;
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
@@ -29,10 +33,10 @@ import java.nio.ByteBuffer;
  *
  * <p>The queue's reader thread only; completions arrive through {@link CommandSlot#complete}.
  */
-final class IoCommands {
+public final class IoCommands {
     static final int FLUSH = 0x00;
-    static final int WRITE = 0x01;
-    static final int READ = 0x02;
+    public static final int WRITE = 0x01;
+    public static final int READ = 0x02;
     static final int COMPARE = 0x05;
     static final int WRITE_ZEROES = 0x08;
     static final int DATASET_MANAGEMENT = 0x09;
@@ -48,15 +52,15 @@ final class IoCommands {
     static final int DSM_RANGE_SLBA = 8;
 
     private final Engine engine;
-    private final Connection connection;
+    private final Queue connection;
 
-    IoCommands(Engine engine, Connection connection) {
+    public IoCommands(Engine engine, Queue connection) {
         this.engine = engine;
         this.connection = connection;
     }
 
     /** Before any data is asked for: the controller must be enabled and the opcode one of ours. */
-    int precheck(Controller c, CommandSlot slot) {
+    public int precheck(Controller c, CommandSlot slot) {
         if (!c.ready()) return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
         return switch (Sqe.opcode(slot.sqe)) {
             case FLUSH, WRITE, READ, COMPARE, WRITE_ZEROES, DATASET_MANAGEMENT, VERIFY -> Status.SUCCESS;
@@ -64,8 +68,8 @@ final class IoCommands {
         };
     }
 
-    /** Runs the command: a status now, or {@link Connection#PENDING} when requests were submitted. */
-    int execute(Controller c, CommandSlot slot) {
+    /** Runs the command: a status now, or {@link Queue#PENDING} when requests were submitted. */
+    public int execute(Controller c, CommandSlot slot) {
         ByteBuffer sqe = slot.sqe;
         ActiveNamespace ns = c.subsystem.table.find(Sqe.nsid(sqe));
         if (ns == null) return Status.INVALID_NAMESPACE | Status.DNR;
@@ -99,13 +103,13 @@ final class IoCommands {
                 // Without a buffer its namespace's backend shared every read when the command came in;
                 // one enabled since under the same nsid may not: the host tries again.
                 if (!slot.hasBuffer() && !ns.sharesReads()) yield Status.NAMESPACE_NOT_READY;
-                connection.count(Connection.COUNT_READS, length);
+                connection.count(Queue.COUNT_READS, length);
                 IoRequest io = prepareOne(slot, ns, IoOp.READ, 0, offset, length, slot.hasBuffer() ? slot.data() : null);
                 if (connection.offersViews(length)) io.views(slot.shared.expect(length));
                 yield submit(slot, ns, 1);
             }
             case WRITE -> {
-                connection.count(Connection.COUNT_WRITES, length);
+                connection.count(Queue.COUNT_WRITES, length);
                 if (slot.awaitingData) {
                     // Through R2T: the write passes io.max and iocost first and asks for its data
                     // only once admitted, so while it waits it holds no buffer (CommandSlot.admitted).
@@ -116,15 +120,15 @@ final class IoCommands {
                 yield submitOne(slot, ns, IoOp.WRITE, fua, offset, length, slot.data());
             }
             case COMPARE -> {
-                connection.count(Connection.COUNT_READS, 0);
+                connection.count(Queue.COUNT_READS, 0);
                 yield submitOne(slot, ns, IoOp.COMPARE, 0, offset, length, slot.data());
             }
             case VERIFY -> {
-                connection.count(Connection.COUNT_READS, 0);
+                connection.count(Queue.COUNT_READS, 0);
                 yield submitOne(slot, ns, IoOp.VERIFY, 0, offset, length, null);
             }
             default -> {
-                connection.count(Connection.COUNT_WRITES, 0);
+                connection.count(Queue.COUNT_WRITES, 0);
                 int unmap = (cdw12 & CDW12_DEALLOCATE) != 0 ? 0 : IoFlags.NO_UNMAP;
                 yield submitOne(slot, ns, IoOp.WRITE_ZEROES, fua | unmap, offset, length, null);
             }
@@ -173,6 +177,6 @@ final class IoCommands {
     private int submit(CommandSlot slot, ActiveNamespace ns, int count) {
         if (!ns.inFlight().enter()) return Status.INVALID_NAMESPACE | Status.DNR;
         slot.submitAll(count, engine, connection.pressureQueue(ns.group()));
-        return Connection.PENDING;
+        return Queue.PENDING;
     }
 }

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
 import java.nio.ByteBuffer;
 
@@ -15,21 +15,21 @@ import java.nio.ByteBuffer;
  *  CATTR u8 @46, KATO u32 @48.  Property Get/Set: ATTRIB u8 @40, OFST u32 @44, VALUE u64 @48.
  * </pre>
  */
-final class Sqe {
-    static final int BYTES = 64;
+public final class Sqe {
+    public static final int BYTES = 64;
 
     static final int OPCODE = 0;
-    static final int FLAGS = 1;
+    public static final int FLAGS = 1;
     static final int COMMAND_ID = 2;
     static final int NSID = 4;
-    static final int SGL_ADDRESS = 24;
-    static final int SGL_LENGTH = 32;
-    static final int SGL_IDENTIFIER = 39;
+    public static final int SGL_ADDRESS = 24;
+    public static final int SGL_LENGTH = 32;
+    public static final int SGL_IDENTIFIER = 39;
     static final int CDW10 = 40;
     static final int CDW11 = 44;
     static final int CDW12 = 48;
 
-    static final int FABRICS_TYPE = 4;
+    public static final int FABRICS_TYPE = 4;
     static final int CONNECT_RECFMT = 40;
     static final int CONNECT_QID = 42;
     static final int CONNECT_SQSIZE = 44;
@@ -40,34 +40,34 @@ final class Sqe {
     static final int PROPERTY_VALUE = 48;
 
     /** FLAGS: PSDT = 01b (SGL for data), no fused operation: the only value a fabrics command may carry. */
-    static final int FLAGS_SGL = 0x40;
+    public static final int FLAGS_SGL = 0x40;
     /** SGL identifier: Data Block, subtype Offset: the data is in the capsule. */
-    static final int SGL_IN_CAPSULE = 0x01;
+    public static final int SGL_IN_CAPSULE = 0x01;
     /** SGL identifier: Transport Data Block, subtype A: the data moves with R2T/H2CData or C2HData. */
-    static final int SGL_TRANSPORT = 0x5A;
+    public static final int SGL_TRANSPORT = 0x5A;
 
-    static final int OPCODE_FABRICS = 0x7F;
+    public static final int OPCODE_FABRICS = 0x7F;
     /** Opcode bits 1:0: 01b host-to-controller data, 10b controller-to-host data (NVMe "data transfer" convention). */
-    static final int DIRECTION_TO_CONTROLLER = 0b01;
-    static final int DIRECTION_TO_HOST = 0b10;
+    public static final int DIRECTION_TO_CONTROLLER = 0b01;
+    public static final int DIRECTION_TO_HOST = 0b10;
 
     private Sqe() {
     }
 
-    static int opcode(ByteBuffer sqe) {
+    public static int opcode(ByteBuffer sqe) {
         return sqe.get(OPCODE) & 0xff;
     }
 
-    static int commandId(ByteBuffer sqe) {
+    public static int commandId(ByteBuffer sqe) {
         return sqe.getShort(COMMAND_ID) & 0xffff;
     }
 
-    static int nsid(ByteBuffer sqe) {
+    public static int nsid(ByteBuffer sqe) {
         return sqe.getInt(NSID);
     }
 
     /** The data direction bits: of the fabrics command type for fabrics commands, else of the opcode. */
-    static int direction(ByteBuffer sqe) {
+    public static int direction(ByteBuffer sqe) {
         int op = opcode(sqe);
         return (op == OPCODE_FABRICS ? sqe.get(FABRICS_TYPE) : op) & 0b11;
     }

@@ -1,5 +1,8 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.CommandSlot;
+import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.Queue;
 import java.nio.ByteBuffer;
 
 /**
@@ -19,7 +22,7 @@ import java.nio.ByteBuffer;
  *  Host Identifier   0x81  Command Sequence Error        the 16-byte host id (EXHID required)
  * </pre>
  */
-final class AdminCommands {
+public final class AdminCommands {
     static final int GET_LOG_PAGE = 0x02;
     static final int IDENTIFY = 0x06;
     static final int ABORT = 0x08;
@@ -44,7 +47,7 @@ final class AdminCommands {
     private AdminCommands() {
     }
 
-    static int precheck(Controller c, CommandSlot slot) {
+    public static int precheck(Controller c, CommandSlot slot) {
         int opcode = Sqe.opcode(slot.sqe);
         if (opcode == Sqe.OPCODE_FABRICS) {
             int type = slot.sqe.get(Sqe.FABRICS_TYPE);
@@ -60,8 +63,8 @@ final class AdminCommands {
         return c.ready() ? Status.SUCCESS : Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
     }
 
-    /** A status, or {@link Connection#PENDING} for an AER parked until an event. */
-    static int execute(Controller c, Connection queue, CommandSlot slot) {
+    /** A status, or {@link Queue#PENDING} for an AER parked until an event. */
+    public static int execute(Controller c, Queue queue, CommandSlot slot) {
         ByteBuffer sqe = slot.sqe;
         int opcode = Sqe.opcode(sqe);
         if (opcode != Sqe.OPCODE_FABRICS && opcode != IDENTIFY && opcode != GET_LOG_PAGE && slot.dataLength != 0

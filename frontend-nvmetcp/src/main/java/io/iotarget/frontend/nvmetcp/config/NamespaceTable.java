@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import java.util.Arrays;
 import java.util.Collection;
@@ -8,7 +8,7 @@ import java.util.Collection;
  * configuration thread replaces as a whole, so the IO path finds a namespace with a binary
  * search and no lock or allocation. Any thread.
  */
-final class NamespaceTable {
+public final class NamespaceTable {
     static final NamespaceTable EMPTY = new NamespaceTable(new int[0], new ActiveNamespace[0]);
 
     private final int[] nsids;            // unsigned order
@@ -28,7 +28,7 @@ final class NamespaceTable {
     }
 
     /** The enabled namespace with this id, or null. */
-    ActiveNamespace find(int nsid) {
+    public ActiveNamespace find(int nsid) {
         int lo = 0, hi = nsids.length - 1;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;
@@ -40,12 +40,12 @@ final class NamespaceTable {
         return null;
     }
 
-    int size() {
+    public int size() {
         return namespaces.length;
     }
 
     /** The i-th namespace in nsid order. */
-    ActiveNamespace get(int i) {
+    public ActiveNamespace get(int i) {
         return namespaces[i];
     }
 }

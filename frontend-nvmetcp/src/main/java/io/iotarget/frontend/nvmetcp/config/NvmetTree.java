@@ -1,8 +1,9 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
-import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
-import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+
+import io.iotarget.frontend.nvmetcp.Controller;
+
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
@@ -52,15 +53,13 @@ import java.util.UUID;
  *
  * <p>Any thread; every operation runs under the target's configuration lock.
  */
-final class NvmetTree implements ConfigTree {
+public final class NvmetTree implements ConfigTree {
     private static final String SUBSYSTEMS = "subsystems";
     private static final String PORTS = "ports";
     private static final String HOSTS = "hosts";
     private static final String NAMESPACES = "namespaces";
     private static final String ALLOWED_HOSTS = "allowed_hosts";
     private static final String DISCOVERY_NQN = "discovery_nqn";
-    private static final int TRADDR_MAX = 256;
-    private static final int TRSVCID_MAX = 32;
 
     /** What a path names. */
     private sealed interface Node {
@@ -104,10 +103,8 @@ final class NvmetTree implements ConfigTree {
     private final Attributes<NvmeTarget> rootAttributes;
     private final Attributes<Subsystem> subsystemAttributes;
     private final Attributes<Namespace> namespaceAttributes;
-    private final Attributes<Port> portAttributes;
-    private final Attributes<Host> hostAttributes;
 
-    NvmetTree(NvmeTarget target) {
+    public NvmetTree(NvmeTarget target) {
         this.target = target;
         this.rootAttributes = Attributes.of(List.of(Attribute.text(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn)));
         this.subsystemAttributes = Attributes.of(List.of(
@@ -129,22 +126,6 @@ final class NvmetTree implements ConfigTree {
                 GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
-        this.portAttributes = Attributes.of(List.of(
-                Attribute.text("addr_trtype", p -> p.trtype, NvmetTree::writeTrtype),
-                Attribute.text("addr_adrfam", p -> p.adrfam, NvmetTree::writeAdrfam),
-                Attribute.text("addr_traddr", p -> p.traddr, NvmetTree::writeTraddr),
-                Attribute.text("addr_trsvcid", p -> p.trsvcid, NvmetTree::writeTrsvcid),
-                // What addr_tsas reads follows addr_trtype, and its one value changes nothing a save must keep.
-                Attribute.text("addr_tsas", NvmetTree::tsasText, NvmetTree::writeTsas).replayedAs(Attribute::nothing),
-                Attribute.text("addr_treq", NvmetTree::treqText, NvmetTree::writeTreq),
-                Attribute.text("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), NvmetTree::writeInlineDataSize),
-                Attribute.text("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), NvmetTree::writeMaxQueueSize)));
-        this.hostAttributes = Attributes.of(List.of(
-                Attribute.text("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
-                Attribute.text("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
-                        (h, v) -> h.controllerKey = secret("dhchap_ctrl_key", v)),
-                Attribute.text("dhchap_hash", h -> h.hash.configName(), NvmetTree::writeDhchapHash),
-                Attribute.text("dhchap_dhgroup", h -> h.group.configName(), NvmetTree::writeDhchapGroup)));
     }
 
     // ---------------------------------------------------------------- ConfigTree
@@ -194,11 +175,11 @@ final class NvmetTree implements ConfigTree {
                 case Namespaces n -> n.subsystem().namespaces.keySet().forEach(id -> out.add(Integer.toUnsignedString(id) + "/"));
                 case NamespaceDir n -> out.addAll(namespaceAttributes.names());
                 case PortDir p -> {
-                    out.addAll(portAttributes.names());
+                    out.addAll(PortAttributes.ALL.names());
                     out.add(SUBSYSTEMS + "/");
                 }
                 case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
-                case HostDir h -> out.addAll(hostAttributes.names());
+                case HostDir h -> out.addAll(HostAttributes.ALL.names());
                 case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
                 case Link l -> throw new IllegalStateException("links resolved above");
             }
@@ -468,12 +449,12 @@ final class NvmetTree implements ConfigTree {
                 yield ns == null ? null : new NamespaceDir(ns);
             }
             case NamespaceDir n -> file(n.namespace(), namespaceAttributes, name);
-            case PortDir p -> name.equals(SUBSYSTEMS) ? new PortSubsystems(p.port()) : file(p.port(), portAttributes, name);
+            case PortDir p -> name.equals(SUBSYSTEMS) ? new PortSubsystems(p.port()) : file(p.port(), PortAttributes.ALL, name);
             case PortSubsystems p -> {
                 Subsystem s = p.port().subsystems.get(name);
                 yield s == null ? null : new Link(p, name, SUBSYSTEMS + "/" + s.nqn);
             }
-            case HostDir h -> file(h.host(), hostAttributes, name);
+            case HostDir h -> file(h.host(), HostAttributes.ALL, name);
             case File<?> f -> null;
             case Link l -> null;
         };
@@ -669,115 +650,6 @@ final class NvmetTree implements ConfigTree {
     private static void namespaceChanged(Namespace ns) {
         ns.subsystem.publishTable();
         for (Controller c : ns.subsystem.controllers) c.namespaceChanged(ns.nsid);
-    }
-
-    // ---------------------------------------------------------------- port attributes
-
-    private static void requireStopped(Port p, String attribute, String value) throws ControlException {
-        if (p.listening()) {
-            throw new ControlException(Errno.EACCES, attribute + "=" + value + ": ports/" + p.id
-                    + " is enabled (unlink its subsystems before changing attributes)");
-        }
-    }
-
-    private static void writeTrtype(Port p, String value) throws ControlException {
-        requireStopped(p, "addr_trtype", value);
-        String v = value.strip();
-        if (!v.equals("tcp")) throw KernelParse.invalid("addr_trtype", value, "tcp, the only transport iotarget serves");
-        p.trtype = v;
-    }
-
-    private static void writeAdrfam(Port p, String value) throws ControlException {
-        requireStopped(p, "addr_adrfam", value);
-        String v = value.strip();
-        if (!v.equals("ipv4") && !v.equals("ipv6")) throw KernelParse.invalid("addr_adrfam", value, "ipv4 or ipv6");
-        p.adrfam = v;
-    }
-
-    private static void writeTraddr(Port p, String value) throws ControlException {
-        String v = value.strip();
-        if (v.isEmpty() || v.length() > TRADDR_MAX || v.contains(" ")) throw KernelParse.invalid("addr_traddr", value, "an address of at most 256 characters");
-        requireStopped(p, "addr_traddr", value);
-        p.traddr = v;
-    }
-
-    private static void writeTrsvcid(Port p, String value) throws ControlException {
-        String v = value.strip();
-        if (v.isEmpty() || v.length() > TRSVCID_MAX || v.contains(" ")) throw KernelParse.invalid("addr_trsvcid", value, "a service id (TCP port) of at most 32 characters");
-        requireStopped(p, "addr_trsvcid", value);
-        p.trsvcid = v;
-    }
-
-    private static String treqText(Port p) {
-        return p.treq == Port.TREQ_NOT_REQUIRED ? "not required" : "not specified";
-    }
-
-    /** nvmet's values, less "required": that asks for a secure channel (TLS), which iotarget's NVMe/TCP does not have. */
-    private static void writeTreq(Port p, String value) throws ControlException {
-        requireStopped(p, "addr_treq", value);
-        p.treq = switch (value.strip()) {
-            case "not specified" -> Port.TREQ_NOT_SPECIFIED;
-            case "not required" -> Port.TREQ_NOT_REQUIRED;
-            case "required" -> throw new ControlException(Errno.EINVAL, "addr_treq=required: hosts would have to use a secure channel (TLS),"
-                    + " which iotarget's NVMe/TCP does not provide (expected: not specified or not required)");
-            default -> throw KernelParse.invalid("addr_treq", value, "not specified or not required");
-        };
-    }
-
-    /** nvmet shows the TCP security type once the transport is tcp, "reserved" before. */
-    private static String tsasText(Port p) {
-        return p.trtype.equals("tcp") ? "none" : "reserved";
-    }
-
-    /** Only "none": tls1.3 is refused, as by an nvmet built without TLS. Like nvmet, the write resets addr_treq. */
-    private static void writeTsas(Port p, String value) throws ControlException {
-        requireStopped(p, "addr_tsas", value);
-        if (!p.trtype.equals("tcp")) throw new ControlException(Errno.EINVAL, "addr_tsas=" + value.strip() + ": addr_trtype is not tcp (write it first)");
-        switch (value.strip()) {
-            case "none" -> p.treq = Port.TREQ_NOT_SPECIFIED;
-            case "tls1.3" -> throw new ControlException(Errno.EINVAL, "addr_tsas=tls1.3: iotarget's NVMe/TCP has no TLS (expected: none)");
-            default -> throw KernelParse.invalid("addr_tsas", value, "none");
-        }
-    }
-
-    private static void writeInlineDataSize(Port p, String value) throws ControlException {
-        requireStopped(p, "param_inline_data_size", value);
-        int v = KernelText.integer("param_inline_data_size", value.strip());
-        if (v > Connection.MAX_TRANSFER_BYTES) throw KernelParse.invalid("param_inline_data_size", value, "-1 (transport default) up to " + Connection.MAX_TRANSFER_BYTES);
-        p.inlineDataSize = v;
-    }
-
-    private static void writeMaxQueueSize(Port p, String value) throws ControlException {
-        requireStopped(p, "param_max_queue_size", value);
-        int v = KernelText.integer("param_max_queue_size", value.strip());
-        if (v == 0 || v == 1 || v > Port.DEFAULT_MAX_QUEUE_SIZE) {
-            throw KernelParse.invalid("param_max_queue_size", value, "-1 (transport default) or 2.." + Port.DEFAULT_MAX_QUEUE_SIZE);
-        }
-        p.maxQueueSize = v;
-    }
-
-    // ---------------------------------------------------------------- host attributes
-
-    /** A DH-HMAC-CHAP secret; "" removes it. The message names what is wrong, never the secret. */
-    private static DhChapSecret secret(String attribute, String value) throws ControlException {
-        if (value.isBlank()) return null;
-        try {
-            return DhChapSecret.parse(value);
-        } catch (IllegalArgumentException e) {
-            throw new ControlException(Errno.EINVAL, attribute + ": " + e.getMessage());
-        }
-    }
-
-    private static void writeDhchapHash(Host h, String value) throws ControlException {
-        DhChapHash hash = DhChapHash.byConfigName(value.strip());
-        if (hash == null) throw KernelParse.invalid("dhchap_hash", value, "hmac(sha256), hmac(sha384) or hmac(sha512)");
-        h.hash = hash;
-    }
-
-    private static void writeDhchapGroup(Host h, String value) throws ControlException {
-        DhGroup group = DhGroup.byConfigName(value.strip());
-        if (group == null) throw KernelParse.invalid("dhchap_dhgroup", value, "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144 or ffdhe8192");
-        h.group = group;
     }
 
     // ---------------------------------------------------------------- formats

@@ -1,5 +1,11 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.CommandSlot;
+import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.Queue;
+import io.iotarget.frontend.nvmetcp.QueueAuthentication;
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
@@ -11,7 +17,7 @@ import java.nio.charset.StandardCharsets;
  * allowed on the subsystem is Connect Invalid Host. A successful Connect's result carries the
  * controller id and, when the host must authenticate, AUTHREQ.ATR ({@link QueueAuthentication}).
  */
-final class Fabrics {
+public final class Fabrics {
     static final int TYPE_PROPERTY_SET = 0x00;
     static final int TYPE_CONNECT = 0x01;
     static final int TYPE_PROPERTY_GET = 0x04;
@@ -39,13 +45,13 @@ final class Fabrics {
     }
 
     /** A queue without a controller runs nothing but Connect. */
-    static int precheckConnect(CommandSlot slot) {
+    public static int precheckConnect(CommandSlot slot) {
         boolean connect = Sqe.opcode(slot.sqe) == Sqe.OPCODE_FABRICS && slot.sqe.get(Sqe.FABRICS_TYPE) == TYPE_CONNECT;
         return connect ? Status.SUCCESS : Status.INVALID_OPCODE | Status.DNR;
     }
 
     /** Connect, on the connection's reader; on success the connection is a queue of the controller. */
-    static int connect(Connection queue, CommandSlot slot) {
+    public static int connect(Queue queue, CommandSlot slot) {
         ByteBuffer sqe = slot.sqe;
         if (sqe.getShort(Sqe.CONNECT_RECFMT) != 0) return Status.CONNECT_INCOMPATIBLE_FORMAT | Status.DNR;
         if (slot.dataLength != DATA_BYTES) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;

@@ -1,4 +1,18 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.command;
+
+import io.iotarget.frontend.nvmetcp.Queue;
+
+import io.iotarget.frontend.nvmetcp.config.NamespaceTable;
+
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
+
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
+
+import io.iotarget.frontend.nvmetcp.CommandSlot;
+
+import io.iotarget.frontend.nvmetcp.Controller;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -9,7 +23,7 @@ import java.nio.charset.StandardCharsets;
  * base spec's. The admin queue's reader thread; configuration fields are read under the
  * configuration lock.
  */
-final class Identify {
+public final class Identify {
     static final int BYTES = 4096;
 
     // CNS values (CDW10 bits 7:0).
@@ -170,7 +184,7 @@ final class Identify {
         out.put(CTRL_CNTRLTYPE, (byte) CNTRLTYPE_IO);
         out.put(CTRL_RAB, (byte) 6);
         out.put(CTRL_CMIC, (byte) (CMIC_MULTI_PORT | CMIC_MULTI_CONTROLLER));
-        out.put(CTRL_MDTS, (byte) Connection.MDTS);
+        out.put(CTRL_MDTS, (byte) Queue.MDTS);
         out.putInt(CTRL_OAES, Controller.AEN_NAMESPACE_ATTRIBUTE);
         out.put(CTRL_ACL, (byte) 3);
         out.put(CTRL_FRMW, (byte) (1 | 1 << 1));         // slot 1 read-only, one slot

@@ -1,5 +1,7 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
+import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Listener;
@@ -21,13 +23,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * while it listens. Configuration fields are guarded by the target's configuration lock; its
  * connections are accepted and carried by the target's transport.
  */
-final class Port {
+public final class Port {
     /** NVMET_TCP_DEF_INLINE_DATA_SIZE: 4 pages of in-capsule data per IO command. */
     static final int DEFAULT_INLINE_DATA_BYTES = 16384;
     /** NVMET_QUEUE_SIZE: CAP.MQES + 1 when the port does not say. */
-    static final int DEFAULT_MAX_QUEUE_SIZE = 1024;
+    public static final int DEFAULT_MAX_QUEUE_SIZE = 1024;
     /** nvmet's transport addresses: NVMF_TRTYPE_TCP, NVMF_ADDR_FAMILY_IP4/IP6. */
-    static final int TRTYPE_TCP = 3;
+    public static final int TRTYPE_TCP = 3;
     static final int ADRFAM_IPV4 = 1;
     static final int ADRFAM_IPV6 = 2;
     /**
@@ -36,44 +38,44 @@ final class Port {
      */
     static final int TREQ_NOT_SPECIFIED = 0;
     static final int TREQ_NOT_REQUIRED = 2;
-    static final int TREQ_DISABLE_SQFLOW = 4;
+    public static final int TREQ_DISABLE_SQFLOW = 4;
 
-    final int id;
+    public final int id;
     String trtype = "";
     String adrfam = "";
-    String traddr = "";
-    String trsvcid = "";
-    int treq = TREQ_NOT_SPECIFIED;
+    public String traddr = "";
+    public String trsvcid = "";
+    public int treq = TREQ_NOT_SPECIFIED;
     /** -1 = the transport's choice, as nvmet's param_* attributes. */
     int inlineDataSize = -1;
     int maxQueueSize = -1;
     /** subsystems/: link name → subsystem. */
-    final Map<String, Subsystem> subsystems = new LinkedHashMap<>();
+    public final Map<String, Subsystem> subsystems = new LinkedHashMap<>();
 
     private Listener listener;
-    final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    public final Set<Queue> connections = ConcurrentHashMap.newKeySet();
 
     Port(int id) {
         this.id = id;
     }
 
-    boolean listening() {
+    public boolean listening() {
         return listener != null;
     }
 
-    int inlineDataBytes() {
+    public int inlineDataBytes() {
         return inlineDataSize < 0 ? DEFAULT_INLINE_DATA_BYTES : inlineDataSize;
     }
 
-    int queueSizeLimit() {
+    public int queueSizeLimit() {
         return maxQueueSize <= 0 ? DEFAULT_MAX_QUEUE_SIZE : Math.min(maxQueueSize, DEFAULT_MAX_QUEUE_SIZE);
     }
 
-    int adrfamCode() {
+    public int adrfamCode() {
         return adrfam.equals("ipv6") ? ADRFAM_IPV6 : ADRFAM_IPV4;
     }
 
-    boolean links(Subsystem s) {
+    public boolean links(Subsystem s) {
         return subsystems.containsValue(s);
     }
 
@@ -102,7 +104,7 @@ final class Port {
         Listener bound;
         try {
             bound = target.transport().listen(new InetSocketAddress(address, portNumber), socket -> {
-                Connection c = new Connection(target, this, socket);
+                Queue c = new Queue(target, this, socket);
                 connections.add(c);
                 return c;
             });
@@ -115,10 +117,10 @@ final class Port {
     }
 
     /** Stops listening and closes every connection that came in through the port. */
-    void stop() {
+    public void stop() {
         if (listener != null) listener.close();
         listener = null;
-        for (Connection c : connections) c.close();
+        for (Queue c : connections) c.close();
     }
 
 }

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.buffer.BufferAccount;
 import io.iotarget.model.Device;
@@ -21,11 +21,11 @@ import io.iotarget.model.IoGroup;
  * @param sharesReads its backend hands every read over as views (memory, null): a READ that
  *                 offers views needs no buffer of its own
  */
-record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
+public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
                        BufferAccount buffers, boolean sharesReads) {
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
-    boolean contains(long slba, long count) {
+    public boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;
     }
 }

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp;
+package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.model.ControlException;
 import io.iotarget.model.tree.KernelParse;

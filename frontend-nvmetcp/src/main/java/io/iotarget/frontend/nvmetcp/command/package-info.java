@@ -1,0 +1,10 @@
+/**
+ * The NVMe commands a queue executes: Fabrics ({@link io.iotarget.frontend.nvmetcp.command.Fabrics}:
+ * Connect, Property Get/Set), admin ({@link io.iotarget.frontend.nvmetcp.command.AdminCommands},
+ * {@link io.iotarget.frontend.nvmetcp.command.Identify}, {@link io.iotarget.frontend.nvmetcp.command.LogPages})
+ * and IO ({@link io.iotarget.frontend.nvmetcp.command.IoCommands}, which turns each into the
+ * {@link io.iotarget.model.IoRequest}s that are charged), over the submission queue entry ({@link
+ * io.iotarget.frontend.nvmetcp.command.Sqe}) and answered with NVMe status codes ({@link
+ * io.iotarget.frontend.nvmetcp.command.Status}). Each runs on its queue's event loop.
+ */
+package io.iotarget.frontend.nvmetcp.command;

@@ -1,0 +1,46 @@
+package io.iotarget.frontend.nvmetcp.config;
+
+import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
+import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
+import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+import io.iotarget.model.tree.Attribute;
+import io.iotarget.model.tree.Attributes;
+import io.iotarget.model.tree.KernelParse;
+
+import java.util.List;
+
+/** A host's DH-HMAC-CHAP attributes ({@code hosts/NQN/dhchap_*}), as nvmet reads and shows them. */
+final class HostAttributes {
+    static final Attributes<Host> ALL = Attributes.of(List.of(
+            Attribute.text("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
+            Attribute.text("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
+                    (h, v) -> h.controllerKey = secret("dhchap_ctrl_key", v)),
+            Attribute.text("dhchap_hash", h -> h.hash.configName(), HostAttributes::writeDhchapHash),
+            Attribute.text("dhchap_dhgroup", h -> h.group.configName(), HostAttributes::writeDhchapGroup)));
+
+    private HostAttributes() {}
+
+    /** A DH-HMAC-CHAP secret; "" removes it. The message names what is wrong, never the secret. */
+    private static DhChapSecret secret(String attribute, String value) throws ControlException {
+        if (value.isBlank()) return null;
+        try {
+            return DhChapSecret.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new ControlException(Errno.EINVAL, attribute + ": " + e.getMessage());
+        }
+    }
+
+    private static void writeDhchapHash(Host h, String value) throws ControlException {
+        DhChapHash hash = DhChapHash.byConfigName(value.strip());
+        if (hash == null) throw KernelParse.invalid("dhchap_hash", value, "hmac(sha256), hmac(sha384) or hmac(sha512)");
+        h.hash = hash;
+    }
+
+    private static void writeDhchapGroup(Host h, String value) throws ControlException {
+        DhGroup group = DhGroup.byConfigName(value.strip());
+        if (group == null) throw KernelParse.invalid("dhchap_dhgroup", value, "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144 or ffdhe8192");
+        h.group = group;
+    }
+}
