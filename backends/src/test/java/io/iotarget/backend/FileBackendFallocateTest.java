@@ -11,7 +11,6 @@ import java.nio.file.StandardOpenOption;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** fallocate(2) support differs per mode: a file system lacking one must not lose the other. */
 class FileBackendFallocateTest {
@@ -23,9 +22,7 @@ class FileBackendFallocateTest {
      */
     @Test
     void shouldStillPunchHolesWhenOnlyZeroRangeIsUnsupported() throws IOException {
-        Path shm = Path.of("/dev/shm");
-        assumeTrue(Files.isDirectory(shm) && Files.isWritable(shm), "needs tmpfs at /dev/shm");
-        Path f = Files.createTempFile(shm, "iotarget-fallocate", ".img");
+        Path f = Files.createTempFile(FileIoTest.shm(), "iotarget-fallocate", ".img");
         try {
             try (FileChannel ch = FileChannel.open(f, StandardOpenOption.WRITE)) {
                 ch.write(ByteBuffer.allocate(1), 8L * MIB - 1);

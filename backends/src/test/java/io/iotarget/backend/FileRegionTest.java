@@ -4,6 +4,7 @@ import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
+import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -19,7 +20,6 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Buffered reads answered with a page-cache range, only when every page is cached and the read is long enough. */
 class FileRegionTest {
@@ -55,7 +55,8 @@ class FileRegionTest {
         Path f = dir.resolve("regions.img");
         byte[] bytes = new byte[SIZE];
         new Random(7).nextBytes(bytes);
-        Files.write(f, bytes);                      // written through the page cache: every page cached
+        Files.write(f, bytes);
+        FileIoTest.populate(f);
         return f;
     }
 
@@ -75,7 +76,7 @@ class FileRegionTest {
     @Test
     void shouldOfferCachedRangesAsRegionsThatSendTheFileBytes() throws Exception {
         Path f = file();
-        assumeTrue(cachestatAvailable(f), "cachestat(2) needs Linux 6.5");
+        Prerequisites.require(cachestatAvailable(f), "cachestat(2) needs Linux 6.5");
         try (IoEngine engine = IoEngine.open(IoEngine.Kind.AUTO); FileBackend backend = FileBackend.open(f, 4096, false, false)) {
             Regions regions = new Regions(true);
             ByteBuffer untouched = ByteBuffer.allocate(FileBackend.REGION_MIN_BYTES + 1);
@@ -99,8 +100,9 @@ class FileRegionTest {
 
     @Test
     void shouldReadNormallyWhenShortUncachedRefusedOrDirect() throws Exception {
+        FileIoTest.requireDroppablePageCache(dir);
         Path f = file();
-        assumeTrue(cachestatAvailable(f), "cachestat(2) needs Linux 6.5");
+        Prerequisites.require(cachestatAvailable(f), "cachestat(2) needs Linux 6.5");
         byte[] bytes = Files.readAllBytes(f);
         try (IoEngine engine = IoEngine.open(IoEngine.Kind.AUTO); FileBackend backend = FileBackend.open(f, 4096, false, false)) {
             Regions regions = new Regions(true);
@@ -118,7 +120,7 @@ class FileRegionTest {
             // Drop [1 MiB, 2 MiB) from the page cache: a range touching it is read, not offered.
             backend.flush();
             assertEquals(0, LinuxCalls.fadvise(backend.fd(), 1 << 20, 1 << 20, LinuxCalls.POSIX_FADV_DONTNEED));
-            assumeTrue(LinuxCalls.cachestat(backend.fd(), 1 << 20, 1 << 20) == 0, "the page cache kept the pages");
+            assertEquals(0, LinuxCalls.cachestat(backend.fd(), 1 << 20, 1 << 20), "DONTNEED dropped the clean pages");
             regions.offered.clear();
             dst = ByteBuffer.allocateDirect(128 * 1024);
             assertEquals(IoStatus.OK, read(backend, engine, (1 << 20) - 64 * 1024, dst.capacity(), dst, regions));

@@ -24,7 +24,6 @@ import java.util.regex.Pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Issue 13: one tenant's riops=9000 held across three {@code iotarget serve} processes that meet
@@ -222,8 +221,7 @@ class ClusterTest {
 
     @Test
     void threeNodesHoldOneTenantsLimitTogether() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
-        assumeTrue(Tools.ok(30, "fio", "--enghelp").contains("nbd"), "fio has no nbd engine (libnbd)");
+        Tools.requireFioNbd();
         try (RedisServer redis = RedisServer.start(dir)) {
             List<Node> nodes = new ArrayList<>();
             try {
@@ -306,8 +304,7 @@ class ClusterTest {
 
     @Test
     void latencyAtAShareIsThatOfTheSameLocalLimit() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
-        assumeTrue(Tools.ok(30, "fio", "--enghelp").contains("nbd"), "fio has no nbd engine (libnbd)");
+        Tools.requireFioNbd();
         long share = LIMIT / NODES;
         double clustered;
         double alone;

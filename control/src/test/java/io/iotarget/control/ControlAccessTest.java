@@ -6,6 +6,7 @@ import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.http.ControlToken;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.testkit.Prerequisites;
 import io.iotarget.testkit.Tools;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import org.junit.jupiter.api.AfterEach;
@@ -28,7 +29,6 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Who may drive the control endpoint: the server's own user with its token, and nobody else —
@@ -152,7 +152,7 @@ class ControlAccessTest {
     /** uid nobody, with curl and with the CLI itself: the token file is not theirs to read, so the endpoint refuses them. */
     @Test
     void shouldRefuseAnotherLocalUser() throws Exception {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to run commands as nobody");
+        Prerequisites.require("root".equals(System.getProperty("user.name")), "not root: running commands as nobody needs it");
         Tools.require("setpriv", "/usr/bin/setpriv");
         Tools.require("curl", "/usr/bin/curl");
         Path file = tokens.resolve("control-127.0.0.1-" + port + ".token");

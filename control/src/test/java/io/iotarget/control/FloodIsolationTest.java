@@ -21,7 +21,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A tenant flooding the server cannot take it from another (issue 8, part 6): tenant A writes
@@ -68,8 +67,7 @@ class FloodIsolationTest {
 
     @Test
     void aTenantFloodingThrottledWritesLeavesTheOtherItsIopsAndLatency() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
-        assumeTrue(Tools.ok(30, "fio", "--enghelp").contains("nbd"), "fio has no nbd engine (libnbd)");
+        Tools.requireFioNbd();
         boolean pin = Runtime.getRuntime().availableProcessors() >= 2 && Files.exists(Path.of("/usr/bin/taskset"));
         Path device = dir.resolve("shared.img");
         byte[] data = new byte[(int) DEVICE_BYTES];

@@ -59,7 +59,7 @@ class LongListingTest {
 
     @Test
     void shouldShowLimitsAndLiveRatesOfEachGroup() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/a";
         Process fio = new ProcessBuilder("fio", "--name=ls", "--ioengine=nbd", "--uri=" + uri, "--rw=randread", "--bs=4k",
                 "--iodepth=8", "--size=16M", "--time_based", "--runtime=4", "--output-format=terse")

@@ -18,7 +18,6 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The main job as README command 1 starts it — the embedded default config — judged by real
@@ -67,7 +66,7 @@ class MainJobTest {
 
     @Test
     void shouldServeOneBackendToTheKernelsNvmeAndNbdClients() throws Exception {
-        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        GuestVm.require();
         GuestVm.Result r = GuestVm.run(GuestVm.script("main-job.sh"),
                 Map.of("NVME_PORT", Integer.toString(nvmePort), "NBD_PORT", Integer.toString(nbdPort)), List.of(), 300);
         assertEquals(0, r.exitCode(), r.text());

@@ -64,7 +64,7 @@ class MetricsTest {
 
     @Test
     void shouldAgreeWithIoStatWhileAnNbdClientRuns() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         Tools.require("promtool", "/usr/bin/promtool");
         String uri = "nbd://" + io.iotarget.control.http.ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/a";
         Process fio = new ProcessBuilder("fio", "--name=metrics", "--ioengine=nbd", "--uri=" + uri, "--rw=randrw", "--bs=4k",

@@ -57,7 +57,7 @@ class TopTest {
 
     @Test
     void shouldShowLiveRatesSortByKeyAndGiveTheTerminalBack() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         Tools.require("tmux", "/usr/bin/tmux");
         List<Process> fio = List.of(fio("a", "randread", "--iodepth=8"), fio("b", "randwrite", "--iodepth=1", "--rate_iops=500"));
         try {

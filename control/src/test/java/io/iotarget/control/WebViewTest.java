@@ -250,7 +250,7 @@ class WebViewTest {
 
     @Test
     void shouldShowTheGroupsAndTheirMovingRatesWhileFioRuns() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         List<Process> fio = List.of(fio("a", "randread", "4k"), fio("b", "randwrite", "16k"), fio("scratch", "read", "64k"));
         try (Chromium chromium = Chromium.start(1400, 1060)) {
             chromium.navigate("http://127.0.0.1:" + port + "/");

@@ -5,6 +5,7 @@ import io.iotarget.backend.IoEngine;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoStatus;
+import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -23,8 +24,6 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** File devices through the engine on each IO engine: data, depth, removal and closing, and a full file system. */
 class FileDeviceTest {
@@ -52,7 +51,7 @@ class FileDeviceTest {
     @ParameterizedTest
     @EnumSource(IoEngine.Kind.class)
     void shouldRunFileIoOnTheChosenEngineAndLeaveNothingBehind(IoEngine.Kind kind) throws Exception {
-        assumeTrue(kind == IoEngine.Kind.THREADS || ioUringEnabled(), "io_uring is disabled on this machine");
+        requireEngine(kind);
         long fdsBefore = openDescriptors();
         Path f = sparse(dir, 64 << 20);
         Engine engine = new Engine(Clock.SYSTEM, true, Engine.Settings.defaults().ioEngine(kind));
@@ -94,11 +93,8 @@ class FileDeviceTest {
     @ParameterizedTest
     @EnumSource(value = IoEngine.Kind.class, names = {"IO_URING", "THREADS"})
     void shouldReportNoSpaceWhenTheFileSystemIsFull(IoEngine.Kind kind) throws Exception {
-        assumeTrue(kind == IoEngine.Kind.THREADS || ioUringEnabled(), "io_uring is disabled on this machine");
-        if (!isRoot()) {
-            if ("true".equals(System.getenv("CI"))) fail("CI runs as root: mounting a small tmpfs needs it");
-            assumeTrue(false, "not root: cannot mount a small tmpfs to fill");
-        }
+        requireEngine(kind);
+        Prerequisites.require(isRoot(), "not root: mounting a small tmpfs to fill needs it");
         Path mount = Files.createDirectory(dir.resolve("small"));
         run("mount", "-t", "tmpfs", "-o", "size=1m", "iotarget-test", mount.toString());
         try {
@@ -130,9 +126,12 @@ class FileDeviceTest {
         return Files.readAllLines(Path.of("/proc/self/status")).stream().anyMatch(l -> l.matches("Uid:\\s+0\\s.*"));
     }
 
-    private static boolean ioUringEnabled() throws IOException {
+    /** The io_uring engine needs io_uring: {@code kernel.io_uring_disabled} must be 0 (or absent, before Linux 6.6). */
+    private static void requireEngine(IoEngine.Kind kind) throws IOException {
+        if (kind == IoEngine.Kind.THREADS) return;
         Path knob = Path.of("/proc/sys/kernel/io_uring_disabled");
-        return !Files.exists(knob) || Files.readString(knob).strip().equals("0");
+        Prerequisites.require(!Files.exists(knob) || Files.readString(knob).strip().equals("0"),
+                "io_uring is disabled on this machine (sysctl kernel.io_uring_disabled=0 enables it)");
     }
 
     private static List<String> ioThreads() throws InterruptedException {

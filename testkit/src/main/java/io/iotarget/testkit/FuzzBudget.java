@@ -34,6 +34,17 @@ public final class FuzzBudget {
         return true;
     }
 
+    /**
+     * Fails unless at least {@code minimum} cases ran: a budget that ran out first (a slow
+     * machine, or too few cases asked for) checked too little for the test to pass.
+     */
+    public void assertRan(long minimum) {
+        if (done < minimum) {
+            throw new AssertionError("only " + done + " cases ran, at least " + minimum + " are needed"
+                                     + " (raise -Diotarget.fuzz.seconds or -Diotarget.fuzz.cases)");
+        }
+    }
+
     public long done() {
         return done;
     }

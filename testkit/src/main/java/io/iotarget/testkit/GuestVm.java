@@ -1,5 +1,7 @@
 package io.iotarget.testkit;
 
+import org.opentest4j.TestAbortedException;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -56,16 +58,17 @@ public final class GuestVm {
     }
 
     /**
-     * Whether to boot guests: {@code -Diotarget.vm=auto} (the default) when the harness exists,
-     * {@code true} always (a missing harness fails the test), {@code false} never. Under CI
-     * (CI=true) a missing harness fails too: CI must run these tests.
+     * Called first by every test that boots a guest. {@code -Diotarget.vm=false} skips the test
+     * (asked for, on any machine); {@code true} fails it when there is no harness; {@code auto}
+     * (the default) takes the harness as a {@link Prerequisites prerequisite}: a missing one skips
+     * the test, or fails it under CI.
      */
-    public static boolean enabled() {
+    public static void require() {
         String mode = System.getProperty("iotarget.vm", "auto");
-        if (mode.equals("false")) return false;
-        boolean required = mode.equals("true") || "true".equals(System.getenv("CI"));
-        if (harness() == null && required) throw new IllegalStateException("no shared/vm/run-guest.sh found, and the VM tests are required here");
-        return harness() != null;
+        if (mode.equals("false")) throw new TestAbortedException("-Diotarget.vm=false: no guest is booted");
+        String missing = "no shared/vm/run-guest.sh found (IOTARGET_VM_DIR, shared/vm in a parent directory, or /work/shared/vm)";
+        if (mode.equals("true") && harness() == null) throw new AssertionError("-Diotarget.vm=true, but " + missing);
+        Prerequisites.require(harness() != null, missing);
     }
 
     /** The shared/vm directory, or null when there is none. */

@@ -1,7 +1,5 @@
 package io.iotarget.testkit;
 
-import org.junit.jupiter.api.Assumptions;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,15 +14,15 @@ public final class Tools {
     private Tools() {
     }
 
-    /**
-     * Skips the test when {@code tool} is not installed, with a message saying so; under CI
-     * (CI=true), where .ci/run installs every tool, a missing tool fails instead.
-     */
+    /** {@link Prerequisites#require}s {@code tool}, installed at {@code path}. */
     public static void require(String tool, String path) {
-        if (Files.exists(Path.of(path))) return;
-        String message = tool + " is not installed (" + path + "); apt-get install it to run this test";
-        if ("true".equals(System.getenv("CI"))) fail(message);
-        Assumptions.assumeTrue(false, message);
+        Prerequisites.require(Files.exists(Path.of(path)), tool + " is not installed (" + path + "); apt-get install it to run this test");
+    }
+
+    /** {@link Prerequisites#require}s fio with its nbd engine (built with libnbd, as Debian's is): how the tests drive NBD load. */
+    public static void requireFioNbd() throws IOException, InterruptedException {
+        require("fio", "/usr/bin/fio");
+        Prerequisites.require(ok(30, "fio", "--enghelp").lines().anyMatch(l -> l.strip().equals("nbd")), "fio has no nbd engine (fio built without libnbd)");
     }
 
     public record Result(int exit, String out) {

@@ -12,7 +12,6 @@ import java.util.regex.Pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The Linux kernel's NBD client (nbd.ko + nbd-client) in a QEMU guest (shared/vm, one boot):
@@ -24,7 +23,7 @@ class KernelClientVmTest {
 
     @Test
     void kernelClientWritesReadsBackAndIsChargedWhatTheKernelCounted() throws Exception {
-        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        GuestVm.require();
         try (TestTarget target = new TestTarget()) {
             CountingBackend backend = new CountingBackend(new io.iotarget.backend.MemoryBackend(64 * MiB, 512, false));
             Device device = target.export("kernel", backend, false);

@@ -31,7 +31,7 @@ class LatencyTargetFioTest {
 
     @Test
     void shouldHoldTheProtectedExportsP90UnderItsTargetWhileFioFloodsItsSibling() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         System.setProperty(CostPolicy.DEBUG_STATS_PROPERTY, "true");
         TestTarget t;
         try {

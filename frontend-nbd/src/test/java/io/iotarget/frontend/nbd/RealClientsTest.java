@@ -175,7 +175,7 @@ class RealClientsTest {
 
     @Test
     void fioNbdEngineWritesAndVerifies() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         Export e = export(16 * MiB);
         String json = Tools.ok(120, "fio", "--name=verify", "--ioengine=nbd", "--uri=" + e.uri(), "--rw=randwrite",
                 "--bs=4k", "--iodepth=32", "--size=16M", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--verify_state_save=0",

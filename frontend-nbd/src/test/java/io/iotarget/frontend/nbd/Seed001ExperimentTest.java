@@ -45,7 +45,7 @@ class Seed001ExperimentTest {
 
     @Test
     void eachExportRunsAtItsGroupsLimitAndIoStatMatchesFio() throws Exception {
-        Tools.require("fio", "/usr/bin/fio");
+        Tools.requireFioNbd();
         Path file = dir.resolve("ns.img");
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.setLength(1024 * MiB);

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -15,11 +16,10 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * A namespace on a block device (a loop device over a file; skipped where none can be attached,
- * which needs root): opened as a FileBackend engine device on enable, charged to the bound
+ * A namespace on a block device (a loop device over a file; attaching it needs root, a
+ * prerequisite): opened as a FileBackend engine device on enable, charged to the bound
  * group like memory- and file-backed namespaces, removed on disable.
  */
 class BlockDeviceNamespaceTest {
@@ -30,7 +30,7 @@ class BlockDeviceNamespaceTest {
             f.setLength(32 << 20);
         }
         String loop = run("losetup", "-f", "--show", image.toString());
-        assumeTrue(loop != null && loop.startsWith("/dev/loop"), "no loop device available (needs root): " + loop);
+        Prerequisites.require(loop != null && loop.startsWith("/dev/loop"), "losetup attached no loop device (it needs root): " + loop);
         try (TargetFixture f = new TargetFixture()) {
             var cg = f.engine.controller();
             cg.write("cgroup.subtree_control", "+io");

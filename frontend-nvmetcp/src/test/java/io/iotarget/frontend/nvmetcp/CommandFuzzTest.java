@@ -24,6 +24,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * than its SGL asked for, or the target terminates the connection (C2HTermReq or a close); no
  * handler throws (the transport counts those as unexpected failures) and no timer fails.
  * Asynchronous Event Requests are left out: they are answered only when an event happens.
+ *
+ * <p>A normal test run replays src/test/resources/.../CommandFuzzTestInputs/, {@code
+ * scripts/fuzz} fuzzes. The committed seeds are laid out for the order in which this target
+ * consumes its input (FuzzedDataProvider takes the SQEs and data from the front, the booleans and
+ * lengths from the back, the last byte first): admin commands (Identify, Get Log Page, Get/Set
+ * Features, Property Get, Keep Alive), IO with digests (writes through R2T and in the capsule,
+ * reads, Compare, Flush, Write Zeroes, Deallocate), and commands the target refuses. A change to
+ * that order calls for new seeds.
  */
 class CommandFuzzTest {
     private static final int AER = 0x0C;

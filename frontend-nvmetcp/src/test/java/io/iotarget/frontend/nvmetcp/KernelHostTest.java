@@ -13,7 +13,6 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The Linux kernel's NVMe/TCP host (nvme-tcp + nvme-cli 2.3, booted in QEMU by the shared VM
@@ -28,7 +27,7 @@ class KernelHostTest {
     /** Discover, connect (plain, digests, no SQ flow control), identify, fio, read-back, refusal, passthrough charges, AEN, disconnect. */
     @Test
     void linuxHostRunsEverythingAgainstTheTarget() throws Exception {
-        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        GuestVm.require();
         try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
             var cg = f.engine.controller();
             cg.write("cgroup.subtree_control", "+io");
@@ -69,7 +68,7 @@ class KernelHostTest {
      */
     @Test
     void linuxHostAuthenticatesWithDhHmacChap() throws Exception {
-        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        GuestVm.require();
         try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
             String s = "subsystems/" + AuthenticationProtocolTest.SECURE;
             f.tree.mkdir(s);
@@ -111,7 +110,7 @@ class KernelHostTest {
      */
     @Test
     void seed001LimitsBiteAndIoStatMatchesTheHost() throws Exception {
-        assumeTrue(GuestVm.enabled(), "no shared/vm harness (or -Diotarget.vm=false)");
+        GuestVm.require();
         Path image = Path.of("target", "seed001-ns.img").toAbsolutePath();
         Files.createDirectories(image.getParent());
         try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {

@@ -36,6 +36,8 @@ class NvmeSocketFuzzTest {
     private static final ProcessResources.Tolerance TOLERANCE = new ProcessResources.Tolerance(4, 4, 8 << 20, 64 << 20, 256L << 20);
     /** Cases before the baseline, as in the NBD test: the JVM and the allocator settle into this load first. */
     static final long WARM_UP_CASES = 300;
+    /** Cases a run needs to pass, as in the NBD test: as many after the baseline as before it. */
+    static final long MIN_CASES = 2 * WARM_UP_CASES;
     private static final int WRITE = 0x01, READ = 0x02, IDENTIFY = 0x06;
 
     @Test
@@ -54,7 +56,7 @@ class NvmeSocketFuzzTest {
                 }
                 if (n == WARM_UP_CASES) baseline = awaitQuiet(f);
             }
-            if (baseline == null) return;
+            budget.assertRan(MIN_CASES);
             System.out.println("NvmeSocketFuzzTest: " + budget.done() + " cases " + kinds);
             ProcessResources quiet = awaitQuiet(f);
             assertNull(ProcessResources.awaitNear(baseline, TOLERANCE, 20_000), "back to the baseline " + baseline + " (now " + quiet + ")");

@@ -16,7 +16,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * negotiated. However the stream is cut, the decoder delivers the same headers, data and fatal
  * errors (so it never consumes half a field nor stops while it could go on), it always consumes
  * everything it is given, and after a fatal error it delivers nothing more. A normal test run
- * replays src/test/resources/.../PduDecoderFuzzTestInputs/; {@code scripts/fuzz} fuzzes.
+ * replays src/test/resources/.../PduDecoderFuzzTestInputs/; {@code scripts/fuzz} fuzzes. The
+ * committed seeds there (a digest byte, then PDUs) cover each host PDU type (ICReq, capsules
+ * with and without in-capsule data, H2CData within and over the recorder's 64 KiB, H2CTermReq),
+ * every digest combination, a whole session, and framing errors (hlen, pdo, type, header
+ * digest) with PDUs after them; a bad data digest is reported with its PDU, and decoding goes on.
  */
 class PduDecoderFuzzTest {
     /** Records everything; takes data up to 64 KiB into a buffer of its own, drops larger data. */
