@@ -174,15 +174,31 @@ public final class PersistedTree implements ConfigTree, AutoCloseable {
         broken = false;
     }
 
-    /** Once the journal has outgrown the snapshot, starts a compaction in the background. Lock held. */
-    private void compactIfDue() throws IOException, ControlException {
+    /**
+     * Once the journal has outgrown the snapshot, starts a compaction in the background. Lock
+     * held. A failure here costs nothing yet (the journal holds every change) and is retried
+     * after the next change.
+     */
+    private void compactIfDue() {
         if (journal.bytes() < Math.max(MIN_COMPACT_BYTES, snapshotBytes) || !compaction.isDone()) return;
-        byte[] snapshot = saver.save().getBytes(StandardCharsets.UTF_8);
-        Journal next = Journal.create(nextFile, snapshot);
-        StateFile.syncDirectory(nextFile.getParent());
-        journal.close();
+        byte[] snapshot;
+        Journal next;
+        try {
+            snapshot = saver.save().getBytes(StandardCharsets.UTF_8);
+            next = Journal.create(nextFile, snapshot);
+            StateFile.syncDirectory(nextFile.getParent());
+        } catch (IOException | ControlException e) {
+            LOG.log(System.Logger.Level.WARNING, "server.state " + state.path() + ": cannot start a compaction, the journal goes on: " + e);
+            return;
+        }
+        Journal previous = journal;
         journal = next;
         snapshotBytes = snapshot.length;
+        try {
+            previous.close();
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "server.state " + state.path() + ": closing the journal: " + e);
+        }
         compaction = compactor.submit(() -> {
             try {
                 writeSnapshot(snapshot);
@@ -223,17 +239,14 @@ public final class PersistedTree implements ConfigTree, AutoCloseable {
         try {
             change.run();
             try {
-                if (broken) {
-                    compactNow();
-                } else {
-                    journal.append(op, args);
-                    compactIfDue();
-                }
-            } catch (IOException e) {
+                if (broken) compactNow();
+                else journal.append(op, args);
+            } catch (IOException | ControlException e) {
                 broken = true;
                 throw new ControlException(Errno.EIO, "applied, but the state file " + state.path() + " could not be written: " + e.getMessage()
                                                       + " (the next change saves the whole state)");
             }
+            compactIfDue();
         } finally {
             lock.unlock();
         }
