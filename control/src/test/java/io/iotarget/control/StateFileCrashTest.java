@@ -34,8 +34,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * changes, at a different moment each round, and restarted from the same config. The state
  * file and its journal must always restore exactly the changes made before some point —
  * every change the client saw succeed, and at most the one in flight — and the restarted
- * server must come back with exactly those. Each round makes hundreds of changes, so the
- * journal is compacted several times, and a kill may land in a compaction.
+ * server must come back with exactly those. A round makes hundreds of changes, so the journal
+ * is compacted during the rounds, and a kill may land in a compaction.
  */
 class StateFileCrashTest {
     private static final Pattern CONTROL = Pattern.compile("control endpoint http://(127\\.0\\.0\\.1:\\d+) ");
@@ -56,6 +56,7 @@ class StateFileCrashTest {
                 """.formatted(state));
         int made = 0;
         Set<Integer> weighted = ConcurrentHashMap.newKeySet();       // groups whose io.weight write was acknowledged
+        boolean compactedDuringARound = false;
         for (int round = 0; round < 3; round++) {
             Process server = serve(config);
             try {
@@ -76,13 +77,15 @@ class StateFileCrashTest {
                         // the server was killed
                     }
                 });
-                Thread.sleep(300 + round * 211L);
+                Thread.sleep(1000 + round * 511L);
                 server.destroyForcibly();                          // SIGKILL
                 assertTrue(server.waitFor(30, TimeUnit.SECONDS));
                 changes.join(30_000);
                 int acked = acknowledged.get();
                 assertTrue(acked > made, "round " + round + " made changes (" + acked + ")");
                 assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(journal)));
+                // groups of this round in the snapshot the killed server left: a compaction ended during the round
+                if (ConfigLoader.parse(state).path("cgroup").has(name(made))) compactedDuringARound = true;
                 // a start replays the snapshot and its journal, as a restart does, then writes them as one snapshot
                 Server.start(ConfigLoader.parse(config), dir).close();
                 JsonNode saved = ConfigLoader.parse(state);
@@ -104,6 +107,7 @@ class StateFileCrashTest {
                 server.destroyForcibly();
             }
         }
+        assertTrue(compactedDuringARound, "the journal was compacted while changes were made");
         Process server = serve(config);
         try {
             assertEquals(groups(made), listGroups(ControlClient.connect(controlAddress(server), null, dir, null)));

@@ -54,8 +54,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * client gets EIO saying so; the next change then writes a whole snapshot. Any thread.
  */
 public final class PersistedTree implements ConfigTree, AutoCloseable {
-    /** A journal shorter than this is not compacted: a couple of hundred changes replay in no time. */
-    static final long MIN_COMPACT_BYTES = 16 << 10;
+    /** A journal shorter than this (about a hundred changes) is not compacted, however small the tree. */
+    static final long MIN_COMPACT_BYTES = 4 << 10;
     private static final System.Logger LOG = System.getLogger(PersistedTree.class.getName());
 
     private final ConfigTree tree;
