@@ -165,8 +165,9 @@ public final class PersistedTree implements ConfigTree, AutoCloseable {
         awaitCompaction();
         byte[] snapshot = saver.save().getBytes(StandardCharsets.UTF_8);
         writeSnapshot(snapshot);
-        if (journal != null) journal.close();
-        journal = null;
+        Journal previous = journal;
+        journal = null;                                 // until the new one exists: a failure leaves broken set, and no journal to append to
+        if (previous != null) previous.close();
         journal = Journal.create(journalFile, snapshot);
         Files.deleteIfExists(nextFile);
         StateFile.syncDirectory(journalFile.getParent());
