@@ -164,6 +164,11 @@ class StateFileLimitsTest {
             assertEquals("server.state = \"" + state + "\": the file " + state + " is owned by nobody (uid 65534), not by this server's uid 0,"
                          + " who could choose its contents; check its contents, then make it yours with mode 0600, or remove it", e.getMessage());
 
+            Path link = Files.createSymbolicLink(shared.resolve("ours.json"), state);     // our link to their file
+            e = assertThrows(ConfigException.class, () -> start(link, ""));
+            assertTrue(e.getMessage().contains("the file " + link + " is owned by nobody (uid 65534)"), e.getMessage());
+            Files.delete(link);
+
             Files.delete(state);
             Files.writeString(state, "{}");
             Files.setPosixFilePermissions(state, PosixFilePermissions.fromString("rw-rw-rw-"));

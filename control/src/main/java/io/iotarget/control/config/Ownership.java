@@ -23,21 +23,27 @@ public final class Ownership {
     }
 
     /**
-     * Refuses {@code path} (not followed if it is a symbolic link: the link's owner counts)
-     * when another user owns it or its group or others may write it.
+     * Refuses {@code path} when another user owns it or its group or others may write it. A
+     * symbolic link is checked twice: its own owner (who could point it elsewhere) and what
+     * it points to.
      *
      * @param what a description for the message: {@code "token directory"}
      * @param fix  what to do about it, ending the message: {@code "make it yours with mode 0700"}
      */
     public static void requirePrivate(Path path, String what, String fix) throws IOException {
-        int uid = (Integer) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        Set<PosixFilePermission> mode = Files.getPosixFilePermissions(path, LinkOption.NOFOLLOW_LINKS);
-        boolean writable = !Files.isSymbolicLink(path)
-                           && (mode.contains(PosixFilePermission.GROUP_WRITE) || mode.contains(PosixFilePermission.OTHERS_WRITE));
+        boolean link = Files.isSymbolicLink(path);
+        check(path, link, what, fix, LinkOption.NOFOLLOW_LINKS);
+        if (link) check(path, false, what, fix);
+    }
+
+    private static void check(Path path, boolean link, String what, String fix, LinkOption... options) throws IOException {
+        int uid = (Integer) Files.getAttribute(path, "unix:uid", options);
+        Set<PosixFilePermission> mode = Files.getPosixFilePermissions(path, options);
+        boolean writable = !link && (mode.contains(PosixFilePermission.GROUP_WRITE) || mode.contains(PosixFilePermission.OTHERS_WRITE));
         if (uid != UID || writable) {
-            throw new IOException(what + " " + path + " is " + (uid != UID ? "owned by " + Files.getOwner(path, LinkOption.NOFOLLOW_LINKS).getName()
-                                                                               + " (uid " + uid + "), not by this server's uid " + UID
-                                                                             : "writable by others (mode " + PosixFilePermissions.toString(mode) + ")")
+            throw new IOException(what + " " + path + (link ? " (the link itself)" : "") + " is "
+                                  + (uid != UID ? "owned by " + Files.getOwner(path, options).getName() + " (uid " + uid + "), not by this server's uid " + UID
+                                                : "writable by others (mode " + PosixFilePermissions.toString(mode) + ")")
                                   + ", who could choose its contents; " + fix);
         }
     }
