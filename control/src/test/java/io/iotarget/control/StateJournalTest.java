@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -17,13 +18,15 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * {@code server.state}'s journal at each step a crash can stop: a change is one line in the
  * journal, not a rewrite of the state; a compaction that started a new journal
  * ({@code .journal.next}) but had not yet replaced the snapshot, or had replaced it but not
  * yet renamed the new journal, restores every change once; a line a crash cut short is left
- * out; a line that no longer applies names the file and the line.
+ * out; a line that no longer applies names the file and the line; a journal that cannot be
+ * written costs a whole snapshot at the next change, and no change.
  */
 class StateJournalTest {
     @TempDir
@@ -92,6 +95,38 @@ class StateJournalTest {
         }
         assertTrue(Files.notExists(next(after)), "the start wrote one snapshot and an empty journal");
         assertEquals(header(after), Files.readString(journal(after)));
+    }
+
+    /**
+     * A journal that cannot be written (made immutable, as a full disk would refuse it): the
+     * change stays made and the client gets EIO; the next change writes a whole snapshot, and a
+     * restart has both.
+     */
+    @Test
+    void shouldSaveAWholeSnapshotAfterTheJournalCouldNotBeWritten() throws Exception {
+        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to make a file immutable");
+        Tools.require("chattr", "/usr/bin/chattr");
+        Path state = Files.createDirectories(dir.resolve("full")).resolve("state.json");
+        try (Server server = start(state)) {
+            ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null);
+            assertTrue(client.post("mkdir", "one", null, null).ok());
+            assertEquals(0, Tools.run(10, List.of("chattr", "+i", journal(state).toString())).exit());
+            ControlClient.Reply refused;
+            try {
+                refused = client.post("mkdir", "two", null, null);
+            } finally {
+                assertEquals(0, Tools.run(10, List.of("chattr", "-i", journal(state).toString())).exit());
+            }
+            assertEquals("EIO", refused.errno(), refused.body());
+            assertTrue(refused.body().contains("applied, but the state file " + state + " could not be written: "), refused.body());
+            assertTrue(refused.body().endsWith("(the next change saves the whole state)\n"), refused.body());
+            assertEquals(List.of("one/", "two/"), groups(server), "the change stays made");
+            assertTrue(client.post("mkdir", "three", null, null).ok());
+            assertTrue(Files.readString(state).contains("\"two\""), "the next change wrote a whole snapshot");
+        }
+        try (Server server = start(state)) {
+            assertEquals(List.of("one/", "three/", "two/"), groups(server));
+        }
     }
 
     @Test
