@@ -10,7 +10,6 @@ import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.PersistedTree;
-import io.iotarget.control.config.StateFile;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
@@ -31,7 +30,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -52,12 +50,15 @@ public final class Server implements AutoCloseable {
     private final ControlEndpoint endpoint;
     /** This node's side of the cluster (the config's cluster section); null on a node alone. */
     private final Coordinator cluster;
+    /** The trees kept in server.state; null without one. */
+    private final PersistedTree state;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
-                   Coordinator cluster, List<String> summary) {
+                   Coordinator cluster, PersistedTree state, List<String> summary) {
         this.engine = engine;
         this.cluster = cluster;
+        this.state = state;
         this.transport = transport;
         this.nbd = nbd;
         this.nvme = nvme;
@@ -95,6 +96,7 @@ public final class Server implements AutoCloseable {
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
+        PersistedTree state = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         Coordinator cluster = clusterSettings == null ? null
                 : new Coordinator(engine.controller(), clusterSettings,
@@ -106,22 +108,13 @@ public final class Server implements AutoCloseable {
                     .mount("nbd", nbd.tree())
                     .mount("nvmet", nvme.tree());
             ConfigLoader.Trees trees = section -> mounted(mounts, section);
-            StateFile state = settings.state() == null ? null : new StateFile(settings.state());
-            boolean restored = state != null && Files.exists(state.path());
-            if (restored) applyState(state, trees);
-            else ConfigLoader.apply(config, trees);
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
-            ConfigTree served = mounts;
-            if (state != null) {
-                PersistedTree persisted = new PersistedTree(mounts, saver, state);
-                try {
-                    state.removeStrays();
-                    persisted.persist();
-                } catch (IOException | io.iotarget.model.ControlException e) {
-                    throw new ConfigException("server.state = \"" + state.path() + "\": cannot write it: " + e.getMessage(), e);
-                }
-                served = persisted;
+            if (settings.state() != null) {
+                state = PersistedTree.open(settings.state(), mounts, saver, config, trees);
+            } else {
+                ConfigLoader.apply(config, trees);
             }
+            ConfigTree served = state == null ? mounts : state;
             List<String> summary = new ArrayList<>();
             for (Listen listen : settings.nbd()) {
                 try {
@@ -146,36 +139,22 @@ public final class Server implements AutoCloseable {
             }
             summary.add("control endpoint " + endpoint.url() + (endpoint.tls() ? " (TLS" : " (loopback")
                         + "; every request needs the token in " + endpoint.tokenFile() + ", readable only by this user)");
-            if (state != null) summary.add("every change kept in " + state.path() + (restored ? " (restored from it)" : ""));
+            if (state != null) summary.add("every change kept in " + settings.state() + (state.restored() ? " (restored from it)" : ""));
             if (cluster != null) {
                 cluster.start();
                 summary.add("cluster node " + clusterSettings.node() + " of " + clusterSettings.nodes() + ", store " + clusterSettings.store()
                             + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
             }
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, summary);
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, state, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (cluster != null) cluster.close();
             if (endpoint != null) endpoint.close();
+            if (state != null) state.close();
             nbd.close();
             nvme.close();
             transport.close();
             engine.close();
             throw e;
-        }
-    }
-
-    /**
-     * Replays the trees a state file holds instead of the config's. Its server section is
-     * checked but not used: the config's wins, as it may have changed since.
-     */
-    private static void applyState(StateFile state, ConfigLoader.Trees trees) throws ConfigException {
-        try {
-            JsonNode saved = ConfigLoader.parse(state.path());
-            ConfigLoader.serverSettings(saved);
-            ConfigLoader.apply(saved, trees);
-        } catch (ConfigException e) {
-            throw new ConfigException("server.state = \"" + state.path() + "\": " + e.getMessage()
-                                      + " (move the file away to start from the config's trees)", e);
         }
     }
 
@@ -278,6 +257,7 @@ public final class Server implements AutoCloseable {
         nvme.close();
         transport.close();
         endpoint.close();
+        if (state != null) state.close();
         if (cluster != null) cluster.close();
         engine.close();
     }

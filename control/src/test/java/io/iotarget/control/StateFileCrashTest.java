@@ -32,9 +32,10 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * {@code server.state}: a server process is killed with SIGKILL in the middle of a stream of
  * changes, at a different moment each round, and restarted from the same config. The state
- * file must always parse and hold exactly the changes made before some point — every change
- * the client saw succeed, and at most the one in flight — and the restarted server must come
- * back with exactly those.
+ * file and its journal must always restore exactly the changes made before some point —
+ * every change the client saw succeed, and at most the one in flight — and the restarted
+ * server must come back with exactly those. A round makes hundreds of changes, so the journal
+ * is compacted during the rounds, and a kill may land in a compaction.
  */
 class StateFileCrashTest {
     private static final Pattern CONTROL = Pattern.compile("control endpoint http://(127\\.0\\.0\\.1:\\d+) ");
@@ -46,6 +47,7 @@ class StateFileCrashTest {
     void shouldKeepAWholeStateThroughKillNine() throws Exception {
         Path stateDir = Files.createDirectories(dir.resolve("state"));
         Path state = stateDir.resolve("state.json");
+        Path journal = stateDir.resolve("state.json.journal");
         Path config = dir.resolve("config.json");
         Files.writeString(config, """
                 { "server": { "control": "127.0.0.1:0", "state": "%s" },
@@ -54,6 +56,7 @@ class StateFileCrashTest {
                 """.formatted(state));
         int made = 0;
         Set<Integer> weighted = ConcurrentHashMap.newKeySet();       // groups whose io.weight write was acknowledged
+        boolean compactedDuringARound = false;
         for (int round = 0; round < 3; round++) {
             Process server = serve(config);
             try {
@@ -74,13 +77,18 @@ class StateFileCrashTest {
                         // the server was killed
                     }
                 });
-                Thread.sleep(300 + round * 211L);
+                Thread.sleep(1000 + round * 511L);
                 server.destroyForcibly();                          // SIGKILL
                 assertTrue(server.waitFor(30, TimeUnit.SECONDS));
                 changes.join(30_000);
                 int acked = acknowledged.get();
                 assertTrue(acked > made, "round " + round + " made changes (" + acked + ")");
-                JsonNode saved = ConfigLoader.parse(state);             // throws if the file were half written
+                assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(journal)));
+                // groups of this round in the snapshot the killed server left: a compaction ended during the round
+                if (ConfigLoader.parse(state).path("cgroup").has(name(made))) compactedDuringARound = true;
+                // a start replays the snapshot and its journal, as a restart does, then writes them as one snapshot
+                Server.start(ConfigLoader.parse(config), dir).close();
+                JsonNode saved = ConfigLoader.parse(state);
                 List<String> kept = new ArrayList<>();
                 saved.path("cgroup").fieldNames().forEachRemaining(name -> {
                     if (name.startsWith("g")) kept.add(name);
@@ -99,11 +107,13 @@ class StateFileCrashTest {
                 server.destroyForcibly();
             }
         }
+        assertTrue(compactedDuringARound, "the journal was compacted while changes were made");
         Process server = serve(config);
         try {
             assertEquals(groups(made), listGroups(ControlClient.connect(controlAddress(server), null, dir, null)));
             try (Stream<Path> files = Files.list(stateDir)) {
-                assertEquals(List.of(state), files.toList(), "a restart removes the temporary files a kill left");
+                assertEquals(List.of(state, journal, stateDir.resolve("state.json.prev")), files.sorted().toList(),
+                             "a restart removes the temporary files and the compaction's journal a kill left");
             }
         } finally {
             server.destroyForcibly();
@@ -127,7 +137,8 @@ class StateFileCrashTest {
             ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null);
             assertTrue(Files.readString(state).contains("\"seeded\""), "the config's trees seed a new state file");
             assertTrue(client.post("mkdir", "made", null, null).ok());
-            assertTrue(Files.readString(state).contains("\"made\""), "a change is in the file once acknowledged");
+            assertTrue(Files.readString(dir.resolve("state.json.journal")).contains("[\"mkdir\",\"made\"]"),
+                       "a change is in the journal once acknowledged");
         }
         try (Server server = Server.start(new ObjectMapper().readTree(config.formatted(state, "edited")), dir)) {
             assertEquals(List.of("made/", "seeded/"), server.mounts().list("").stream().filter(n -> n.endsWith("/")).toList(),
@@ -137,7 +148,8 @@ class StateFileCrashTest {
         ConfigLoader.ConfigException e = assertThrows(ConfigLoader.ConfigException.class,
                 () -> Server.start(new ObjectMapper().readTree(config.formatted(state, "edited")), dir));
         assertTrue(e.getMessage().startsWith("server.state = \"" + state + "\": cgroup.x.io.max = \"nope\": "), e.getMessage());
-        assertTrue(e.getMessage().endsWith("(move the file away to start from the config's trees)"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("(move state.json away to start from the config's trees; " + dir.resolve("state.json.prev")
+                                           + " holds the state as the compaction before the last left it)"), e.getMessage());
     }
 
     private static List<String> groups(int count) {

@@ -1,15 +1,21 @@
 package io.iotarget.control.config;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import io.iotarget.backend.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.RedisShareStore;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
@@ -19,6 +25,7 @@ import io.iotarget.transport.Transport;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,7 +79,15 @@ public final class ConfigLoader {
 
     private static final JsonNode SECRET = com.fasterxml.jackson.databind.node.TextNode.valueOf("(secret)");
 
-    private static final ObjectMapper JSON = new ObjectMapper()
+    /**
+     * The deepest a config nests: the top level, a section, a group per level of the deepest
+     * group {@link CgroupTree} allows, and an array (io.max's lines). Saves never nest deeper
+     * ({@link ConfigSaver} writes with the same limit), so every saved file loads back.
+     */
+    public static final int MAX_NESTING = CgroupTree.MAX_DEPTH + 3;
+
+    private static final ObjectMapper JSON = new ObjectMapper(JsonFactory.builder()
+                    .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING).build()).build())
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
             .enable(JsonParser.Feature.ALLOW_COMMENTS)
             // Jackson stops after the first value by default: a second object would be dropped unread.
@@ -123,10 +138,7 @@ public final class ConfigLoader {
 
     public static JsonNode parse(Path file) throws ConfigException {
         try {
-            return JSON.readTree(Files.readString(file));
-        } catch (JsonProcessingException e) {
-            throw new ConfigException(file + ": not valid JSON: " + e.getOriginalMessage()
-                                      + " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr());
+            return parse(Files.readString(file), file + ": ");
         } catch (IOException e) {
             throw new ConfigException(file + ": cannot read: " + e.getMessage());
         }
@@ -134,9 +146,33 @@ public final class ConfigLoader {
 
     public static JsonNode parse(InputStream in, String name) throws ConfigException {
         try {
-            return JSON.readTree(in);
+            return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8), name + ": ");
         } catch (IOException e) {
-            throw new ConfigException(name + ": not valid JSON: " + e.getMessage());
+            throw new ConfigException(name + ": cannot read: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Parses a config's text; {@code prefix} starts every message. A document nested deeper than
+     * {@link #MAX_NESTING} is refused here, with its place, rather than by the trees.
+     */
+    static JsonNode parse(String text, String prefix) throws ConfigException {
+        try (JsonParser parser = JSON.createParser(text)) {
+            try {
+                JsonNode root = JSON.readTree(parser);
+                return root == null ? MissingNode.getInstance() : root;
+            } catch (JsonProcessingException e) {
+                // A nesting limit's exception carries no location (hence issue 19's NullPointerException): the parser knows it.
+                JsonLocation at = e.getLocation() != null ? e.getLocation() : parser.currentLocation();
+                String place = " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+                if (e instanceof StreamConstraintsException) {
+                    throw new ConfigException(prefix + "nested deeper than " + MAX_NESTING + " levels" + place + " (groups may be at most "
+                                              + CgroupTree.MAX_DEPTH + " deep)");
+                }
+                throw new ConfigException(prefix + "not valid JSON: " + e.getOriginalMessage() + place);
+            }
+        } catch (IOException e) {
+            throw new ConfigException(prefix + "cannot read: " + e.getMessage());
         }
     }
 

@@ -1,6 +1,8 @@
 package io.iotarget.control.config;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamWriteConstraints;
 import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -46,7 +48,8 @@ import java.util.regex.Pattern;
  * Callers that need a consistent file serialize their changes with it ({@link PersistedTree}).
  */
 public final class ConfigSaver {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = new ObjectMapper(JsonFactory.builder()
+            .streamWriteConstraints(StreamWriteConstraints.builder().maxNestingDepth(ConfigLoader.MAX_NESTING).build()).build());
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,17}");
     private static final String DIRECTORY_SUFFIX = "/";     // list() marks subdirectories (links directories too) so
 

@@ -39,13 +39,18 @@ public final class StateFile {
 
     /** Replaces the file's contents with {@code text} (UTF-8), atomically and durably. */
     public void write(String text) throws IOException {
+        write(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Replaces the file's contents with {@code bytes}, atomically and durably. */
+    public void write(byte[] bytes) throws IOException {
         Path dir = file.getParent();
         Path tmp = Files.createTempFile(dir, "." + file.getFileName() + ".", ".tmp",
                                         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-                ByteBuffer bytes = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
-                while (bytes.hasRemaining()) ch.write(bytes);
+                ByteBuffer b = ByteBuffer.wrap(bytes);
+                while (b.hasRemaining()) ch.write(b);
                 ch.force(true);
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
@@ -53,6 +58,11 @@ public final class StateFile {
             Files.deleteIfExists(tmp);
             throw e;
         }
+        syncDirectory(dir);
+    }
+
+    /** fsyncs a directory, so that the names made, renamed or removed in it survive a power loss. */
+    static void syncDirectory(Path dir) throws IOException {
         try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
             d.force(true);
         }

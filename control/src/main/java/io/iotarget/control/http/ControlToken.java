@@ -1,5 +1,7 @@
 package io.iotarget.control.http;
 
+import io.iotarget.control.config.Ownership;
+
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -8,13 +10,11 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.util.Base64;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * The control endpoint's secret: 256 random bits drawn at start-up and written to a file only
@@ -70,12 +70,7 @@ public final class ControlToken {
         Path temp = Files.createTempFile(dir, file.getFileName().toString(), ".new",
                 PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         try {
-            Set<PosixFilePermission> dirMode = Files.getPosixFilePermissions(dir);
-            if (!Files.getOwner(dir).equals(Files.getOwner(temp))
-                || dirMode.contains(PosixFilePermission.GROUP_WRITE) || dirMode.contains(PosixFilePermission.OTHERS_WRITE)) {
-                throw new IOException("token directory " + dir + " is owned by another user or writable by others (mode "
-                                      + PosixFilePermissions.toString(dirMode) + "); make it yours with mode 0700, or set " + DIRECTORY_ENV);
-            }
+            Ownership.requirePrivate(dir, "token directory", "make it yours with mode 0700, or set " + DIRECTORY_ENV);
             Files.write(temp, token);
             Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } finally {

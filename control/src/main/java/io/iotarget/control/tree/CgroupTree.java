@@ -16,6 +16,15 @@ import java.util.List;
  * files are files, and paths split as in every tree ({@link TreePath}). Any thread.
  */
 public final class CgroupTree implements ConfigTree {
+    /**
+     * The deepest a group may be (a child of the root is at depth 1), whatever its ancestors'
+     * cgroup.max.depth: the most a saved configuration nests ({@link
+     * io.iotarget.control.config.ConfigLoader#MAX_NESTING}), so that whatever the tree holds,
+     * {@code save} and {@code server.state} write and read back. Linux sets no such limit;
+     * the path of a group this deep with one-letter names is already 1 KB.
+     */
+    public static final int MAX_DEPTH = 512;
+
     private final IoController controller;
 
     public CgroupTree(IoController controller) {
@@ -92,6 +101,11 @@ public final class CgroupTree implements ConfigTree {
 
     @Override
     public void mkdir(String path) throws ControlException {
+        int depth = TreePath.split(path).size();
+        if (depth > MAX_DEPTH) {
+            throw new ControlException(Errno.EAGAIN, "a group at depth " + depth + " is deeper than any may be, " + MAX_DEPTH
+                                                     + " (the most a saved configuration holds)");
+        }
         controller.mkdir(path);
     }
 
