@@ -164,7 +164,7 @@ public final class ControlEndpoint implements AutoCloseable {
     /** Connections from one address: a quarter, so that a few remote peers cannot fill the rest. */
     static final int MAX_CONNECTIONS_PER_PEER = 256;
     /** The request line and headers: a client sends them at once; 10 s covers a TLS handshake over a slow link. */
-    static final long HEAD_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+    public static final long HEAD_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** A body of at most {@link #MAX_VALUE_BYTES}: 64 KiB in 10 s is 6.5 KB/s, slower than any link we serve. */
     static final long BODY_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** Between a response and the next request: longer than the CLI's and Prometheus' reuse of a connection needs. */
