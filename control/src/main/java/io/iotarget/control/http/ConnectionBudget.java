@@ -72,6 +72,11 @@ final class ConnectionBudget<C> {
         peers.get(peer).unproven.remove(connection);
     }
 
+    /** Whether a request of this connection has shown the token or a session. */
+    boolean proven(C connection) {
+        return members.containsKey(connection) && !unproven.contains(connection);
+    }
+
     /** The connection closed (or was never admitted): idempotent. */
     void release(C connection) {
         InetAddress peer = members.remove(connection);

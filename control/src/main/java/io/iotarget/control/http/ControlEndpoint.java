@@ -15,6 +15,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.TooLongFrameException;
@@ -51,6 +52,7 @@ import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -137,7 +139,8 @@ import java.util.function.Supplier;
  *       handshake included) or of the first byte of a kept-alive connection's next request,
  *       {@link #MAX_LINE_BYTES} and {@link #MAX_HEADER_BYTES} long at most; the body within
  *       {@link #BODY_TIMEOUT_NS} of the headers, {@link #MAX_VALUE_BYTES} long at most;
- *   <li>{@link #IDLE_TIMEOUT_NS} between a response and the next request, {@link #SEND_TIMEOUT_NS}
+ *   <li>{@link #IDLE_TIMEOUT_NS} between a response and the next request once the connection
+ *       has shown the token or a session ({@link #HEAD_TIMEOUT_NS} before), {@link #SEND_TIMEOUT_NS}
  *       for the client to take a response (or a watch's next event).
  * </ul>
  * Past a deadline the connection is closed. A stalled connection costs a channel and its
@@ -167,7 +170,11 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final long HEAD_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** A body of at most {@link #MAX_VALUE_BYTES}: 64 KiB in 10 s is 6.5 KB/s, slower than any link we serve. */
     static final long BODY_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
-    /** Between a response and the next request: longer than the CLI's and Prometheus' reuse of a connection needs. */
+    /**
+     * Between a response and the next request on a connection that has shown the token or a
+     * session: longer than the CLI's and Prometheus' reuse of a connection needs. Others get
+     * {@link #HEAD_TIMEOUT_NS} from the response on.
+     */
     static final long IDLE_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(30);
     /** For a client to take a response or a watch's next event, as the front ends' send timeout. */
     static final long SEND_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
@@ -235,6 +242,7 @@ public final class ControlEndpoint implements AutoCloseable {
         ChannelFuture bind = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
                 .option(ChannelOption.SO_BACKLOG, BACKLOG)
                 .option(ChannelOption.AUTO_READ, false)         // no accepting before the token exists
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)   // a request then FIN is still answered
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel channel) {
@@ -377,20 +385,34 @@ public final class ControlEndpoint implements AutoCloseable {
             timer = null;
         }
 
-        /** A response went out on a connection that stays: wait for the next request. */
+        /**
+         * A response went out on a connection that stays: wait for the next request, the idle
+         * timeout if the connection has shown the token or a session, else the head's deadline
+         * (it may have sent part of the next request already, which the codec holds).
+         */
         void keepAlive() {
-            idle = true;
-            arm(IDLE_TIMEOUT_NS);
+            idle = budget.proven(channel);
+            arm(idle ? IDLE_TIMEOUT_NS : HEAD_TIMEOUT_NS);
             channel.config().setAutoRead(true);
         }
     }
 
-    /** Gathers one request at a time (head and body) and hands it to a virtual thread; reads nothing more meanwhile. */
+    /**
+     * Gathers one request at a time (head and body) and hands it to a virtual thread; reads
+     * nothing more meanwhile. Requests the client sent ahead (pipelined, in the same read) wait
+     * here in order. A client that half-closes after its requests still gets their answers.
+     */
     private final class Requests extends ChannelInboundHandlerAdapter {
         private final Channel channel;
         private final Deadlines deadlines;
+        /** Decoded messages that came while a request was in service, in order. */
+        private final ArrayDeque<Object> waiting = new ArrayDeque<>();
         private HttpRequest head;
         private ByteArrayOutputStream body;
+        /** A request is on a virtual thread, or the connection is being refused: take no other. */
+        private boolean busy;
+        /** The client sent FIN: answer what is in service and close. */
+        private boolean inputClosed;
 
         Requests(Channel channel, Deadlines deadlines) {
             this.channel = channel;
@@ -399,6 +421,11 @@ public final class ControlEndpoint implements AutoCloseable {
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (busy) waiting.add(msg);
+            else take(msg);
+        }
+
+        private void take(Object msg) {
             try {
                 if (msg instanceof HttpRequest r) {
                     if (r.decoderResult().isFailure()) {
@@ -434,6 +461,7 @@ public final class ControlEndpoint implements AutoCloseable {
         private void dispatch() {
             HttpRequest r = head;
             head = null;
+            busy = true;
             channel.config().setAutoRead(false);
             URI uri;
             try {
@@ -445,16 +473,45 @@ public final class ControlEndpoint implements AutoCloseable {
             if (token.matches(r.headers().get(HttpHeaderNames.AUTHORIZATION)) || web.hasSession(r.headers())) budget.prove(channel);
             Exchange ex = new Exchange(r.method().name(), uri, r.headers(), body.toByteArray(), channel, HttpUtil.isKeepAlive(r));
             body = null;
-            requests.execute(() -> handle(ex, deadlines));
+            requests.execute(() -> handle(ex, this));
+        }
+
+        /** The response went out ({@code sent}) or not: the next waiting request, else wait for one, else close. On the loop. */
+        void done(boolean sent, boolean keepAlive) {
+            busy = false;
+            if (!sent || !keepAlive) {
+                channel.close();
+                return;
+            }
+            for (Object next; !busy && (next = waiting.poll()) != null; ) take(next);
+            if (busy) return;
+            if (inputClosed) channel.close();
+            else deadlines.keepAlive();
         }
 
         /** Answers and hangs up: the stream cannot be trusted to be in step any more. */
         private void refuse(Reply reply) {
             head = null;
             body = null;
+            busy = true;
             channel.config().setAutoRead(false);
             deadlines.arm(SEND_TIMEOUT_NS);
             channel.writeAndFlush(response(reply, new DefaultHttpHeaders(), false)).addListener(f -> channel.close());
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
+            if (event instanceof ChannelInputShutdownEvent) {
+                inputClosed = true;
+                if (!busy) channel.close();
+            }
+            ctx.fireUserEventTriggered(event);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            for (Object m; (m = waiting.poll()) != null; ) ReferenceCountUtil.release(m);
+            ctx.fireChannelInactive();
         }
 
         @Override
@@ -496,7 +553,7 @@ public final class ControlEndpoint implements AutoCloseable {
     /** The operation answered on its own (a watch's stream): nothing more to send. */
     private static final Reply STREAMED = new Reply(200, null, null);
 
-    private void handle(Exchange ex, Deadlines deadlines) {
+    private void handle(Exchange ex, Requests connection) {
         Reply reply;
         try {
             reply = serve(ex);
@@ -506,18 +563,15 @@ public final class ControlEndpoint implements AutoCloseable {
             LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
             reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
         }
+        Channel channel = ex.channel();
         if (reply == STREAMED) {
-            ex.channel().close();
+            channel.eventLoop().execute(() -> connection.done(false, false));
             return;
         }
-        Channel channel = ex.channel();
         FullHttpResponse response = response(reply, ex.out(), ex.keepAlive());
         channel.eventLoop().execute(() -> {
-            deadlines.arm(SEND_TIMEOUT_NS);
-            channel.writeAndFlush(response).addListener(f -> {
-                if (f.isSuccess() && ex.keepAlive()) deadlines.keepAlive();
-                else channel.close();
-            });
+            connection.deadlines.arm(SEND_TIMEOUT_NS);
+            channel.writeAndFlush(response).addListener(f -> connection.done(f.isSuccess(), ex.keepAlive()));
         });
     }
 
