@@ -133,8 +133,8 @@ import java.util.function.Supplier;
  * <ul>
  *   <li>{@link #MAX_CONNECTIONS} connections in all and {@link #MAX_CONNECTIONS_PER_PEER} from one
  *       address; at a cap the oldest connection that has not yet shown the token or a session is
- *       closed to make room ({@link ConnectionBudget}), so a flood of stalled connections keeps
- *       the CLI out for no longer than it takes to send a request;
+ *       closed to make room ({@link ConnectionBudget}), so a flood of stalled connections cannot
+ *       keep out a client that sends its request as soon as it has connected;
  *   <li>the request line and headers within {@link #HEAD_TIMEOUT_NS} of connecting (TLS
  *       handshake included) or of the first byte of a kept-alive connection's next request,
  *       {@link #MAX_LINE_BYTES} and {@link #MAX_HEADER_BYTES} long at most; the body within
