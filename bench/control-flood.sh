@@ -3,7 +3,8 @@
 # then uid nobody keeps N connections with half a request line each (opening a new one for every
 # one the server closes) for S seconds, then stops opening; prints the server's control-port
 # connections, descriptors and RSS before, during and after, and when its last stalled
-# connection went. Compare builds with --jar (e.g. one built from an older commit).
+# connection went. Compare builds with --jar (e.g. one built from an older commit);
+# IOTARGET_JAVA_OPTS adds JVM options.
 #
 #   bench/control-flood.sh [--jar control/target/iotarget.jar] [--connections 5000] [--seconds 15]
 set -euo pipefail
@@ -29,7 +30,7 @@ cat >"$work/config.json" <<JSON
 JSON
 cp "$here/control/src/test/resources/io/iotarget/control/stalled-connections.py" "$work/attack.py"
 chmod 644 "$work/attack.py"
-IOTARGET_RUNTIME_DIR="$work/tokens" java -jar "$jar" serve --config "$work/config.json" >"$work/server.log" 2>&1 &
+IOTARGET_RUNTIME_DIR="$work/tokens" java ${IOTARGET_JAVA_OPTS:-} -jar "$jar" serve --config "$work/config.json" >"$work/server.log" 2>&1 &
 server=$!
 attacker=""
 trap 'kill $server 2>/dev/null; [ -n "$attacker" ] && kill $attacker 2>/dev/null; rm -rf "$work"' EXIT
@@ -63,3 +64,6 @@ echo "after stop: attacker: $(grep -E '^(drained|held)' "$work/attack.log" || ta
 exec 3>&-
 sleep 2
 echo "after: $(state); $(cli)"
+jcmd "$server" GC.run >/dev/null
+sleep 1
+echo "after a full GC (the JVM gives back heap it grew into only then): $(state)"
