@@ -256,6 +256,7 @@ public final class ControlEndpoint implements AutoCloseable {
             throw new IOException("cannot listen on " + hostPort(address) + ": " + bind.cause(), bind.cause());
         }
         this.listener = bind.channel();
+        listener.pipeline().addLast(new AcceptFailures());     // after Netty's acceptor, which is in place once bound
         this.bound = (InetSocketAddress) listener.localAddress();
         this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
         this.web = new WebView(bound.getPort(), tls != null);
@@ -335,6 +336,31 @@ public final class ControlEndpoint implements AutoCloseable {
         }
         channel.pipeline().addLast(deadlines.bytes, new HttpServerCodec(MAX_LINE_BYTES, MAX_HEADER_BYTES, 8 * 1024),
                                    new HttpServerExpectContinueHandler(), deadlines.messages, new Requests(channel, deadlines));
+    }
+
+    /**
+     * Sees what Netty's acceptor passes on when accept(2) fails — out of descriptors (EMFILE) or
+     * memory: the acceptor has stopped accepting for a second (the client waits in the backlog),
+     * so the loop neither spins nor stops. Logged once a minute at most; logging may need a
+     * descriptor itself (the first log line loads the time zones), and a failure to log must not
+     * end the loop, which would end the endpoint. Owner: the event loop.
+     */
+    private final class AcceptFailures extends ChannelInboundHandlerAdapter {
+        private long lastLogNs;
+        private boolean logged;
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            long now = System.nanoTime();
+            if (logged && now - lastLogNs < TimeUnit.MINUTES.toNanos(1)) return;
+            logged = true;
+            lastLogNs = now;
+            try {
+                LOG.log(System.Logger.Level.WARNING, "control endpoint: accept failed (" + cause + "); accepting again in a second");
+            } catch (Throwable unlogged) {
+                // nothing more to do: the acceptor retries either way
+            }
+        }
     }
 
     /**
