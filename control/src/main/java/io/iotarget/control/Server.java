@@ -84,6 +84,10 @@ public final class Server implements AutoCloseable {
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
         ServerSettings settings = ConfigLoader.serverSettings(config);
         checkDescriptors(settings, descriptorLimit());
+        // What a log line needs, the time zones read from a file among it, loaded now rather than at
+        // the first warning, perhaps when no descriptor is left (ControlAcceptTest): a class that
+        // failed to initialize stays failed, and every later log line of the process would throw.
+        new java.util.logging.SimpleFormatter().format(new java.util.logging.LogRecord(java.util.logging.Level.INFO, "start"));
         ClusterSettings clusterSettings = ConfigLoader.clusterSettings(config);
         SSLContext tls = tls(settings);
         Engine engine;

@@ -586,8 +586,12 @@ public final class ControlEndpoint implements AutoCloseable {
         } catch (ControlException e) {
             reply = new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
         } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
-            LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
             reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
+            try {
+                LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
+            } catch (Throwable unlogged) {
+                // out of descriptors or memory for the log too: the answer still goes out
+            }
         }
         Channel channel = ex.channel();
         if (reply == STREAMED) {

@@ -24,6 +24,8 @@ class ControlAcceptTest {
             byte[] request = live.fill("GET /v1/read?path=io.stat HTTP/1.1\r\nHost: HOST\r\nAuthorization: Bearer TOKEN\r\n\r\n"
                     .getBytes(StandardCharsets.ISO_8859_1));
             assertTrue(live.exchange(request, 5_000).startsWith("HTTP/1.1 200 "), "served before");     // classes loaded
+            // As Server.start does: what a log line needs is loaded, no time zones are read from a file below.
+            new java.util.logging.SimpleFormatter().format(new java.util.logging.LogRecord(java.util.logging.Level.INFO, "start"));
             long[] original = fileLimit(-1);
             try (SocketChannel channel = SocketChannel.open()) {                     // its descriptor now, not at connect
                 Socket client = channel.socket();
