@@ -37,7 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 19's control-port attack, run by another user: uid nobody keeps
  * {@link #STALLED} connections to the control endpoint open, each with half a request line,
  * and opens a new one whenever the server closes one. Meanwhile the server keeps at most its
- * cap, the CLI (this user, with the token), a new NBD client's read and a new NVMe/TCP
+ * cap, the CLI (this user, with the token), a new NBD client's read, nbdinfo and a new NVMe/TCP
  * controller all keep working; when the attacker stops reconnecting the server closes every
  * connection it still has within the head deadline, and descriptors, threads and memory come
  * back to the baseline.
@@ -62,6 +62,7 @@ class ControlPortFloodTest {
     void anotherUsersStalledConnectionsHoldAtMostTheCapAndNoClientIsLockedOut() throws Exception {
         Tools.require("setpriv", "/usr/bin/setpriv");
         Tools.require("python3", "/usr/bin/python3");
+        Tools.require("nbdinfo", "/usr/bin/nbdinfo");
         JsonNode config = Server.defaultConfig();
         int nvmePort = freePort();
         ((ObjectNode) config.get("server")).put("control", "127.0.0.1:0").put("nbd", "127.0.0.1:0");
@@ -102,6 +103,8 @@ class ControlPortFloodTest {
                     for (String l; (l = lines.poll()) != null; ) last = l;
                     Thread.sleep(200);
                 }
+                String size = Tools.ok(30, "nbdinfo", "--size", "nbd://127.0.0.1:" + nbdPort + "/default").strip();
+                assertEquals("1073741824", size, "nbdinfo during the attack");
                 ControlEndpoint.Load during = server.controlLoad();
                 assertNotNull(last, "the attacker reports");
                 int opened = Integer.parseInt(last.split(" ")[3]);
