@@ -84,6 +84,11 @@ public final class Server implements AutoCloseable {
      */
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
         ServerSettings settings = ConfigLoader.serverSettings(config);
+        checkDescriptors(settings, descriptorLimit());
+        // What a log line needs, the time zones read from a file among it, loaded now rather than at
+        // the first warning, perhaps when no descriptor is left (ControlAcceptTest): a class that
+        // failed to initialize stays failed, and every later log line of the process would throw.
+        new java.util.logging.SimpleFormatter().format(new java.util.logging.LogRecord(java.util.logging.Level.INFO, "start"));
         ClusterSettings clusterSettings = ConfigLoader.clusterSettings(config);
         SSLContext tls = tls(settings);
         Engine engine;
@@ -158,6 +163,38 @@ public final class Server implements AutoCloseable {
         }
     }
 
+    /**
+     * Descriptors kept for what is not a client's connection: the JVM's jars, the loops'
+     * selectors, io_uring rings, backend files, the cluster store's connections, the state and
+     * token files, accepted sockets on their way to being refused. The JVM uses about 60.
+     */
+    static final int RESERVED_DESCRIPTORS = 512;
+
+    /**
+     * No listener's accept may fail for want of a descriptor another holds: NBD and NVMe/TCP
+     * together keep at most {@code server.max_connections}, the control endpoint
+     * {@link ControlEndpoint#MAX_CONNECTIONS}, and both refuse past their caps, so their sum
+     * and {@link #RESERVED_DESCRIPTORS} must fit under RLIMIT_NOFILE, which HotSpot raises from
+     * the soft to the hard limit at start (its MaxFDLimit, on by default).
+     */
+    static void checkDescriptors(ServerSettings settings, long limit) throws ConfigException {
+        long connections = settings.transport().maxConnections();
+        long needed = connections + ControlEndpoint.MAX_CONNECTIONS + RESERVED_DESCRIPTORS;
+        if (limit < needed) {
+            throw new ConfigException("server.max_connections = " + connections + ": with the control endpoint's " + ControlEndpoint.MAX_CONNECTIONS
+                                      + " connections and " + RESERVED_DESCRIPTORS + " descriptors kept for files, the server needs " + needed
+                                      + " descriptors, but its limit (RLIMIT_NOFILE) is " + limit
+                                      + " (raise the hard limit: ulimit -Hn, systemd's LimitNOFILE=; or lower server.max_connections to at most "
+                                      + Math.max(0, limit - ControlEndpoint.MAX_CONNECTIONS - RESERVED_DESCRIPTORS) + ")");
+        }
+    }
+
+    /** RLIMIT_NOFILE in effect (the JVM has raised the soft limit to the hard one). */
+    private static long descriptorLimit() {
+        return ((com.sun.management.UnixOperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getMaxFileDescriptorCount();
+    }
+
     /** The control endpoint's TLS from the config's PEM files; null for plain HTTP. */
     private static SSLContext tls(ServerSettings settings) throws ConfigException {
         if (settings.tls() == null) return null;
@@ -227,6 +264,11 @@ public final class Server implements AutoCloseable {
 
     public InetSocketAddress controlAddress() {
         return endpoint.address();
+    }
+
+    /** What the control endpoint's connections hold now. */
+    public ControlEndpoint.Load controlLoad() {
+        return endpoint.load();
     }
 
     /** Where NBD clients connect (the ports actually bound). */

@@ -59,6 +59,17 @@ class ConfigMistakesTest {
         return Main.run(args, env, new PrintStream(new ByteArrayOutputStream()), new PrintStream(new ByteArrayOutputStream()));
     }
 
+    /** Connection caps that do not fit under RLIMIT_NOFILE would let one listener's clients starve another's accepts. */
+    @Test
+    void shouldRefuseConnectionCapsThatDoNotFitTheDescriptorLimit() throws Exception {
+        var settings = io.iotarget.control.config.ConfigLoader.serverSettings(json.readTree("{ \"server\": { \"max_connections\": 3000 } }"));
+        Server.checkDescriptors(settings, 3000 + ControlEndpoint.MAX_CONNECTIONS + Server.RESERVED_DESCRIPTORS);
+        ConfigException e = assertThrows(ConfigException.class, () -> Server.checkDescriptors(settings, 4096));
+        assertEquals("server.max_connections = 3000: with the control endpoint's 1024 connections and 512 descriptors kept for files, the server needs "
+                     + "4536 descriptors, but its limit (RLIMIT_NOFILE) is 4096 (raise the hard limit: ulimit -Hn, systemd's LimitNOFILE=; "
+                     + "or lower server.max_connections to at most 2560)", e.getMessage());
+    }
+
     @Test
     void shouldRefuseABooleanSizeNamingSize() {
         assertEquals("backends.m.size = true: expected a positive size in bytes, or with K, M, G or T (an integer or a string), got a boolean "

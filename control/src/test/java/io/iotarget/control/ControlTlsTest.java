@@ -79,6 +79,27 @@ class ControlTlsTest {
         }
     }
 
+    /** A handshake that stops part way holds its connection no longer than the request head's deadline, which includes it. */
+    @Test
+    void shouldCloseAStalledHandshakeAtTheHeadsDeadline() throws Exception {
+        try (Server server = Server.start(json.readTree(config("127.0.0.1:0", cert, key)), tokens);
+             java.net.Socket stalled = new java.net.Socket("127.0.0.1", server.controlAddress().getPort())) {
+            long t0 = System.nanoTime();
+            stalled.getOutputStream().write(new byte[]{0x16, 0x03, 0x01});     // the start of a ClientHello's record header
+            stalled.setSoTimeout(30_000);
+            try {
+                assertEquals(-1, stalled.getInputStream().read(), "closed, nothing answered");
+            } catch (java.net.SocketException reset) {
+                // closed with our bytes unread
+            }
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            long deadlineMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(io.iotarget.control.http.ControlEndpoint.HEAD_TIMEOUT_NS);
+            assertTrue(ms >= deadlineMs - 100 && ms < deadlineMs + 2_000, "closed after " + ms + " ms");
+            for (int i = 0; i < 100 && server.controlLoad().connections() != 0; i++) Thread.sleep(10);
+            assertEquals(0, server.controlLoad().connections(), "and no longer counted");
+        }
+    }
+
     @Test
     void shouldRefuseANonLoopbackAddressWithoutTls() {
         ConfigException e = assertThrows(ConfigException.class,

@@ -120,12 +120,17 @@ public final class Listener implements AutoCloseable {
     /** Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): pause accepting, log once per pause. */
     private void acceptFailed(IOException e) {
         long now = System.nanoTime();
+        key.interestOps(0);
         if (now - lastFailureLogNs > 10 * ACCEPT_RETRY_NS) {
             lastFailureLogNs = now;
-            LOG.log(System.Logger.Level.WARNING, "accept on " + local + " failed (" + e.getMessage() + "); retrying in "
-                                                 + ACCEPT_RETRY_NS / 1_000_000 + " ms");
+            try {
+                LOG.log(System.Logger.Level.WARNING, "accept on " + local + " failed (" + e.getMessage() + "); retrying in "
+                                                     + ACCEPT_RETRY_NS / 1_000_000 + " ms");
+            } catch (Throwable unlogged) {
+                // Logging may need a descriptor too (the process's first log line loads the time
+                // zones): its failure must not become the loop's, which also carries connections.
+            }
         }
-        key.interestOps(0);
         acceptLoop.schedule(ACCEPT_RETRY_NS, () -> {
             if (key.isValid()) key.interestOps(SelectionKey.OP_ACCEPT);
         });

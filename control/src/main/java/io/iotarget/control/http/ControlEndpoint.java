@@ -1,32 +1,68 @@
 package io.iotarget.control.http;
 
-import com.sun.net.httpserver.Headers;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 /**
@@ -90,7 +126,27 @@ import java.util.function.Supplier;
  * client that has gone (Ctrl-C, a dropped connection) fails a write within about two of them
  * and its trigger is removed; a refused trigger answers 4xx before the stream starts.
  *
- * <p>Requests run on virtual threads, any number at once; the tree serializes its own operations.
+ * <h2>5. What a peer without the token can hold</h2>
+ * Opening a connection needs nothing, so what a connection may hold before it proves anything
+ * is bounded, as in a production HTTP server (docs/control.md compares the numbers with nginx's
+ * and Jetty's):
+ * <ul>
+ *   <li>{@link #MAX_CONNECTIONS} connections in all and {@link #MAX_CONNECTIONS_PER_PEER} from one
+ *       address; at a cap the oldest connection that has not yet shown the token or a session is
+ *       closed to make room ({@link ConnectionBudget}), so a flood of stalled connections cannot
+ *       keep out a client that sends its request as soon as it has connected;
+ *   <li>the request line and headers within {@link #HEAD_TIMEOUT_NS} of connecting (TLS
+ *       handshake included) or of the first byte of a kept-alive connection's next request,
+ *       {@link #MAX_LINE_BYTES} and {@link #MAX_HEADER_BYTES} long at most; the body within
+ *       {@link #BODY_TIMEOUT_NS} of the headers, {@link #MAX_VALUE_BYTES} long at most;
+ *   <li>{@link #IDLE_TIMEOUT_NS} between a response and the next request once the connection
+ *       has shown the token or a session ({@link #HEAD_TIMEOUT_NS} before), {@link #SEND_TIMEOUT_NS}
+ *       for the client to take a response (or a watch's next event).
+ * </ul>
+ * Past a deadline the connection is closed. A stalled connection costs a channel and its
+ * handlers on the endpoint's one event loop, no thread: Netty's HTTP codec
+ * (docs/decisions.md). A complete request runs on a virtual thread while the connection
+ * reads nothing more, so there are never more requests in service than connections.
  */
 public final class ControlEndpoint implements AutoCloseable {
     public static final String ERRNO_HEADER = "X-Iotarget-Errno";
@@ -102,6 +158,31 @@ public final class ControlEndpoint implements AutoCloseable {
     static final int MAX_VALUE_BYTES = 64 * 1024;
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
+    /**
+     * Connections kept at once: the CLI uses one per command, Prometheus one, a browser six, a
+     * watch one each; 1,024 is far beyond that and a small share of the descriptors
+     * (the server checks at start that every listener's caps fit under RLIMIT_NOFILE).
+     */
+    public static final int MAX_CONNECTIONS = 1024;
+    /** Connections from one address: a quarter, so that a few remote peers cannot fill the rest. */
+    static final int MAX_CONNECTIONS_PER_PEER = 256;
+    /** The request line and headers: a client sends them at once; 10 s covers a TLS handshake over a slow link. */
+    public static final long HEAD_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+    /** A body of at most {@link #MAX_VALUE_BYTES}: 64 KiB in 10 s is 6.5 KB/s, slower than any link we serve. */
+    static final long BODY_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+    /**
+     * Between a response and the next request on a connection that has shown the token or a
+     * session: longer than the CLI's and Prometheus' reuse of a connection needs. Others get
+     * {@link #HEAD_TIMEOUT_NS} from the response on.
+     */
+    static final long IDLE_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(30);
+    /** For a client to take a response or a watch's next event, as the front ends' send timeout. */
+    static final long SEND_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
+    /** The request line: a path and a query of file paths, never near this. */
+    static final int MAX_LINE_BYTES = 8 * 1024;
+    /** All headers together (Netty's, nginx's and Jetty's default). */
+    static final int MAX_HEADER_BYTES = 8 * 1024;
+    private static final int BACKLOG = 1024;
     private static final Set<String> READS = Set.of("read", "list", "devices", "save");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login");
     /** How often a watch's stream proves the client is still there. */
@@ -110,8 +191,17 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final String EVENT_STREAM = "text/event-stream";
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
-    private final HttpServer server;
-    private final boolean tls;
+    private final SSLContext tls;
+    /** The endpoint's one event loop: accepts, reads, deadlines; owns {@link #budget}. */
+    private final EventLoopGroup loop;
+    private final Channel listener;
+    /** Complete requests, one virtual thread each. */
+    private final ExecutorService requests = Executors.newVirtualThreadPerTaskExecutor();
+    private final ConnectionBudget<Channel> budget = new ConnectionBudget<>(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, Channel::close);
+    private final LongAdder refused = new LongAdder();
+    private final LongAdder evicted = new LongAdder();
+    private final LongAdder timedOut = new LongAdder();
+    private final InetSocketAddress bound;
     private final ControlToken token;
     /** Host header values that name this endpoint (lower case); unused under TLS. */
     private final List<String> hostNames;
@@ -142,45 +232,54 @@ public final class ControlEndpoint implements AutoCloseable {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
-        this.tls = tls != null;
+        this.tls = tls;
         this.tree = tree;
         this.devices = devices;
         this.metrics = metrics;
         this.save = save;
-        if (tls == null) {
-            this.server = HttpServer.create(address, 64);
-        } else {
-            HttpsServer https = HttpsServer.create(address, 64);
-            https.setHttpsConfigurator(new HttpsConfigurator(tls));
-            this.server = https;
+        this.loop = new MultiThreadIoEventLoopGroup(1, Thread.ofPlatform().name("iotarget-control").daemon().factory(),
+                                                   NioIoHandler.newFactory());
+        ChannelFuture bind = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_BACKLOG, BACKLOG)
+                .option(ChannelOption.AUTO_READ, false)         // no accepting before the token exists
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)   // a request then FIN is still answered
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel channel) {
+                        open(channel);
+                    }
+                })
+                .bind(address).awaitUninterruptibly();
+        if (!bind.isSuccess()) {
+            loop.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            if (bind.cause() instanceof IOException e) throw e;
+            throw new IOException("cannot listen on " + hostPort(address) + ": " + bind.cause(), bind.cause());
         }
-        InetSocketAddress bound = server.getAddress();
+        this.listener = bind.channel();
+        listener.pipeline().addLast(new AcceptFailures());     // after Netty's acceptor, which is in place once bound
+        this.bound = (InetSocketAddress) listener.localAddress();
         this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
-        this.web = new WebView(bound.getPort(), this.tls);
+        this.web = new WebView(bound.getPort(), tls != null);
         try {
             this.token = ControlToken.create(ControlToken.file(tokenDirectory, bound));
         } catch (IOException | RuntimeException e) {
-            server.stop(0);
+            stop();
             throw e;
         }
-        server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
-        server.createContext("/v1/", this::handle);
-        server.createContext(METRICS_PATH, this::handle);
-        server.createContext("/", this::handle);
-        server.start();
+        listener.config().setAutoRead(true);
     }
 
     public InetSocketAddress address() {
-        return server.getAddress();
+        return bound;
     }
 
     /** {@code http://127.0.0.1:9809} or {@code https://...}. */
     public String url() {
-        return (tls ? "https://" : "http://") + hostPort(address());
+        return (tls() ? "https://" : "http://") + hostPort(address());
     }
 
     public boolean tls() {
-        return tls;
+        return tls != null;
     }
 
     /** The file holding the token every request needs. */
@@ -194,6 +293,283 @@ public final class ControlEndpoint implements AutoCloseable {
         return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
+    /**
+     * What the endpoint holds and has shed, for tests and the log. Any thread.
+     *
+     * @param connections connections kept now
+     * @param unproven    of those, the ones no request has yet admitted with the token or a session
+     * @param refused     connections closed at once: every connection at a cap was proven
+     * @param evicted     unproven connections closed to make room for a newcomer
+     * @param timedOut    connections closed at a deadline (head, body, idle, send)
+     */
+    public record Load(int connections, int unproven, long refused, long evicted, long timedOut) {
+    }
+
+    public Load load() {
+        try {
+            return loop.submit(() -> new Load(budget.total(), budget.unproven(), refused.sum(), evicted.sum(), timedOut.sum())).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    // ------------------------------------------------------------------ connections (the event loop)
+
+    /** A new connection: counted against the caps, its deadlines, TLS if served, HTTP. */
+    private void open(SocketChannel channel) {
+        int before = budget.total();
+        if (!budget.admit(channel, channel.remoteAddress().getAddress())) {
+            refused.increment();
+            channel.close();
+            return;
+        }
+        if (budget.total() <= before) evicted.increment();
+        channel.closeFuture().addListener(f -> budget.release(channel));
+        Deadlines deadlines = new Deadlines(channel);
+        if (tls != null) {
+            SSLEngine engine = tls.createSSLEngine();
+            engine.setUseClientMode(false);
+            channel.pipeline().addLast(new SslHandler(engine, requests));
+        }
+        channel.pipeline().addLast(deadlines.bytes, new HttpServerCodec(MAX_LINE_BYTES, MAX_HEADER_BYTES, 8 * 1024),
+                                   new HttpServerExpectContinueHandler(), deadlines.messages, new Requests(channel, deadlines));
+    }
+
+    /**
+     * Sees what Netty's acceptor passes on when accept(2) fails — out of descriptors (EMFILE) or
+     * memory: the acceptor has stopped accepting for a second (the client waits in the backlog),
+     * so the loop neither spins nor stops. Logged once a minute at most; logging may need a
+     * descriptor itself (the first log line loads the time zones), and a failure to log must not
+     * end the loop, which would end the endpoint. Owner: the event loop.
+     */
+    private final class AcceptFailures extends ChannelInboundHandlerAdapter {
+        private long lastLogNs;
+        private boolean logged;
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            long now = System.nanoTime();
+            if (logged && now - lastLogNs < TimeUnit.MINUTES.toNanos(1)) return;
+            logged = true;
+            lastLogNs = now;
+            try {
+                LOG.log(System.Logger.Level.WARNING, "control endpoint: accept failed (" + cause + "); accepting again in a second");
+            } catch (Throwable unlogged) {
+                // nothing more to do: the acceptor retries either way
+            }
+        }
+    }
+
+    /**
+     * The one deadline a connection has at a time: the request's head, its body, the idle time
+     * before the next request, or the client taking the response. Owner: the event loop.
+     */
+    private final class Deadlines {
+        private final Channel channel;
+        private ScheduledFuture<?> timer;
+        /** Waiting for the first byte of a kept-alive connection's next request. */
+        private boolean idle;
+        /** Sees bytes before the codec: the first byte after idling starts the head's deadline. */
+        final ChannelInboundHandlerAdapter bytes = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                if (idle) {
+                    idle = false;
+                    arm(HEAD_TIMEOUT_NS);
+                }
+                ctx.fireChannelRead(msg);
+            }
+        };
+        /** Sees the codec's messages: the head is in, then the body is. */
+        final ChannelInboundHandlerAdapter messages = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                if (msg instanceof LastHttpContent) disarm();
+                else if (msg instanceof HttpRequest) arm(BODY_TIMEOUT_NS);
+                ctx.fireChannelRead(msg);
+            }
+        };
+
+        Deadlines(Channel channel) {
+            this.channel = channel;
+            arm(HEAD_TIMEOUT_NS);
+        }
+
+        void arm(long ns) {
+            disarm();
+            timer = channel.eventLoop().schedule(() -> {
+                timedOut.increment();
+                channel.close();
+            }, ns, TimeUnit.NANOSECONDS);
+        }
+
+        void disarm() {
+            if (timer != null) timer.cancel(false);
+            timer = null;
+        }
+
+        /**
+         * A response went out on a connection that stays: wait for the next request, the idle
+         * timeout if the connection has shown the token or a session, else the head's deadline
+         * (it may have sent part of the next request already, which the codec holds).
+         */
+        void keepAlive() {
+            idle = budget.proven(channel);
+            arm(idle ? IDLE_TIMEOUT_NS : HEAD_TIMEOUT_NS);
+            channel.config().setAutoRead(true);
+        }
+    }
+
+    /**
+     * Gathers one request at a time (head and body) and hands it to a virtual thread; reads
+     * nothing more meanwhile. Requests the client sent ahead (pipelined, in the same read) wait
+     * here in order. A client that half-closes after its requests still gets their answers.
+     */
+    private final class Requests extends ChannelInboundHandlerAdapter {
+        private final Channel channel;
+        private final Deadlines deadlines;
+        /** Decoded messages that came while a request was in service, in order. */
+        private final ArrayDeque<Object> waiting = new ArrayDeque<>();
+        private HttpRequest head;
+        private ByteArrayOutputStream body;
+        /** A request is on a virtual thread, or the connection is being refused: take no other. */
+        private boolean busy;
+        /** The client sent FIN: answer what is in service and close. */
+        private boolean inputClosed;
+
+        Requests(Channel channel, Deadlines deadlines) {
+            this.channel = channel;
+            this.deadlines = deadlines;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (busy) waiting.add(msg);
+            else take(msg);
+        }
+
+        private void take(Object msg) {
+            try {
+                if (msg instanceof HttpRequest r) {
+                    if (r.decoderResult().isFailure()) {
+                        refuse(malformed(r.decoderResult().cause()));
+                        return;
+                    }
+                    if (HttpUtil.getContentLength(r, 0L) > MAX_VALUE_BYTES) {
+                        refuse(tooLong());
+                        return;
+                    }
+                    head = r;
+                    body = new ByteArrayOutputStream();
+                }
+                if (msg instanceof HttpContent c && head != null) {
+                    if (c.decoderResult().isFailure()) {
+                        refuse(malformed(c.decoderResult().cause()));
+                        return;
+                    }
+                    if (body.size() + c.content().readableBytes() > MAX_VALUE_BYTES) {
+                        refuse(tooLong());
+                        return;
+                    }
+                    c.content().readBytes(body, c.content().readableBytes());
+                    if (c instanceof LastHttpContent) dispatch();
+                }
+            } catch (IOException e) {
+                throw new IllegalStateException("a byte array stream does not fail", e);
+            } finally {
+                ReferenceCountUtil.release(msg);
+            }
+        }
+
+        private void dispatch() {
+            HttpRequest r = head;
+            head = null;
+            busy = true;
+            channel.config().setAutoRead(false);
+            URI uri;
+            try {
+                uri = new URI(r.uri());
+            } catch (URISyntaxException e) {
+                refuse(new Reply(400, "bad request target: " + e.getMessage() + "\n", Errno.EINVAL));
+                return;
+            }
+            if (token.matches(r.headers().get(HttpHeaderNames.AUTHORIZATION)) || web.hasSession(r.headers())) budget.prove(channel);
+            Exchange ex = new Exchange(r.method().name(), uri, r.headers(), body.toByteArray(), channel, HttpUtil.isKeepAlive(r));
+            body = null;
+            requests.execute(() -> handle(ex, this));
+        }
+
+        /** The response went out ({@code sent}) or not: the next waiting request, else wait for one, else close. On the loop. */
+        void done(boolean sent, boolean keepAlive) {
+            busy = false;
+            if (!sent || !keepAlive) {
+                channel.close();
+                return;
+            }
+            for (Object next; !busy && (next = waiting.poll()) != null; ) take(next);
+            if (busy) return;
+            if (inputClosed) channel.close();
+            else deadlines.keepAlive();
+        }
+
+        /** Answers and hangs up: the stream cannot be trusted to be in step any more. */
+        private void refuse(Reply reply) {
+            head = null;
+            body = null;
+            busy = true;
+            channel.config().setAutoRead(false);
+            deadlines.arm(SEND_TIMEOUT_NS);
+            channel.writeAndFlush(response(reply, new DefaultHttpHeaders(), false)).addListener(f -> channel.close());
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
+            if (event instanceof ChannelInputShutdownEvent) {
+                inputClosed = true;
+                if (!busy) channel.close();
+            }
+            ctx.fireUserEventTriggered(event);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            for (Object m; (m = waiting.poll()) != null; ) ReferenceCountUtil.release(m);
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            channel.close();                            // a reset, a TLS failure: the peer's doing, nothing to answer
+        }
+    }
+
+    private static Reply malformed(Throwable cause) {
+        if (cause instanceof TooLongHttpLineException) return new Reply(414, "the request line is longer than " + MAX_LINE_BYTES + " bytes\n", Errno.EINVAL);
+        if (cause instanceof TooLongHttpHeaderException) return new Reply(431, "the headers are longer than " + MAX_HEADER_BYTES + " bytes\n", Errno.EINVAL);
+        String why = cause instanceof TooLongFrameException ? "too long" : String.valueOf(cause.getMessage());
+        return new Reply(400, "malformed request: " + why + "\n", Errno.EINVAL);
+    }
+
+    private static Reply tooLong() {
+        return new Reply(413, Errno.EINVAL.message() + " (EINVAL): a value may be at most " + MAX_VALUE_BYTES + " bytes\n", Errno.EINVAL);
+    }
+
+    // ------------------------------------------------------------------ requests (a virtual thread each)
+
+    /**
+     * One complete request: its head, its body, and the response's headers being built.
+     *
+     * @param keepAlive whether the connection stays after the response (HTTP/1.1 unless {@code Connection: close})
+     */
+    record Exchange(String method, URI uri, HttpHeaders in, byte[] body, Channel channel, boolean keepAlive, HttpHeaders out) {
+        Exchange(String method, URI uri, HttpHeaders in, byte[] body, Channel channel, boolean keepAlive) {
+            this(method, uri, in, body, channel, keepAlive, new DefaultHttpHeaders());
+        }
+    }
+
     record Reply(int status, String body, Errno errno, String contentType) {
         Reply(int status, String body, Errno errno) {
             this(status, body, errno, "text/plain; charset=utf-8");
@@ -203,48 +579,71 @@ public final class ControlEndpoint implements AutoCloseable {
     /** The operation answered on its own (a watch's stream): nothing more to send. */
     private static final Reply STREAMED = new Reply(200, null, null);
 
-    private void handle(HttpExchange ex) throws IOException {
-        try (ex) {
-            Reply reply;
+    private void handle(Exchange ex, Requests connection) {
+        Reply reply;
+        try {
+            reply = serve(ex);
+        } catch (ControlException e) {
+            reply = new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
+        } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
+            reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
             try {
-                reply = serve(ex);
-            } catch (ControlException e) {
-                reply = new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
-            } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
-                LOG.log(System.Logger.Level.ERROR, "control request " + ex.getRequestMethod() + " " + ex.getRequestURI() + " failed", t);
-                reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
+                LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
+            } catch (Throwable unlogged) {
+                // out of descriptors or memory for the log too: the answer still goes out
             }
-            if (reply != STREAMED) send(ex, reply);
         }
+        Channel channel = ex.channel();
+        if (reply == STREAMED) {
+            channel.eventLoop().execute(() -> connection.done(false, false));
+            return;
+        }
+        FullHttpResponse response = response(reply, ex.out(), ex.keepAlive());
+        channel.eventLoop().execute(() -> {
+            connection.deadlines.arm(SEND_TIMEOUT_NS);
+            channel.writeAndFlush(response).addListener(f -> connection.done(f.isSuccess(), ex.keepAlive()));
+        });
+    }
+
+    private static FullHttpResponse response(Reply reply, HttpHeaders headers, boolean keepAlive) {
+        ByteBuf content = reply.body == null ? Unpooled.EMPTY_BUFFER : Unpooled.copiedBuffer(reply.body, StandardCharsets.UTF_8);
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(reply.status), content);
+        response.headers().set(headers);
+        if (reply.errno != null) response.headers().set(ERRNO_HEADER, reply.errno.name());
+        if (content.isReadable()) response.headers().set(HttpHeaderNames.CONTENT_TYPE, reply.contentType);
+        HttpUtil.setContentLength(response, content.readableBytes());
+        HttpUtil.setKeepAlive(response, keepAlive);
+        return response;
     }
 
     /** Admission (sections 1 and 2 of the class doc), then the operation. */
-    private Reply serve(HttpExchange ex) throws IOException, ControlException {
-        Headers in = ex.getRequestHeaders();
-        List<String> hosts = in.getOrDefault("Host", List.of());
-        if (hosts.size() != 1 || !tls && !hostNames.contains(hosts.getFirst().toLowerCase(Locale.ROOT))) {
+    private Reply serve(Exchange ex) throws IOException, ControlException {
+        HttpHeaders in = ex.in();
+        List<String> hosts = in.getAll(HttpHeaderNames.HOST);
+        if (hosts.size() != 1 || !tls() && !hostNames.contains(hosts.getFirst().toLowerCase(Locale.ROOT))) {
             throw new ControlException(Errno.EACCES, "Host " + String.join(", ", hosts) + " does not name this endpoint (expected "
                                                      + String.join(" or ", hostNames) + ")");
         }
-        String ownOrigin = (tls ? "https://" : "http://") + hosts.getFirst();
+        String ownOrigin = (tls() ? "https://" : "http://") + hosts.getFirst();
         for (String origin : origins(in)) {
             if (!origin.equalsIgnoreCase(ownOrigin)) {
                 throw new ControlException(Errno.EACCES, "cross-origin request from " + origin + " (this endpoint serves only " + ownOrigin + ")");
             }
         }
-        String method = ex.getRequestMethod();
+        String method = ex.method();
         if (!method.equals("GET") && !method.equals("POST")) {
-            ex.getResponseHeaders().set("Allow", "GET, POST");
+            ex.out().set("Allow", "GET, POST");
             return new Reply(405, method + " is not served: GET reads, POST changes (and no CORS preflight is granted)\n", Errno.EOPNOTSUPP);
         }
-        String requestPath = ex.getRequestURI().getPath();
+        String requestPath = ex.uri().getPath();
+        if (requestPath == null || requestPath.isEmpty()) return new Reply(404, "nothing at " + ex.uri() + "\n", null);
         boolean get = method.equals("GET");
-        if (!token.matches(in.getFirst("Authorization"))
-            && !(get && web.hasSession(in) && WebView.sessionMay(requestPath, query(ex.getRequestURI().getRawQuery())))) {
-            if (get && requestPath.equals(WebView.LOGIN_PATH)) return web.login(ex, query(ex.getRequestURI().getRawQuery()).get("code"));
+        if (!token.matches(in.get(HttpHeaderNames.AUTHORIZATION))
+            && !(get && web.hasSession(in) && WebView.sessionMay(requestPath, query(ex.uri().getRawQuery())))) {
+            if (get && requestPath.equals(WebView.LOGIN_PATH)) return web.login(ex, query(ex.uri().getRawQuery()).get("code"));
             if (get && WebView.isPage(requestPath)) return web.loginNeeded(ex, "This page needs a login.");
-            ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"iotarget\"");
-            String why = in.containsKey("Authorization") ? "wrong token" : "this endpoint needs its token (Authorization: Bearer TOKEN)";
+            ex.out().set("WWW-Authenticate", "Bearer realm=\"iotarget\"");
+            String why = in.contains(HttpHeaderNames.AUTHORIZATION) ? "wrong token" : "this endpoint needs its token (Authorization: Bearer TOKEN)";
             return new Reply(401, Errno.EACCES.message() + " (EACCES): " + why + "\n", Errno.EACCES);
         }
         boolean post = !get;
@@ -252,14 +651,14 @@ public final class ControlEndpoint implements AutoCloseable {
         if (!requestPath.startsWith("/v1/")) {
             if (!requestPath.equals(METRICS_PATH)) return new Reply(404, "nothing at " + requestPath + "\n", null);
             if (post) {
-                ex.getResponseHeaders().set("Allow", "GET");
+                ex.out().set("Allow", "GET");
                 return new Reply(405, "use GET for " + METRICS_PATH + "\n", Errno.EOPNOTSUPP);
             }
             return scrape();
         }
         String op = requestPath.substring("/v1/".length());
         if (post) {
-            String type = in.getFirst("Content-Type");
+            String type = in.get(HttpHeaderNames.CONTENT_TYPE);
             String media = type == null ? "" : type.split(";", 2)[0].strip().toLowerCase(Locale.ROOT);
             if (!media.equals(CONTENT_TYPE)) {
                 return new Reply(415, Errno.EINVAL.message() + " (EINVAL): a POST must be Content-Type: " + CONTENT_TYPE
@@ -267,15 +666,16 @@ public final class ControlEndpoint implements AutoCloseable {
             }
         }
         if (READS.contains(op) && post || CHANGES.contains(op) && !post) {
-            ex.getResponseHeaders().set("Allow", post ? "GET" : "POST");
+            ex.out().set("Allow", post ? "GET" : "POST");
             return new Reply(405, "use " + (post ? "GET" : "POST") + " for " + op + "\n", Errno.EOPNOTSUPP);
         }
         return operate(ex, op);
     }
 
-    private Reply operate(HttpExchange ex, String op) throws IOException, ControlException {
-        Map<String, String> q = query(ex.getRequestURI().getRawQuery());
+    private Reply operate(Exchange ex, String op) throws ControlException {
+        Map<String, String> q = query(ex.uri().getRawQuery());
         String path = q.get("path");
+        String value = new String(ex.body(), StandardCharsets.UTF_8);
         switch (op) {
             case "read" -> {
                 return ok(tree.read(required(path)));
@@ -292,13 +692,13 @@ public final class ControlEndpoint implements AutoCloseable {
             case "web-login" -> {
                 return ok(web.newCode() + "\n");
             }
-            case "write" -> tree.write(required(path), value(ex));
+            case "write" -> tree.write(required(path), value);
             case "mkdir" -> tree.mkdir(required(path));
             case "rmdir" -> tree.rmdir(required(path));
             case "link" -> tree.link(required(q.get("target")), required(path));
             case "unlink" -> tree.unlink(required(path));
             case "watch" -> {
-                return watch(ex, required(path), value(ex));
+                return watch(ex, required(path), value);
             }
             default -> {
                 return new Reply(404, "unknown operation " + op + "\n", null);
@@ -309,36 +709,42 @@ public final class ControlEndpoint implements AutoCloseable {
 
     /**
      * Keeps the trigger and streams an event each time it fires, a comment between them, until
-     * a write fails (the client went away), the group is removed (a last {@code event: gone}
-     * with the errno and reason) or the thread is interrupted; then the trigger goes.
+     * a write fails or is not taken within {@link #SEND_TIMEOUT_NS} (the client went away or
+     * stopped reading), the group is removed (a last {@code event: gone} with the errno and
+     * reason) or the thread is interrupted; then the trigger goes.
      */
-    private Reply watch(HttpExchange ex, String path, String trigger) throws ControlException, IOException {
+    private Reply watch(Exchange ex, String path, String trigger) throws ControlException {
         try (ConfigTree.Watch watch = tree.watch(path, trigger)) {
-            ex.getResponseHeaders().set("Content-Type", EVENT_STREAM + "; charset=utf-8");
-            ex.getResponseHeaders().set("Cache-Control", "no-store");
-            ex.sendResponseHeaders(200, 0);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write((": watching " + path + " " + trigger.strip() + "\n\n").getBytes(StandardCharsets.UTF_8));
-                out.flush();
-                while (true) {
-                    String event;
-                    try {
-                        String fired = watch.await(HEARTBEAT_NS);
-                        event = fired == null ? ":\n\n" : "event: fired\ndata: " + fired + "\n\n";
-                    } catch (ControlException removed) {
-                        out.write(("event: gone\ndata: " + removed.getMessage() + "\n\n").getBytes(StandardCharsets.UTF_8));
-                        return STREAMED;
-                    }
-                    out.write(event.getBytes(StandardCharsets.UTF_8));
-                    out.flush();
+            DefaultHttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+            head.headers().set(HttpHeaderNames.CONTENT_TYPE, EVENT_STREAM + "; charset=utf-8");
+            head.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-store");
+            HttpUtil.setTransferEncodingChunked(head, true);
+            if (!sent(ex.channel(), head) || !sent(ex.channel(), chunk(": watching " + path + " " + trigger.strip() + "\n\n"))) return STREAMED;
+            while (true) {
+                String event;
+                try {
+                    String fired = watch.await(HEARTBEAT_NS);
+                    event = fired == null ? ":\n\n" : "event: fired\ndata: " + fired + "\n\n";
+                } catch (ControlException removed) {
+                    if (sent(ex.channel(), chunk("event: gone\ndata: " + removed.getMessage() + "\n\n"))) sent(ex.channel(), LastHttpContent.EMPTY_LAST_CONTENT);
+                    return STREAMED;
                 }
-            } catch (IOException gone) {
-                return STREAMED;
-            } catch (InterruptedException stopping) {
-                Thread.currentThread().interrupt();
-                return STREAMED;
+                if (!sent(ex.channel(), chunk(event))) return STREAMED;
             }
+        } catch (InterruptedException stopping) {
+            Thread.currentThread().interrupt();
+            return STREAMED;
         }
+    }
+
+    private static HttpContent chunk(String text) {
+        return new DefaultHttpContent(Unpooled.copiedBuffer(text, StandardCharsets.UTF_8));
+    }
+
+    /** Writes and waits until the client has taken it into its socket buffer, at most {@link #SEND_TIMEOUT_NS}. */
+    private static boolean sent(Channel channel, Object message) throws InterruptedException {
+        ChannelFuture written = channel.writeAndFlush(message);
+        return written.await(SEND_TIMEOUT_NS, TimeUnit.NANOSECONDS) && written.isSuccess();
     }
 
     /** Every metric, as Prometheus' text format (version 0.0.4). */
@@ -349,10 +755,10 @@ public final class ControlEndpoint implements AutoCloseable {
     }
 
     /** Every Origin header, or the origin of every Referer when there is no Origin; empty for non-browser clients. */
-    private static List<String> origins(Headers in) {
-        List<String> origins = in.get("Origin");
-        if (origins != null) return origins;
-        return in.getOrDefault("Referer", List.of()).stream().map(referer -> {
+    private static List<String> origins(HttpHeaders in) {
+        List<String> origins = in.getAll(HttpHeaderNames.ORIGIN);
+        if (!origins.isEmpty()) return origins;
+        return in.getAll(HttpHeaderNames.REFERER).stream().map(referer -> {
             try {
                 URI uri = new URI(referer);
                 return uri.getScheme() + "://" + uri.getRawAuthority();
@@ -360,12 +766,6 @@ public final class ControlEndpoint implements AutoCloseable {
                 return referer;                             // never equal to the endpoint's origin
             }
         }).toList();
-    }
-
-    private static String value(HttpExchange ex) throws IOException, ControlException {
-        byte[] body = ex.getRequestBody().readNBytes(MAX_VALUE_BYTES + 1);
-        if (body.length > MAX_VALUE_BYTES) throw new ControlException(Errno.EINVAL, "a value may be at most " + MAX_VALUE_BYTES + " bytes");
-        return new String(body, StandardCharsets.UTF_8);
     }
 
     private static String required(String v) throws ControlException {
@@ -384,18 +784,6 @@ public final class ControlEndpoint implements AutoCloseable {
 
     private static Reply ok(String body) {
         return new Reply(200, body, null);
-    }
-
-    private static void send(HttpExchange ex, Reply reply) throws IOException {
-        if (reply.errno != null) ex.getResponseHeaders().set(ERRNO_HEADER, reply.errno.name());
-        ex.getResponseHeaders().set("Content-Type", reply.contentType);
-        byte[] bytes = reply.body == null ? new byte[0] : reply.body.getBytes(StandardCharsets.UTF_8);
-        ex.sendResponseHeaders(reply.status, bytes.length == 0 ? -1 : bytes.length);
-        if (bytes.length > 0) {
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write(bytes);
-            }
-        }
     }
 
     private static Map<String, String> query(String raw) {
@@ -418,6 +806,13 @@ public final class ControlEndpoint implements AutoCloseable {
         } catch (IOException e) {
             LOG.log(System.Logger.Level.WARNING, "cannot remove the token file " + token.file() + ": " + e.getMessage());
         }
-        server.stop(0);
+        stop();
+    }
+
+    /** Closes the listening socket and every connection, ends the watches, and waits for the loop to end. */
+    private void stop() {
+        listener.close().awaitUninterruptibly();
+        loop.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+        requests.shutdownNow();
     }
 }

@@ -1,8 +1,9 @@
 package io.iotarget.control.http;
 
-import com.sun.net.httpserver.Headers;
-import com.sun.net.httpserver.HttpExchange;
+import io.iotarget.control.http.ControlEndpoint.Exchange;
 import io.iotarget.control.http.ControlEndpoint.Reply;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -74,8 +75,8 @@ final class WebView {
     }
 
     /** Whether the request carries this endpoint's cookie with a live session. */
-    boolean hasSession(Headers in) {
-        return sessions.valid(cookie(in.getOrDefault("Cookie", List.of())), System.nanoTime());
+    boolean hasSession(HttpHeaders in) {
+        return sessions.valid(cookie(in.getAll(HttpHeaderNames.COOKIE)), System.nanoTime());
     }
 
     private String cookie(List<String> headers) {
@@ -89,8 +90,8 @@ final class WebView {
     }
 
     /** {@code GET /login?code=CODE}: a session cookie and a redirect to {@code /}, or the login page again. */
-    Reply login(HttpExchange ex, String code) {
-        Headers out = ex.getResponseHeaders();
+    Reply login(Exchange ex, String code) {
+        HttpHeaders out = ex.out();
         guard(out);
         String session = sessions.redeem(code, System.nanoTime());
         if (session == null) return loginNeeded(ex, "This login link is used up or expired.");
@@ -101,8 +102,8 @@ final class WebView {
     }
 
     /** The page for a browser without a session: how to get one, and nothing else. */
-    Reply loginNeeded(HttpExchange ex, String why) {
-        guard(ex.getResponseHeaders());
+    Reply loginNeeded(Exchange ex, String why) {
+        guard(ex.out());
         return new Reply(401, """
                 <!DOCTYPE html>
                 <html lang="en"><head><meta charset="utf-8"><title>iotarget: log in</title></head>
@@ -113,20 +114,20 @@ final class WebView {
     }
 
     /** {@code /} and {@code /web/NAME} from the jar's resources. */
-    Reply asset(HttpExchange ex, String requestPath) throws IOException {
+    Reply asset(Exchange ex, String requestPath) throws IOException {
         String name = requestPath.equals("/") ? "index.html" : requestPath.substring(ASSETS.length());
         int dot = name.lastIndexOf('.');
         String type = dot < 0 ? null : TYPES.get(name.substring(dot + 1));
         if (type == null || !name.matches("[a-z0-9-]+\\.[a-z]+")) return new Reply(404, "nothing at " + requestPath + "\n", null);
         try (InputStream in = WebView.class.getResourceAsStream(RESOURCES + name)) {
             if (in == null) return new Reply(404, "nothing at " + requestPath + "\n", null);
-            guard(ex.getResponseHeaders());
+            guard(ex.out());
             return new Reply(200, new String(in.readAllBytes(), StandardCharsets.UTF_8), null, type);
         }
     }
 
     /** Headers on everything the browser renders: its own files only, no framing, no caching, no referrer with a code in it. */
-    private static void guard(Headers out) {
+    private static void guard(HttpHeaders out) {
         out.set("Content-Security-Policy", POLICY);
         out.set("X-Frame-Options", "DENY");
         out.set("X-Content-Type-Options", "nosniff");
