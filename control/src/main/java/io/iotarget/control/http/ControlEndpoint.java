@@ -45,6 +45,7 @@ import java.util.function.Supplier;
  *                                  a server-sent event stream, "event: fired" each time it fires,
  *                                  a last "event: gone" (ENODEV) if the group is removed
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
+ *  GET  /v1/proof?challenge=C      200 base64url HMAC-SHA256(token, C and the Host): no token needed ({@link ControlToken})
  *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
  *  GET  /                          the web view; with a session cookie, or the page that says how to log in
  * </pre>
@@ -60,6 +61,10 @@ import java.util.function.Supplier;
  * so is {@code /metrics}, whose labels name every group, export and subsystem. Prometheus
  * sends the token from the same file ({@code authorization.credentials_file}, read again at
  * every scrape, so a restart's new token is picked up).
+ * <p>
+ * The CLI sends the token only to a listener that has proved it holds it ({@code GET
+ * /v1/proof}, {@link ControlToken} section 1), on the same connection as its requests: a
+ * token file left behind by a crash, and whoever listens on the port next, get nothing.
  *
  * <h2>2. No browser may ask: origin, host, content type</h2>
  * A web page can make a local browser send requests here. Four checks keep it out, each
@@ -100,6 +105,10 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
     /** Longer than any attribute's value; a client cannot make the server buffer more. */
     static final int MAX_VALUE_BYTES = 64 * 1024;
+    /** Where the CLI has the server prove it holds the token before it sends anything else; needs no token (class doc, section 1). */
+    public static final String PROOF_PATH = "/v1/proof";
+    /** Longer than the CLI's challenge; a challenge is never stored. */
+    private static final int MAX_CHALLENGE_CHARS = 256;
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
     private static final Set<String> READS = Set.of("read", "list", "devices", "save");
@@ -239,6 +248,7 @@ public final class ControlEndpoint implements AutoCloseable {
         }
         String requestPath = ex.getRequestURI().getPath();
         boolean get = method.equals("GET");
+        if (get && requestPath.equals(PROOF_PATH)) return prove(hosts.getFirst(), query(ex.getRequestURI().getRawQuery()).get("challenge"));
         if (!token.matches(in.getFirst("Authorization"))
             && !(get && web.hasSession(in) && WebView.sessionMay(requestPath, query(ex.getRequestURI().getRawQuery())))) {
             if (get && requestPath.equals(WebView.LOGIN_PATH)) return web.login(ex, query(ex.getRequestURI().getRawQuery()).get("code"));
@@ -339,6 +349,14 @@ public final class ControlEndpoint implements AutoCloseable {
                 return STREAMED;
             }
         }
+    }
+
+    /** Section 1's proof: the HMAC of the challenge and the Host under the token; the token itself is not needed, nor given. */
+    private Reply prove(String host, String challenge) throws ControlException {
+        if (challenge == null || challenge.isEmpty() || challenge.length() > MAX_CHALLENGE_CHARS) {
+            throw new ControlException(Errno.EINVAL, "a proof needs a challenge of 1 to " + MAX_CHALLENGE_CHARS + " characters");
+        }
+        return ok(token.prove(challenge, host) + "\n");
     }
 
     /** Every metric, as Prometheus' text format (version 0.0.4). */
