@@ -1,6 +1,8 @@
 package io.iotarget.control.http;
 
 import io.iotarget.control.http.ControlToken.TokenUnavailableException;
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Pem;
 import org.apache.hc.core5.http.ClassicHttpRequest;
@@ -35,6 +37,9 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The CLI's side of the {@link ControlEndpoint}. It sends the token only to the endpoint it
@@ -76,6 +81,7 @@ public final class ControlClient implements AutoCloseable {
     private static final int PROOF_TIMEOUT_MS = 10_000;
     private static final int READ_TIMEOUT_MS = 60_000;
     private static final int CHALLENGE_BYTES = 32;
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final boolean https;
     private final InetAddress address;
@@ -158,6 +164,19 @@ public final class ControlClient implements AutoCloseable {
 
     public Reply get(String op, String path) throws IOException {
         return call("GET", op, path, null, null);
+    }
+
+    /**
+     * {@code files} of {@code dir} and of each directory in it, in one request ({@code GET
+     * /v1/read-below}): by directory ({@code dir} first), then by file, null where one cannot be
+     * read. Throws when the endpoint refuses.
+     */
+    public Map<String, Map<String, String>> readBelow(String dir, List<String> files) throws IOException {
+        ClassicHttpRequest request = request("GET", "read-below", dir, null, null);
+        request.setPath(request.getPath() + "&files=" + URLEncoder.encode(String.join(",", files), StandardCharsets.UTF_8));
+        Reply reply = reply(request, execute(request));
+        if (!reply.ok()) throw new IOException("read-below " + dir + ": " + reply.body().strip());
+        return JSON.readValue(reply.body(), new TypeReference<LinkedHashMap<String, Map<String, String>>>() { });
     }
 
     public Reply post(String op, String path, String target, String body) throws IOException {
@@ -245,12 +264,13 @@ public final class ControlClient implements AutoCloseable {
 
     /** The open connection, or a new one whose listener answered the proof of a fresh challenge; sends nothing else before. */
     private DefaultBHttpClientConnection proven() throws IOException {
-        if (proven != null && proven.isOpen() && !proven.isStale()) return proven;
+        if (proven != null && proven.isOpen()) return proven;   // not isStale(): it waits a millisecond each time
         close();
         Socket socket = new Socket(Proxy.NO_PROXY);
         DefaultBHttpClientConnection c = new DefaultBHttpClientConnection(Http1Config.DEFAULT);
         try {
             socket.connect(new InetSocketAddress(address, port), CONNECT_TIMEOUT_MS);
+            socket.setTcpNoDelay(true);                              // a request is one write; never wait for an ACK to send it
             socket.setSoTimeout(PROOF_TIMEOUT_MS);
             if (tls == null) {
                 c.bind(socket);
