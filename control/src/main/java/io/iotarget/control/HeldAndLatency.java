@@ -43,11 +43,9 @@ record HeldAndLatency(Map<String, Line> byDevice, long atNs) {
     record Interval(double avgUsec, long p99Usec, double[] heldPerSecond) {
     }
 
-    /** {@code group}'s file now; no devices for a group without one (io not enabled, an old server). */
-    static HeldAndLatency of(ControlClient client, String group) throws IOException {
+    /** A group's file's {@code text} as read at {@code atNs}; no devices for "" (io not enabled, an old server). */
+    static HeldAndLatency of(String text, long atNs) {
         Map<String, Line> byDevice = new LinkedHashMap<>();
-        String text = LongListing.read(client, group, "iotarget.io.stat");
-        long atNs = System.nanoTime();
         for (String line : text.lines().toList()) {
             String[] tokens = line.strip().split(" ");
             if (tokens[0].isEmpty()) continue;

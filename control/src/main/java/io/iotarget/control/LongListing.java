@@ -2,6 +2,7 @@ package io.iotarget.control;
 
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlClient.Reply;
+import io.iotarget.control.http.ControlEndpoint;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -13,10 +14,12 @@ import java.util.Map;
 
 /**
  * {@code iotarget ls -l [PATH]}: a directory with what is in it, made only of the endpoint's
- * list and read operations.
+ * list, read and read-below operations.
  * <ul>
  *   <li>A group (a directory holding cgroup.controllers): one line per device of the group and
- *       of each child group, with the live rates — io.stat read twice, {@code interval} apart —
+ *       of each child group, with the live rates — io.stat read twice, {@code interval} apart,
+ *       each time the whole directory's in one request (read-below: ten thousand groups in one
+ *       answer, not sixty thousand requests) —
  *       the average latency and the time io.max held requests per second over the same interval
  *       (iotarget.io.stat, {@link HeldAndLatency}), and the limits: io.weight on that device and
  *       io.max's limits other than max.
@@ -52,44 +55,36 @@ final class LongListing {
         Reply listing = client.get("list", path);
         if (!listing.ok()) return listing;
         List<String> entries = listing.body().lines().toList();
-        String body = entries.contains("cgroup.controllers") ? groups(path, entries) : attributes(path, entries);
+        String body = entries.contains("cgroup.controllers") ? groups(path) : attributes(path, entries);
         return new Reply(200, body, null);
     }
 
-    /** One row per (group, device): the group itself, then its children. */
-    private String groups(String path, List<String> entries) throws IOException {
-        List<String> groups = new ArrayList<>();
-        groups.add(path);
-        for (String e : entries) if (e.endsWith("/")) groups.add(join(path, e.substring(0, e.length() - 1)));
-        Map<String, Sample> first = new LinkedHashMap<>();
-        Map<String, HeldAndLatency> firstHeld = new LinkedHashMap<>();
-        for (String g : groups) {
-            first.put(g, Sample.of(client, g));
-            firstHeld.put(g, HeldAndLatency.of(client, g));
-        }
+    /** One row per (group, device): the group itself, then its children; two requests for any number of them. */
+    private String groups(String path) throws IOException {
+        Map<String, Map<String, String>> first = client.readBelow(path, List.of("io.stat", "iotarget.io.stat"));
+        long firstNs = System.nanoTime();
         sleep();
-        Map<String, Sample> second = new LinkedHashMap<>();
-        Map<String, HeldAndLatency> secondHeld = new LinkedHashMap<>();
-        for (String g : groups) {
-            second.put(g, Sample.of(client, g));
-            secondHeld.put(g, HeldAndLatency.of(client, g));
-        }
-
+        Map<String, Map<String, String>> second = client.readBelow(path, List.of("io.stat", "iotarget.io.stat", "io.max", "io.weight"));
+        long secondNs = System.nanoTime();
+        List<String> groups = List.copyOf(second.keySet());
         int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
         String format = "%-" + width + COLUMNS;
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS",
                 "AVGLAT", "MAXHELD", "WEIGHT", "IO.MAX"));
         for (String g : groups) {
-            Map<String, String> ioMax = perDevice(read(g, "io.max"));
-            Map<String, String> weights = perDevice(read(g, "io.weight"));
-            Sample then = first.get(g), now = second.get(g);
+            Map<String, String> before = first.getOrDefault(g, Map.of()), after = second.get(g);
+            Map<String, String> ioMax = perDevice(orEmpty(after, "io.max"));
+            Map<String, String> weights = perDevice(orEmpty(after, "io.weight"));
+            Sample then = Sample.of(orEmpty(before, "io.stat"), firstNs), now = Sample.of(orEmpty(after, "io.stat"), secondNs);
+            HeldAndLatency heldThen = HeldAndLatency.of(orEmpty(before, "iotarget.io.stat"), firstNs);
+            HeldAndLatency heldNow = HeldAndLatency.of(orEmpty(after, "iotarget.io.stat"), secondNs);
             if (now.byDevice().isEmpty()) {
                 out.append(String.format(Locale.ROOT, format, shown(g), NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE, NO_VALUE,
                         weights.getOrDefault("default", NO_VALUE), NO_VALUE));
             }
             for (String device : now.byDevice().keySet()) {
                 double[] rate = now.ratesSince(then, device);
-                HeldAndLatency.Interval latency = secondHeld.get(g).since(firstHeld.get(g), device);
+                HeldAndLatency.Interval latency = heldNow.since(heldThen, device);
                 out.append(String.format(Locale.ROOT, format, shown(g), device,
                         Math.round(rate[RIOS]), Math.round(rate[WIOS]), bytes(rate[RBYTES]), bytes(rate[WBYTES]),
                         HeldAndLatency.duration(latency.avgUsec()), HeldAndLatency.held(latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
@@ -105,11 +100,9 @@ final class LongListing {
      * Two of them make the live rates that {@code ls -l} and {@code top} show.
      */
     record Sample(Map<String, long[]> byDevice, long atNs) {
-        /** io.stat of {@code group} now (zeros for a device line without fields; no devices for a group without io.stat). */
-        static Sample of(ControlClient client, String group) throws IOException {
+        /** io.stat's {@code text} as read at {@code atNs} (zeros for a device line without fields; no devices for "", no io.stat). */
+        static Sample of(String text, long atNs) {
             Map<String, long[]> byDevice = new LinkedHashMap<>();
-            String text = read(client, group, "io.stat");
-            long atNs = System.nanoTime();
             for (String line : text.lines().toList()) {
                 String[] tokens = line.strip().split(" ");
                 if (tokens[0].isEmpty()) continue;
@@ -171,7 +164,7 @@ final class LongListing {
         int width = entries.stream().mapToInt(String::length).max().orElse(0);
         StringBuilder out = new StringBuilder();
         for (String e : entries) {
-            Reply value = e.endsWith("/") ? null : client.get("read", join(path, e));
+            Reply value = e.endsWith("/") ? null : client.get("read", ControlEndpoint.join(path, e));
             if (value == null || !value.ok()) {
                 out.append(e).append('\n');
             } else {
@@ -182,18 +175,15 @@ final class LongListing {
         return out.toString();
     }
 
-    /** A group's file, or "" when the group has none (io.max and io.weight are not in the root). */
-    private String read(String group, String file) throws IOException {
-        return read(client, group, file);
+    /** A file of {@link ControlClient#readBelow}'s answer, or "" when the group has none (io.max and io.weight are not in the root). */
+    private static String orEmpty(Map<String, String> files, String name) {
+        String text = files.get(name);
+        return text == null ? "" : text;
     }
 
     static String read(ControlClient client, String group, String file) throws IOException {
-        Reply r = client.get("read", join(group, file));
+        Reply r = client.get("read", ControlEndpoint.join(group, file));
         return r.ok() ? r.body() : "";
-    }
-
-    static String join(String dir, String name) {
-        return dir.isEmpty() || dir.equals("/") ? (dir + name) : dir.endsWith("/") ? dir + name : dir + "/" + name;
     }
 
     /** The root group is shown as "/". */

@@ -262,7 +262,6 @@ public final class Main {
             }
             String what = rest.isEmpty() ? command : command + " " + (command.equals("ls") ? String.join(" ", rest) : rest.get(0));
             err.print("iotarget: " + what + ": " + reply.body());
-            if (reply.status() == 401 && client.tokenProblem() != null) err.println("iotarget: " + client.tokenProblem());
             return 1;
         } catch (ControlClient.TargetException e) {
             err.println("iotarget: " + e.getMessage());

@@ -3,6 +3,7 @@ package io.iotarget.control;
 import io.iotarget.control.LongListing.Sample;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlClient.Reply;
+import io.iotarget.control.http.ControlEndpoint;
 
 import java.io.FileInputStream;
 import java.io.IOException;
@@ -107,14 +108,17 @@ final class Top {
         Reply listing = client.get("list", group);
         if (!listing.ok()) return all;        // removed meanwhile
         for (String e : listing.body().lines().toList()) {
-            if (e.endsWith("/")) all.addAll(groups(LongListing.join(group, e.substring(0, e.length() - 1))));
+            if (e.endsWith("/")) all.addAll(groups(ControlEndpoint.join(group, e.substring(0, e.length() - 1))));
         }
         return all;
     }
 
     private Map<String, Reads> samples(List<String> groups) throws IOException {
         Map<String, Reads> m = new HashMap<>();
-        for (String g : groups) m.put(g, new Reads(Sample.of(client, g), HeldAndLatency.of(client, g)));
+        for (String g : groups) {
+            Sample stat = Sample.of(LongListing.read(client, g, "io.stat"), System.nanoTime());
+            m.put(g, new Reads(stat, HeldAndLatency.of(LongListing.read(client, g, "iotarget.io.stat"), System.nanoTime())));
+        }
         return m;
     }
 

@@ -12,6 +12,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Map;
 
@@ -69,8 +70,13 @@ class ControlTlsTest {
             String https = "https://127.0.0.1:" + port;
             assertEquals(new Result(0, "cgroup/\nbackends/\nnbd/\nnvmet/\n", ""), cli("--control", https, "--cacert", cert.toString(), "ls", "/"));
             assertEquals(new Result(0, "", ""), cli("--cacert", cert.toString(), "--control", https, "mkdir", "a"));
-            Result wrong = cli("--control", https, "--cacert", cert.toString(), "--token-file", "/dev/null", "read", "cgroup.controllers");
-            assertEquals(new Result(1, "", "iotarget: read cgroup.controllers: Permission denied (EACCES): wrong token\n"), wrong);
+            Path other = tokens.resolve("other.token");
+            Files.writeString(other, "not-this-servers-token\n");
+            Files.setPosixFilePermissions(other, PosixFilePermissions.fromString("rw-------"));
+            Result wrong = cli("--control", https, "--cacert", cert.toString(), "--token-file", other.toString(), "read", "cgroup.controllers");
+            assertEquals(new Result(3, "", "iotarget: " + https + ": the listener did not prove it holds the token in " + other + ": it answered 200 with"
+                                           + " a wrong proof. It is not the server that wrote that file (a file left behind by a server that stopped,"
+                                           + " or another program on the port); nothing was sent to it\n"), wrong, "another server's token is not sent");
             Result untrusted = cli("--control", https, "ls", "/");
             assertEquals(3, untrusted.code);
             assertTrue(untrusted.err.contains("PKIX"), "the JDK's CAs do not vouch for a self-signed certificate: " + untrusted.err);

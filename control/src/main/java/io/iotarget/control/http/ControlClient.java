@@ -1,32 +1,56 @@
 package io.iotarget.control.http;
 
 import io.iotarget.control.http.ControlToken.TokenUnavailableException;
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Pem;
+import org.apache.hc.core5.http.ClassicHttpRequest;
+import org.apache.hc.core5.http.ClassicHttpResponse;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpEntity;
+import org.apache.hc.core5.http.HttpException;
+import org.apache.hc.core5.http.config.Http1Config;
+import org.apache.hc.core5.http.impl.io.DefaultBHttpClientConnection;
+import org.apache.hc.core5.http.impl.io.HttpRequestExecutor;
+import org.apache.hc.core5.http.io.entity.ByteArrayEntity;
+import org.apache.hc.core5.http.io.entity.EntityUtils;
+import org.apache.hc.core5.http.message.BasicClassicHttpRequest;
+import org.apache.hc.core5.http.ContentType;
+import org.apache.hc.core5.http.protocol.HttpCoreContext;
 
-import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.HttpURLConnection;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Proxy;
-import java.net.URI;
+import java.net.Socket;
 import java.net.URLEncoder;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The CLI's side of the {@link ControlEndpoint}. It sends the token only to the endpoint it
- * belongs to: by default the file named after the address it connects to, never through a
- * proxy, and over plain HTTP only to loopback. One request per call; not for the IO path.
+ * belongs to, and only once that endpoint has proved it holds it: one connection, opened
+ * directly (never through a proxy; over plain HTTP only to loopback), whose first request is
+ * {@code GET /v1/proof} with a fresh challenge ({@link ControlToken} section 1). The token and
+ * every request follow on that same connection, so nothing reaches a listener that has not
+ * proved itself, even one that takes the port between two requests; a new connection proves
+ * itself again. Without a token it sends nothing at all. One thread; not for the IO path.
  */
-public final class ControlClient {
+public final class ControlClient implements AutoCloseable {
     /** What the endpoint answered: the body, and the errno when it refused. */
     public record Reply(int status, String body, String errno) {
         public boolean ok() {
@@ -43,23 +67,54 @@ public final class ControlClient {
         }
     }
 
-    private final String base;
-    private final String token;
-    private final String tokenProblem;
-    private final SSLContext tls;
+    /** The listener on the address did not prove it holds the token: nothing was sent to it. */
+    public static final class UnprovenServerException extends IOException {
+        private static final long serialVersionUID = 1L;
 
-    private ControlClient(String base, String token, String tokenProblem, SSLContext tls) {
-        this.base = base;
+        UnprovenServerException(String message) {
+            super(message);
+        }
+    }
+
+    private static final int CONNECT_TIMEOUT_MS = 5_000;
+    /** The proof is a hash: a server that takes longer is not answering it. */
+    private static final int PROOF_TIMEOUT_MS = 10_000;
+    private static final int READ_TIMEOUT_MS = 60_000;
+    private static final int CHALLENGE_BYTES = 32;
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final boolean https;
+    private final InetAddress address;
+    private final String host;
+    private final int port;
+    /** The Host header, and what the proof covers: {@code HOST:PORT} as named to {@link #connect}. */
+    private final String hostPort;
+    private final Path tokenFile;
+    private final byte[] token;
+    private final SSLContext tls;
+    private final HttpRequestExecutor executor = new HttpRequestExecutor();
+    /** The connection whose listener proved itself, or null before the first request and after it closed. */
+    private DefaultBHttpClientConnection proven;
+
+    private ControlClient(boolean https, InetAddress address, String host, int port, String hostPort, Path tokenFile, byte[] token, SSLContext tls) {
+        this.https = https;
+        this.address = address;
+        this.host = host;
+        this.port = port;
+        this.hostPort = hostPort;
+        this.tokenFile = tokenFile;
         this.token = token;
-        this.tokenProblem = tokenProblem;
         this.tls = tls;
     }
 
     /**
+     * Reads the token; connects at the first request.
+     *
      * @param control        {@code HOST:PORT} or {@code http://HOST:PORT} (loopback only), or {@code https://HOST:PORT}
      * @param tokenFile      the token to send; null: the one the server on that address wrote in {@code tokenDirectory}
      * @param tokenDirectory where servers of this user write their token files ({@link ControlToken#directory})
      * @param caFile         PEM certificates to trust for https; null: the JDK's trusted CAs
+     * @throws TargetException a bad address or CA file, or no token to use (no file, or one another user could have placed)
      */
     public static ControlClient connect(String control, Path tokenFile, Path tokenDirectory, Path caFile) throws TargetException {
         boolean https = control.startsWith("https://");
@@ -70,9 +125,10 @@ public final class ControlClient {
         if (host.isEmpty() || !port.matches("\\d{1,5}")) {
             throw new TargetException("--control " + control + ": expected HOST:PORT, http://HOST:PORT or https://HOST:PORT");
         }
+        String bareHost = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
         InetAddress address;
         try {
-            address = InetAddress.getByName(host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host);
+            address = InetAddress.getByName(bareHost);
         } catch (UnknownHostException e) {
             throw new TargetException("--control " + control + ": cannot resolve " + host);
         }
@@ -80,36 +136,47 @@ public final class ControlClient {
             throw new TargetException("--control " + control + ": not loopback, so only https://" + hostPort + " (the token never travels in clear)");
         }
         Path file = tokenFile != null ? tokenFile : ControlToken.file(tokenDirectory, new InetSocketAddress(address, Integer.parseInt(port)));
-        String token = null;
-        String problem = null;
+        byte[] token;
         try {
-            token = ControlToken.read(file);
+            token = ControlToken.read(file).getBytes(StandardCharsets.US_ASCII);
         } catch (TokenUnavailableException e) {
-            problem = e.getMessage();                       // ask anyway: the answer tells whether a server is there at all
+            throw new TargetException(e.getMessage() + "; nothing was sent");
         }
         SSLContext tls = null;
-        if (caFile != null) {
+        if (https) {
             try {
-                tls = Pem.clientContext(caFile);
+                tls = caFile != null ? Pem.clientContext(caFile) : SSLContext.getDefault();
             } catch (Pem.PemException e) {
                 throw new TargetException("--cacert " + e.getMessage());
+            } catch (NoSuchAlgorithmException e) {
+                throw new TargetException("no TLS in this JDK: " + e.getMessage());
             }
+        } else if (caFile != null) {
+            throw new TargetException("--cacert is for https:// endpoints; " + control + " is plain HTTP");
         }
-        return new ControlClient((https ? "https://" : "http://") + hostPort + "/v1/", token, problem, tls);
+        return new ControlClient(https, address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
     }
 
     /** {@code http://HOST:PORT} or {@code https://HOST:PORT}, as the endpoint was named to {@link #connect}. */
     public String origin() {
-        return base.substring(0, base.length() - "/v1/".length());
-    }
-
-    /** Why no token was sent (no file, or not readable), or null when one was. */
-    public String tokenProblem() {
-        return tokenProblem;
+        return (https ? "https://" : "http://") + hostPort;
     }
 
     public Reply get(String op, String path) throws IOException {
         return call("GET", op, path, null, null);
+    }
+
+    /**
+     * {@code files} of {@code dir} and of each directory in it, in one request ({@code GET
+     * /v1/read-below}): by directory ({@code dir} first), then by file, null where one cannot be
+     * read. Throws when the endpoint refuses.
+     */
+    public Map<String, Map<String, String>> readBelow(String dir, List<String> files) throws IOException {
+        ClassicHttpRequest request = request("GET", "read-below", dir, null, null);
+        request.setPath(request.getPath() + "&files=" + URLEncoder.encode(String.join(",", files), StandardCharsets.UTF_8));
+        Reply reply = reply(request, execute(request));
+        if (!reply.ok()) throw new IOException("read-below " + dir + ": " + reply.body().strip());
+        return JSON.readValue(reply.body(), new TypeReference<LinkedHashMap<String, Map<String, String>>>() { });
     }
 
     public Reply post(String op, String path, String target, String body) throws IOException {
@@ -123,11 +190,12 @@ public final class ControlClient {
      * server.
      */
     public Reply watch(String path, String trigger) throws IOException {
-        HttpURLConnection c = open("POST", "watch", path, null, trigger);
+        ClassicHttpRequest request = request("POST", "watch", path, null, trigger);
         try {
-            int status = c.getResponseCode();
-            if (status / 100 != 2) return reply(c, status);
-            BufferedReader events = new BufferedReader(new InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
+            ClassicHttpResponse response = execute(request);
+            int status = response.getCode();
+            if (status / 100 != 2) return reply(request, response);
+            BufferedReader events = new BufferedReader(new InputStreamReader(response.getEntity().getContent(), StandardCharsets.UTF_8));
             String event = "";
             for (String line; (line = events.readLine()) != null; ) {
                 if (line.startsWith("event: ")) event = line.substring("event: ".length());
@@ -137,44 +205,111 @@ public final class ControlClient {
             }
             throw new IOException("the server ended the watch");
         } finally {
-            c.disconnect();
+            close();
         }
+    }
+
+    /** Closes the connection, if one is open. */
+    @Override
+    public void close() throws IOException {
+        DefaultBHttpClientConnection c = proven;
+        proven = null;
+        if (c != null) c.close();
     }
 
     private Reply call(String method, String op, String path, String target, String body) throws IOException {
-        HttpURLConnection c = open(method, op, path, target, body);
-        return reply(c, c.getResponseCode());
+        ClassicHttpRequest request = request(method, op, path, target, body);
+        return reply(request, execute(request));
     }
 
-    private static Reply reply(HttpURLConnection c, int status) throws IOException {
-        InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream();
-        String text = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        return new Reply(status, text, c.getHeaderField(ControlEndpoint.ERRNO_HEADER));
+    /** Reads the whole answer; a connection the server will not keep is closed. */
+    private Reply reply(ClassicHttpRequest request, ClassicHttpResponse response) throws IOException {
+        HttpEntity entity = response.getEntity();
+        String text = entity == null ? "" : new String(EntityUtils.toByteArray(entity), StandardCharsets.UTF_8);
+        Header errno = response.getFirstHeader(ControlEndpoint.ERRNO_HEADER);
+        if (!executor.keepAlive(request, response, proven, HttpCoreContext.create())) close();
+        return new Reply(response.getCode(), text, errno == null ? null : errno.getValue());
     }
 
-    /** Sends the request; the answer is the caller's to read. */
-    private HttpURLConnection open(String method, String op, String path, String target, String body) throws IOException {
-        StringBuilder url = new StringBuilder(base).append(op);
+    private ClassicHttpRequest request(String method, String op, String path, String target, String body) {
+        StringBuilder uri = new StringBuilder("/v1/").append(op);
         char sep = '?';
         if (path != null) {
-            url.append(sep).append("path=").append(URLEncoder.encode(path, StandardCharsets.UTF_8));
+            uri.append(sep).append("path=").append(URLEncoder.encode(path, StandardCharsets.UTF_8));
             sep = '&';
         }
-        if (target != null) url.append(sep).append("target=").append(URLEncoder.encode(target, StandardCharsets.UTF_8));
-        HttpURLConnection c = (HttpURLConnection) URI.create(url.toString()).toURL().openConnection(Proxy.NO_PROXY);
-        if (tls != null && c instanceof HttpsURLConnection secure) secure.setSSLSocketFactory(tls.getSocketFactory());
-        c.setRequestMethod(method);
-        c.setInstanceFollowRedirects(false);
-        c.setConnectTimeout(5_000);
-        c.setReadTimeout(60_000);
-        if (token != null) c.setRequestProperty("Authorization", "Bearer " + token);
+        if (target != null) uri.append(sep).append("target=").append(URLEncoder.encode(target, StandardCharsets.UTF_8));
+        ClassicHttpRequest request = new BasicClassicHttpRequest(method, uri.toString());
+        request.setHeader("Authorization", "Bearer " + new String(token, StandardCharsets.US_ASCII));
         if (method.equals("POST")) {
-            c.setRequestProperty("Content-Type", ControlEndpoint.CONTENT_TYPE);
-            c.setDoOutput(true);
-            try (OutputStream out = c.getOutputStream()) {
-                if (body != null) out.write(body.getBytes(StandardCharsets.UTF_8));
-            }
+            byte[] content = body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
+            request.setEntity(new ByteArrayEntity(content, ContentType.create(ControlEndpoint.CONTENT_TYPE)));
+            request.setHeader("Content-Type", ControlEndpoint.CONTENT_TYPE);
+            request.setHeader("Content-Length", Integer.toString(content.length));
         }
-        return c;
+        return request;
+    }
+
+    /** Sends {@code request} on the proven connection (proving a new one first); the answer's body is the caller's to read. */
+    private ClassicHttpResponse execute(ClassicHttpRequest request) throws IOException {
+        DefaultBHttpClientConnection c = proven();
+        request.setHeader("Host", hostPort);
+        try {
+            return executor.execute(request, c, HttpCoreContext.create());
+        } catch (HttpException e) {
+            close();
+            throw new IOException("a malformed answer from " + hostPort + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The open connection, or a new one whose listener answered the proof of a fresh challenge; sends nothing else before. */
+    private DefaultBHttpClientConnection proven() throws IOException {
+        if (proven != null && proven.isOpen()) return proven;   // not isStale(): it waits a millisecond each time
+        close();
+        Socket socket = new Socket(Proxy.NO_PROXY);
+        DefaultBHttpClientConnection c = new DefaultBHttpClientConnection(Http1Config.DEFAULT);
+        try {
+            socket.connect(new InetSocketAddress(address, port), CONNECT_TIMEOUT_MS);
+            socket.setTcpNoDelay(true);                              // a request is one write; never wait for an ACK to send it
+            socket.setSoTimeout(PROOF_TIMEOUT_MS);
+            if (tls == null) {
+                c.bind(socket);
+            } else {
+                SSLSocket secure = (SSLSocket) tls.getSocketFactory().createSocket(socket, host, port, true);
+                SSLParameters parameters = secure.getSSLParameters();
+                parameters.setEndpointIdentificationAlgorithm("HTTPS");    // the certificate must name the host, as HttpsURLConnection checks
+                secure.setSSLParameters(parameters);
+                secure.startHandshake();
+                c.bind(secure, socket);
+            }
+            byte[] random = new byte[CHALLENGE_BYTES];
+            new SecureRandom().nextBytes(random);
+            String challenge = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+            ClassicHttpRequest ask = new BasicClassicHttpRequest("GET", ControlEndpoint.PROOF_PATH + "?challenge=" + challenge);
+            ask.setHeader("Host", hostPort);
+            ClassicHttpResponse answer = executor.execute(ask, c, HttpCoreContext.create());
+            String proof = answer.getEntity() == null ? "" : new String(EntityUtils.toByteArray(answer.getEntity()), StandardCharsets.UTF_8).strip();
+            String expected = ControlToken.proof(token, challenge, hostPort);
+            if (answer.getCode() != 200 || !MessageDigest.isEqual(proof.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8))) {
+                throw unproven("it answered " + answer.getCode() + (answer.getCode() == 200 ? " with a wrong proof" : ""));
+            }
+            if (!executor.keepAlive(ask, answer, c, HttpCoreContext.create())) throw unproven("it closed the connection after its proof");
+            socket.setSoTimeout(READ_TIMEOUT_MS);
+            proven = c;
+            return c;
+        } catch (HttpException e) {
+            c.close();
+            throw unproven("it does not speak HTTP/1.1 (" + e.getMessage() + ")");
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            socket.close();
+            throw e;
+        }
+    }
+
+    private UnprovenServerException unproven(String what) {
+        return new UnprovenServerException("the listener did not prove it holds the token in " + tokenFile + ": " + what
+                                           + ". It is not the server that wrote that file (a file left behind by a server that"
+                                           + " stopped, or another program on the port); nothing was sent to it");
     }
 }

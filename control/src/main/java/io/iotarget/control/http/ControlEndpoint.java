@@ -1,5 +1,7 @@
 package io.iotarget.control.http;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -53,6 +55,7 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -72,6 +75,9 @@ import java.util.function.Supplier;
  * <pre>
  *  GET  /v1/read?path=P            200 file contents
  *  GET  /v1/list?path=P            200 one entry per line (directories end with '/')
+ *  GET  /v1/read-below?path=P&amp;files=F,G   200 JSON: files F, G of P and of each directory in P,
+ *                                  {"P": {"F": "...", "G": null}, "P/c": {...}}, null where one
+ *                                  cannot be read; one request for {@code ls -l} of 10,000 groups
  *  GET  /v1/devices                200 the device table
  *  GET  /v1/save                   200 the whole configuration as config JSON (control's ConfigSaver)
  *  POST /v1/write?path=P           body = the value, as one write(2)
@@ -81,6 +87,7 @@ import java.util.function.Supplier;
  *                                  a server-sent event stream, "event: fired" each time it fires,
  *                                  a last "event: gone" (ENODEV) if the group is removed
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
+ *  GET  /v1/proof?challenge=C      200 base64url HMAC-SHA256(token, C and the Host): no token needed ({@link ControlToken})
  *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
  *  GET  /                          the web view; with a session cookie, or the page that says how to log in
  * </pre>
@@ -96,6 +103,10 @@ import java.util.function.Supplier;
  * so is {@code /metrics}, whose labels name every group, export and subsystem. Prometheus
  * sends the token from the same file ({@code authorization.credentials_file}, read again at
  * every scrape, so a restart's new token is picked up).
+ * <p>
+ * The CLI sends the token only to a listener that has proved it holds it ({@code GET
+ * /v1/proof}, {@link ControlToken} section 1), on the same connection as its requests: a
+ * token file left behind by a crash, and whoever listens on the port next, get nothing.
  *
  * <h2>2. No browser may ask: origin, host, content type</h2>
  * A web page can make a local browser send requests here. Four checks keep it out, each
@@ -156,6 +167,10 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
     /** Longer than any attribute's value; a client cannot make the server buffer more. */
     static final int MAX_VALUE_BYTES = 64 * 1024;
+    /** Where the CLI has the server prove it holds the token before it sends anything else; needs no token (class doc, section 1). */
+    public static final String PROOF_PATH = "/v1/proof";
+    /** Longer than the CLI's challenge; a challenge is never stored. */
+    private static final int MAX_CHALLENGE_CHARS = 256;
     /** Where Prometheus scrapes; needs the token like every other request. */
     public static final String METRICS_PATH = "/metrics";
     /**
@@ -183,13 +198,14 @@ public final class ControlEndpoint implements AutoCloseable {
     /** All headers together (Netty's, nginx's and Jetty's default). */
     static final int MAX_HEADER_BYTES = 8 * 1024;
     private static final int BACKLOG = 1024;
-    private static final Set<String> READS = Set.of("read", "list", "devices", "save");
+    private static final Set<String> READS = Set.of("read", "list", "read-below", "devices", "save");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login");
     /** How often a watch's stream proves the client is still there. */
     static final long HEARTBEAT_NS = 1_000_000_000L;
     /** The content type of a watch's stream. */
     public static final String EVENT_STREAM = "text/event-stream";
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final SSLContext tls;
     /** The endpoint's one event loop: accepts, reads, deadlines; owns {@link #budget}. */
@@ -638,6 +654,7 @@ public final class ControlEndpoint implements AutoCloseable {
         String requestPath = ex.uri().getPath();
         if (requestPath == null || requestPath.isEmpty()) return new Reply(404, "nothing at " + ex.uri() + "\n", null);
         boolean get = method.equals("GET");
+        if (get && requestPath.equals(PROOF_PATH)) return prove(hosts.getFirst(), query(ex.uri().getRawQuery()).get("challenge"));
         if (!token.matches(in.get(HttpHeaderNames.AUTHORIZATION))
             && !(get && web.hasSession(in) && WebView.sessionMay(requestPath, query(ex.uri().getRawQuery())))) {
             if (get && requestPath.equals(WebView.LOGIN_PATH)) return web.login(ex, query(ex.uri().getRawQuery()).get("code"));
@@ -683,6 +700,9 @@ public final class ControlEndpoint implements AutoCloseable {
             case "list" -> {
                 return ok(String.join("\n", tree.list(path == null ? "" : path)) + "\n");
             }
+            case "read-below" -> {
+                return readBelow(path == null ? "" : path, required(q.get("files")));
+            }
             case "devices" -> {
                 return ok(devices.get());
             }
@@ -705,6 +725,30 @@ public final class ControlEndpoint implements AutoCloseable {
             }
         }
         return new Reply(204, null, null);
+    }
+
+    /** {@code files} (comma-separated) of {@code dir} and of each directory in it, as a JSON object by directory, then by file. */
+    private Reply readBelow(String dir, String files) throws ControlException {
+        List<String> names = List.of(files.split(","));
+        List<String> dirs = new ArrayList<>(List.of(dir));
+        for (String e : tree.list(dir)) if (e.endsWith("/")) dirs.add(join(dir, e.substring(0, e.length() - 1)));
+        ObjectNode all = JSON.createObjectNode();
+        for (String d : dirs) {
+            ObjectNode values = all.putObject(d);
+            for (String f : names) {
+                try {
+                    values.put(f, tree.read(join(d, f)));
+                } catch (ControlException unreadable) {                // not there (io.max in the root), or removed meanwhile
+                    values.putNull(f);
+                }
+            }
+        }
+        return new Reply(200, all.toString(), null, "application/json");
+    }
+
+    /** {@code name} in directory {@code dir} of the tree: "" is the root group, "/" the root of every tree. */
+    public static String join(String dir, String name) {
+        return dir.isEmpty() || dir.endsWith("/") ? dir + name : dir + "/" + name;
     }
 
     /**
@@ -745,6 +789,14 @@ public final class ControlEndpoint implements AutoCloseable {
     private static boolean sent(Channel channel, Object message) throws InterruptedException {
         ChannelFuture written = channel.writeAndFlush(message);
         return written.await(SEND_TIMEOUT_NS, TimeUnit.NANOSECONDS) && written.isSuccess();
+    }
+
+    /** Section 1's proof: the HMAC of the challenge and the Host under the token; the token itself is not needed, nor given. */
+    private Reply prove(String host, String challenge) throws ControlException {
+        if (challenge == null || challenge.isEmpty() || challenge.length() > MAX_CHALLENGE_CHARS) {
+            throw new ControlException(Errno.EINVAL, "a proof needs a challenge of 1 to " + MAX_CHALLENGE_CHARS + " characters");
+        }
+        return ok(token.prove(challenge, host) + "\n");
     }
 
     /** Every metric, as Prometheus' text format (version 0.0.4). */

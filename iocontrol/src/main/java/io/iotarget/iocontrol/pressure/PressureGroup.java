@@ -13,7 +13,12 @@ public final class PressureGroup {
      * through (calc_avgs' missed_periods). Here the state is constant between two changes of
      * this group, so advance() can split the time since the last change at each period
      * boundary exactly and feed every period to the averages as the worker would have: no
-     * timer, and a sample can never exceed its period (the kernel's cap is not needed).
+     * timer, and a sample can never exceed its period (the kernel's cap is not needed). The
+     * worker samples the first quiet period at its end and stops; the next update zero-fills
+     * what it slept through with calc_load_n and samples the current period — the same
+     * roundings as the kernel's (PressureTest computes them from psi.c). Where the kernel
+     * differs: it restarts its worker PSI_FREQ after the next event, off these boundaries, and
+     * counts running tasks as activity that keeps the worker going (here only stalls do).
      */
 
     /** The kernel's averaging period: PSI_FREQ = 2*HZ+1 jiffies, 2.004 s at HZ=250 (Debian's build). */
@@ -47,6 +52,8 @@ public final class PressureGroup {
     /** The totals at the last period boundary. */
     private final long[] totalAtBoundaryNs = new long[2];
     private long nextBoundaryNs;
+    /** The kernel's averages worker would have stopped: the last period sampled was quiet. */
+    private boolean workerAsleep;
     /** avg10, avg60, avg300 of SOME and FULL: percent in FIXED_1 units. */
     private final long[][] avg = new long[2][3];
 
@@ -69,16 +76,22 @@ public final class PressureGroup {
         }
         while (nextBoundaryNs <= nowNs) {
             accrue(nextBoundaryNs);
-            if (!some && totalNs[SOME] == totalAtBoundaryNs[SOME]) {
-                // Nothing stalled in this period nor since: it and every whole period up to now are
-                // zero-filled at once (calc_load_n), as calc_avgs fills the periods its worker slept through.
-                long periods = (nowNs - nextBoundaryNs) / PERIOD_NS + 1;
+            boolean quiet = !some && totalNs[SOME] == totalAtBoundaryNs[SOME];
+            if (quiet && workerAsleep) {
+                // The kernel's first update after its worker stopped (a read, here also an event):
+                // calc_avgs zero-fills the whole periods it slept through (calc_load_n over
+                // missed_periods) and samples the current one, empty as well.
+                long missed = (nowNs - nextBoundaryNs) / PERIOD_NS;
                 for (int s = SOME; s <= FULL; s++) {
-                    for (int w = 0; w < 3; w++) avg[s][w] = calcLoad(avg[s][w], fixedPower(EXP[w], periods), 0);
+                    for (int w = 0; w < 3; w++) {
+                        if (missed > 0) avg[s][w] = calcLoad(avg[s][w], fixedPower(EXP[w], missed), 0);
+                        avg[s][w] = calcLoad(avg[s][w], EXP[w], 0);
+                    }
                 }
-                nextBoundaryNs += periods * PERIOD_NS;
+                nextBoundaryNs += (missed + 1) * PERIOD_NS;
                 break;
             }
+            workerAsleep = quiet;               // the worker samples a quiet period at its end, then stops
             for (int s = SOME; s <= FULL; s++) {
                 long sample = totalNs[s] - totalAtBoundaryNs[s];
                 totalAtBoundaryNs[s] = totalNs[s];

@@ -90,38 +90,160 @@ class PressureTest {
         assertEquals(S, total(a, false, 20 * S), "a closed queue counts nowhere");
     }
 
-    /** calc_load from 0 towards 100 % for n periods, then m idle ones zero-filled (calc_load_n), printed as the kernel prints. */
-    private static String kernelAvg(long exp, int stalled, int idle) {
-        long avg = 0;
-        for (int i = 0; i < stalled; i++) avg = PressureGroup.calcLoad(avg, exp, 100 * PressureGroup.FIXED_1);
-        if (idle > 0) avg = PressureGroup.calcLoad(avg, PressureGroup.fixedPower(exp, idle), 0);
-        return (avg >> 11) + "." + String.format("%02d", ((avg & 2047) * 100) >> 11);
+    /**
+     * kernel/sched/psi.c's running averages of one group, written here from Linux 6.1 and not
+     * taken from the code under test: update_averages and calc_avgs over loadavg's calc_load,
+     * calc_load_n and fixed_power_int, printed as psi_show prints them. The averages worker
+     * (psi_avgs_work) is first scheduled PSI_FREQ after the group's first event, runs at each
+     * avg_next_update while the period it collected had non-idle time, and stops after a quiet
+     * one; a read updates the averages when an update is due. The worker's timer is taken to
+     * fire on avg_next_update (the kernel's fires up to a jiffy later, which moves each sample
+     * by that much).
+     */
+    private static final class KernelPsi {
+        static final int FSHIFT = 11;
+        static final long FIXED_1 = 1L << FSHIFT;
+        /** 1/exp(2s/10s), 1/exp(2s/60s), 1/exp(2s/300s) as fixed point. */
+        static final long[] EXP = {1677, 1981, 2034};
+        static final int HZ = 250;                                  // Debian's kernels
+        /** PSI_FREQ = 2*HZ+1 jiffies. */
+        static final long PSI_PERIOD_NS = (2L * HZ + 1) * (1_000_000_000L / HZ);
+
+        private final long[] avg = new long[3];
+        private final long[][] stalls;
+        private long avgTotal;
+        private long avgLastUpdate;
+        private long avgNextUpdate;
+
+        /** A group whose first event is at {@code startNs}, stalled over each {from, to} of {@code stalls} (in order). */
+        KernelPsi(long startNs, long[][] stalls) {
+            this.stalls = stalls;
+            avgLastUpdate = startNs;
+            avgNextUpdate = startNs + PSI_PERIOD_NS;
+        }
+
+        static long calcLoad(long load, long exp, long active) {
+            long newload = load * exp + active * (FIXED_1 - exp);
+            if (active >= load) newload += FIXED_1 - 1;
+            return newload / FIXED_1;
+        }
+
+        static long fixedPowerInt(long x, int fracBits, long n) {
+            long result = 1L << fracBits;
+            while (n != 0) {
+                if ((n & 1) != 0) {
+                    result *= x;
+                    result += 1L << (fracBits - 1);
+                    result >>= fracBits;
+                }
+                n >>= 1;
+                if (n == 0) break;
+                x *= x;
+                x += 1L << (fracBits - 1);
+                x >>= fracBits;
+            }
+            return result;
+        }
+
+        static long calcLoadN(long load, long exp, long active, long n) {
+            return calcLoad(load, fixedPowerInt(exp, FSHIFT, n), active);
+        }
+
+        private void calcAvgs(long missedPeriods, long timeNs, long periodNs) {
+            if (missedPeriods > 0) for (int w = 0; w < 3; w++) avg[w] = calcLoadN(avg[w], EXP[w], 0, missedPeriods);
+            long pct = timeNs * 100 / periodNs * FIXED_1;
+            for (int w = 0; w < 3; w++) avg[w] = calcLoad(avg[w], EXP[w], pct);
+        }
+
+        private void updateAverages(long nowNs) {
+            long expires = avgNextUpdate;
+            long missed = nowNs - expires >= PSI_PERIOD_NS ? (nowNs - expires) / PSI_PERIOD_NS : 0;
+            avgNextUpdate = expires + (1 + missed) * PSI_PERIOD_NS;
+            long period = nowNs - (avgLastUpdate + missed * PSI_PERIOD_NS);
+            avgLastUpdate = nowNs;
+            long sample = Math.min(stalledUntil(nowNs) - avgTotal, period);
+            avgTotal += sample;
+            calcAvgs(missed, sample, period);
+        }
+
+        /** Stall time from the start to {@code nowNs}. */
+        private long stalledUntil(long nowNs) {
+            long t = 0;
+            for (long[] s : stalls) t += Math.max(0, Math.min(nowNs, s[1]) - s[0]);
+            return t;
+        }
+
+        /** What a read at {@code readNs} prints: "avg10 avg60 avg300" as %lu.%02lu. */
+        String read(long startNs, long readNs) {
+            long collected = startNs;
+            for (long worker = startNs + PSI_PERIOD_NS; worker <= readNs; ) {
+                if (worker >= avgNextUpdate) updateAverages(worker);
+                boolean nonidle = stalledUntil(worker) > stalledUntil(collected);     // the queue is busy only while stalled here
+                collected = worker;
+                if (!nonidle) break;
+                worker = avgNextUpdate;
+            }
+            if (readNs >= avgNextUpdate) updateAverages(readNs);
+            StringBuilder sb = new StringBuilder();
+            for (long a : avg) sb.append(sb.isEmpty() ? "" : " ").append(a >> FSHIFT).append('.').append(String.format("%02d", ((a & (FIXED_1 - 1)) * 100) >> FSHIFT));
+            return sb.toString();
+        }
+    }
+
+    /** The three averages of {@code line} in a read. */
+    private static String averages(String text, String line) {
+        return field(text, line, "avg10") + " " + field(text, line, "avg60") + " " + field(text, line, "avg300");
     }
 
     @Test
     void shouldAverageAsTheKernelDoes() {
+        assertEquals(KernelPsi.PSI_PERIOD_NS, P, "PSI_FREQ at HZ=250");
         TenantQueue q = tracker.newQueue(a);
         IoRequest held = io(q);
         long t0 = 5 * S;
         q.begin(t0);
         tracker.parked(held, t0);
-        String text = tracker.read(a, t0 + 5 * P + P / 2);
-        assertEquals(kernelAvg(1677, 5, 0), field(text, "some", "avg10"), text);
-        assertEquals("63.18", field(text, "some", "avg10"), "100 * (1 - (1677/2048)^5) in fixed point");
-        assertEquals(kernelAvg(1981, 5, 0), field(text, "full", "avg60"));
-        assertEquals(kernelAvg(2034, 5, 0), field(text, "some", "avg300"));
+        long read = t0 + 5 * P + P / 2;
+        String text = tracker.read(a, read);
+        long[][] stalled = {{t0, Long.MAX_VALUE}};
+        String expected = new KernelPsi(t0, stalled).read(t0, read);
+        assertEquals("63.18 15.32 3.37", expected, "100 * (1 - e^5) in fixed point: the model itself");
+        assertEquals(expected, averages(text, "some"), text);
+        assertEquals(expected, averages(text, "full"), "one queue, held: full as well");
         assertEquals(Long.toString((5 * P + P / 2) / 1000), field(text, "some", "total"));
 
-        // Half a period more of stall, then 7 idle periods: the kernel zero-fills them (calc_load_n).
+        // Half a period more of stall, then 7 idle periods: the worker samples the first quiet
+        // one and stops; the read zero-fills the periods it slept through (calc_load_n).
         tracker.released(held, t0 + 6 * P);
         q.end(t0 + 6 * P);
-        String later = tracker.read(a, t0 + 13 * P + 1);
-        assertEquals(kernelAvg(1677, 6, 7), field(later, "some", "avg10"), later);
-        assertEquals(kernelAvg(2034, 6, 7), field(later, "full", "avg300"), later);
-        assertEquals(Long.toString(6 * P / 1000), field(later, "some", "total"));
-        assertTrue(tracker.read(root, t0 + 13 * P + 1).startsWith("some avg10=" + kernelAvg(1677, 6, 7) + " "), "the root follows");
+        long later = t0 + 13 * P + 1;
+        String text2 = tracker.read(a, later);
+        String expected2 = new KernelPsi(t0, new long[][]{{t0, t0 + 6 * P}}).read(t0, later);
+        assertEquals(expected2, averages(text2, "some"), text2);
+        assertEquals(expected2, averages(text2, "full"), text2);
+        assertEquals(Long.toString(6 * P / 1000), field(text2, "some", "total"));
+        assertEquals(averages(text2, "some"), averages(tracker.read(root, later), "some"), "the root follows");
         assertEquals("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
-                tracker.read(b, t0 + 13 * P), "the sibling");
+                tracker.read(b, later), "the sibling");
+    }
+
+    /** Stalls of part of each period: the samples are what calc_avgs' integer percent makes of them. */
+    @Test
+    void shouldAveragePartialStallsAsTheKernelDoes() {
+        TenantQueue q = tracker.newQueue(a);
+        long t0 = S;
+        long[][] stalls = {{t0, t0 + P / 3}, {t0 + P, t0 + P + 3 * P / 4}, {t0 + 2 * P + P / 10, t0 + 3 * P}, {t0 + 3 * P, t0 + 3 * P + 1}};
+        q.begin(t0);
+        for (long[] s : stalls) {
+            IoRequest held = io(q);
+            tracker.parked(held, s[0]);
+            tracker.released(held, s[1]);
+        }
+        long read = t0 + 4 * P + 5;
+        String text = tracker.read(a, read);
+        String expected = new KernelPsi(t0, stalls).read(t0, read);
+        assertEquals(expected, averages(text, "some"), text);
+        q.end(read);
     }
 
     @Test
