@@ -198,8 +198,10 @@ public final class BufferPool implements AutoCloseable {
         checkOpen();
         if (account.queued != 0 || poolFull) return null;
         PooledBuffer buffer = takeFor(account, sizeClass, bytes);
-        // The share this attempt held for a moment may be what a take queued meanwhile needs.
-        if (buffer == null && account.queued != 0) serve(null);
+        // What this attempt held for a moment may be what a take queued meanwhile needs: the
+        // share it charged, or cached memory it cleared in vain, which a round that ran during
+        // the clearing found neither cached nor free (it then marked the pool full).
+        if (buffer == null && (account.queued != 0 || poolFull)) serve(null);
         return buffer;
     }
 

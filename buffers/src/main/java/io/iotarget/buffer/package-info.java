@@ -58,7 +58,8 @@
  * One thread serves at a time (a counter of requests, as in drain loops): releases and
  * cancels during a round only ask for another round, so a waiter may release or take from
  * inside {@code available} without recursion, and no wake-up is lost — a releaser that sees
- * no waiter published its memory before looking, and a taker queues before its last look.
+ * no waiter published its memory before looking, a taker queues before its last look, and a
+ * {@code tryTake} that cleared cached memory and still found no room looks after uncharging it.
  * Queues are guarded by one wait lock per pool, held while a waiter's memory is found (a
  * miss's system calls included); the fast path never takes it.
  *

@@ -250,6 +250,36 @@ class BufferPoolTest {
         assertTrue(pool.residentBytes() <= 64 * KiB);
     }
 
+    /**
+     * A tryTake that clears cached memory and still finds no room must serve: a take that
+     * queued meanwhile saw the pool full while that memory was neither cached nor free. The
+     * tryTake is held between the two by the class's lock, which the clearing needs.
+     */
+    @Test
+    void shouldServeAQueuedTakeFromMemoryThatAFailedTryTakeCleared() throws Exception {
+        BufferPool pool = pool(16 * KiB, 16 * KiB);
+        BufferAccount a = pool.account(group(2));
+        BufferAccount b = pool.account(group(3));
+        for (int i = 0; i < 3; i++) assertNotNull(b.tryTake(4096));
+        PooledBuffer cached = a.tryTake(4096);
+        SizeClass pages = cached.chunk.sizeClass;
+        cached.release();                                   // the pool is full: 12 KiB in use, 4 KiB cached
+        List<String> log = new ArrayList<>();
+        RecordingWaiter waiter = new RecordingWaiter("b", log);
+        PooledBuffer[] tried = new PooledBuffer[1];
+        Thread trying;
+        synchronized (pages) {
+            trying = Thread.ofPlatform().start(() -> tried[0] = a.tryTake(8192));   // clears the 4 KiB, then no room
+            while (pool.counter(BufferCounter.CLEARS) == 0 || trying.getState() != Thread.State.BLOCKED) Thread.onSpinWait();
+            assertNull(b.take(4096, waiter), "the cached 4 KiB is being cleared: nothing free, nothing cached");
+        }
+        trying.join();
+        assertNull(tried[0], "8 KiB do not fit beside 12 KiB");
+        assertEquals(List.of("b"), log, "the cleared 4 KiB is free");
+        assertEquals(0, b.waiting());
+        assertEquals(16 * KiB, pool.residentBytes());
+    }
+
     @Test
     void shouldNotHoldOthersUpForAnAccountWaitingOnItsOwnShare() {
         BufferPool pool = pool(MiB, 16 * KiB);
