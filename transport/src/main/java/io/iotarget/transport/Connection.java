@@ -302,7 +302,7 @@ public final class Connection {
             done(item);
             return;
         }
-        if (!outputWaiting()) lastProgressNs = System.nanoTime();
+        if (!outputWaiting()) lastProgressNs = loop.nowNs();
         queue.add(item);
         queuedBytes += bytes;
     }
@@ -391,7 +391,7 @@ public final class Connection {
 
     private void progress(long bytes) {
         queuedBytes -= bytes;
-        lastProgressNs = System.nanoTime();
+        lastProgressNs = loop.nowNs();
     }
 
     /** Nanoseconds the queued output has been waiting for the peer to take any of it; 0 when nothing is queued. */
@@ -492,7 +492,7 @@ public final class Connection {
         boolean socketFull = false;
         while (!closed) {
             if (tls.outputPending()) {
-                if (tls.write(channel) > 0) lastProgressNs = System.nanoTime();
+                if (tls.write(channel) > 0) lastProgressNs = loop.nowNs();
                 if (tls.outputPending()) {
                     socketFull = true;
                     break;

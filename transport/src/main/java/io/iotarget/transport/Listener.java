@@ -119,7 +119,7 @@ public final class Listener implements AutoCloseable {
 
     /** Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): pause accepting, log once per pause. */
     private void acceptFailed(IOException e) {
-        long now = System.nanoTime();
+        long now = acceptLoop.nowNs();
         if (now - lastFailureLogNs > 10 * ACCEPT_RETRY_NS) {
             lastFailureLogNs = now;
             LOG.log(System.Logger.Level.WARNING, "accept on " + local + " failed (" + e.getMessage() + "); retrying in "
