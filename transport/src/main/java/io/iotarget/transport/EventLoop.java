@@ -70,7 +70,7 @@ public final class EventLoop {
     /** Shared by every connection of the loop: what a read returns lives here until the handler has seen it. */
     final ByteBuffer readBuffer = ByteBuffer.allocateDirect(READ_BUFFER_BYTES);
     /** The gather list of one write; loop thread only. */
-    final ByteBuffer[] gather = new ByteBuffer[Connection.GATHER_MAX];
+    final ByteBuffer[] gather = new ByteBuffer[OutputQueue.GATHER_MAX];
     /** TLS connections' plaintext is unwrapped here; allocated with the loop's first TLS connection. */
     private ByteBuffer tlsPlain;
     /** A piece of a file region on its way into a TLS record; allocated when first needed. */
