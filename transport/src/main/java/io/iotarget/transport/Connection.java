@@ -27,11 +27,12 @@ import java.util.Arrays;
  *
  * <h2>Output</h2>
  * {@link #send} queues buffers and {@link #sendFile} queues file regions (sent with
- * {@code FileChannel.transferTo}, i.e. sendfile(2)) in the {@link OutputQueue}. The queue is written after every callback
- * into the handler, in gathering writes; what the socket does not take waits for OP_WRITE. Each
- * item may carry a callback that runs once its last byte is written or it is dropped because the
- * connection closed, so buffers always go back to their owner. A peer that takes no bytes for
- * longer than the transport's send timeout is disconnected.
+ * {@code FileChannel.transferTo}, i.e. sendfile(2)) in an {@link OutputQueue}, written after
+ * every callback into the handler, in gathering writes; what the socket does not take waits for
+ * OP_WRITE. Each item may carry a callback that runs once its last byte is written or it is
+ * dropped because the connection closed, so buffers always go back to their owner. A peer that
+ * takes no bytes for longer than the transport's send timeout (on the loop's clock) is
+ * disconnected.
  *
  * <h2>TLS</h2>
  * {@link #startTls} switches the connection to TLS in place, as STARTTLS protocols need: what
