@@ -182,7 +182,7 @@ public final class EventLoop {
 
     /**
      * Runs {@code task} on the loop thread once {@code delayNs} have passed since this pass
-     * began ({@link #nowNs()}), unless cancelled: the first pass that reads a later time runs it.
+     * began ({@link #nowNs()}), unless cancelled: the first pass that reads that time or later runs it.
      * Loop thread only.
      */
     public Timeout schedule(long delayNs, Runnable task) {

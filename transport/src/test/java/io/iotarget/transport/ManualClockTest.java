@@ -164,12 +164,20 @@ class ManualClockTest {
         assertTrue(onLoopAt(endNs - 1, () -> delay.active() && c.inputPaused()), "still paused a nanosecond before the end");
         assertFalse(resumed.get());
 
+        delay.delay(2 * delayNs);                               // read at endNs - 1: a longer delay extends the pause
+        long extendedNs = endNs - 1 + 2 * delayNs;
         passAt(endNs + 1);
-        assertTrue(onLoopAt(endNs + 1, () -> !delay.active() && !c.inputPaused()), "reading again a nanosecond after it");
+        assertTrue(onLoopAt(endNs + 1, () -> delay.active() && c.inputPaused()), "the first end passed, the pause goes on");
+        passAt(extendedNs - 1);
+        assertTrue(onLoopAt(extendedNs - 1, () -> delay.active() && c.inputPaused()), "still paused a nanosecond before the new end");
+        assertFalse(resumed.get());
+
+        passAt(extendedNs + 1);
+        assertTrue(onLoopAt(extendedNs + 1, () -> !delay.active() && !c.inputPaused()), "reading again a nanosecond after it");
         assertTrue(resumed.get());
 
         ending.set(true);
         delay.delay(delayNs);
-        assertFalse(onLoopAt(endNs + 1, delay::active), "an owner that takes no more requests is not delayed");
+        assertFalse(onLoopAt(extendedNs + 1, delay::active), "an owner that takes no more requests is not delayed");
     }
 }
