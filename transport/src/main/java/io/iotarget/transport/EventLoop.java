@@ -324,9 +324,8 @@ public final class EventLoop {
     /** Something failed outside any one connection: log (rate-limited) and go on. */
     void survive(Throwable t) {
         unexpected.increment();
-        long now = clock.nanoTime();
-        if (now - lastErrorLogNs >= ERROR_BACKOFF_NS) {
-            lastErrorLogNs = now;
+        if (nowNs - lastErrorLogNs >= ERROR_BACKOFF_NS) {
+            lastErrorLogNs = nowNs;
             LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", t);
         }
         if (t instanceof Error) {
