@@ -1,5 +1,8 @@
 package io.iotarget.backend;
 
+import io.iotarget.backend.file.FileBackend;
+import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

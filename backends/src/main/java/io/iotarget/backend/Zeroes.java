@@ -2,8 +2,8 @@ package io.iotarget.backend;
 
 import java.nio.ByteBuffer;
 
-/** Zero-filling of buffer ranges without allocating. */
-final class Zeroes {
+/** Zero-filling of buffer ranges without allocating, for every kind of backend. Any thread. */
+public final class Zeroes {
     /** Read-only source of zeroes for bulk puts. */
     private static final ByteBuffer ZERO = ByteBuffer.allocateDirect(64 * 1024).asReadOnlyBuffer();
 
@@ -11,7 +11,7 @@ final class Zeroes {
     }
 
     /** Writes {@code length} zero bytes into {@code dst} at absolute index {@code index}. */
-    static void fill(ByteBuffer dst, int index, int length) {
+    public static void fill(ByteBuffer dst, int index, int length) {
         while (length > 0) {
             int n = Math.min(length, ZERO.capacity());
             dst.put(index, ZERO, 0, n);
@@ -21,11 +21,12 @@ final class Zeroes {
     }
 
     /** A read-only buffer of {@code length} (at most 64 KiB) zeroes, for writing zeroes to files. */
-    static ByteBuffer slice(int length) {
+    public static ByteBuffer slice(int length) {
         return ZERO.slice(0, length);
     }
 
-    static int maxSlice() {
+    /** The longest {@link #slice}. */
+    public static int maxSlice() {
         return ZERO.capacity();
     }
 }

@@ -3,21 +3,25 @@
  * thread-safe store with no notion of groups or requests; the dispatch layer turns
  * admitted requests into calls on it.
  *
- * <ul>
- *   <li>{@link io.iotarget.backend.NullBackend}: discards writes, reads zeroes; measures everything but storage, like null_blk.
- *   <li>{@link io.iotarget.backend.MemoryBackend}: sparse, off-heap, chunks allocated on first write.
- *   <li>{@link io.iotarget.backend.FileBackend}: a regular file or a block device, optionally
- *       O_DIRECT, on io_uring or IO threads; discard and write-zeroes through fallocate(2);
- *       zero-copy regions of the page cache for buffered reads.
- *   <li>{@link io.iotarget.backend.PacedBackend}: any of these behind a fixed IOPS and bandwidth, a
- *       device of known capacity for measurements that must not depend on the machine.
- * </ul>
+ * <h2>1. Kinds, one package each</h2>
+ * <pre>
+ *   backend            Backend, Completion, errors, BackendFactory, PacedBackend (any kind, paced)
+ *   ├── nullblk        NullBackend: discards writes, reads zeroes; everything but storage, like null_blk
+ *   ├── memory         MemoryBackend: sparse, off-heap, chunks allocated on first write
+ *   └── file           FileBackend: a regular file or a block device, optionally O_DIRECT,
+ *                      and the IoEngine blocking backends run on: io_uring (IoRing, RingSlot)
+ *                      or a bounded pool of IO threads (IoThreads)
+ * </pre>
+ * The null and memory backends answer on the calling thread; only a
+ * {@linkplain io.iotarget.backend.Backend#blocking() blocking} backend (the file) needs the
+ * {@link io.iotarget.backend.file.IoEngine}.
  *
- * The control plane and the front ends make backends only through
+ * <h2>2. Making one</h2> The control plane and the front ends make backends only through
  * {@link io.iotarget.backend.BackendFactory}, from a description of what they want.
- * Blocking backends run on an {@link io.iotarget.backend.IoEngine}: one io_uring per engine
- * ({@code IoRing}, its slots {@code RingSlot}) or a bounded pool of IO threads
- * ({@code IoThreads}). {@link io.iotarget.backend.BackendErrors} turns the errno of a failure
- * into the request's status.
+ * {@link io.iotarget.backend.PacedBackend} puts any of them behind a fixed IOPS and bandwidth,
+ * a device of known capacity for measurements that must not depend on the machine.
+ *
+ * <h2>3. Errors</h2> {@link io.iotarget.backend.BackendErrors} turns the errno of a failure
+ * ({@link io.iotarget.backend.ErrnoException}) into the request's status.
  */
 package io.iotarget.backend;

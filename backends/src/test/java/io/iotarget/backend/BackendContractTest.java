@@ -1,5 +1,8 @@
 package io.iotarget.backend;
 
+import io.iotarget.backend.file.FileBackend;
+import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,5 +1,7 @@
 package io.iotarget.backend;
 
+import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;

@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy.GlobalLimit;
+import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 
 import java.util.ArrayList;
@@ -13,7 +14,6 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
 
 /**
  * This node's side of the coordination loop (package documentation): every interval it
@@ -43,7 +43,7 @@ public final class Coordinator implements AutoCloseable {
     private final ThrottlePolicy throttle;
     private final ClusterSettings settings;
     private final ShareStore store;
-    private final LongSupplier nanoTime;
+    private final Clock clock;
     private final ScheduledExecutorService thread;
 
     /** Per store key; the coordinator's thread only. */
@@ -89,12 +89,12 @@ public final class Coordinator implements AutoCloseable {
      * Makes io.max.global written from now on start at the floor ({@link #floor}): the store
      * reserves no more for a node it has not heard from. {@link #start} begins the loop.
      */
-    public Coordinator(IoController controller, ClusterSettings settings, ShareStore store, LongSupplier nanoTime) {
+    public Coordinator(IoController controller, ClusterSettings settings, ShareStore store, Clock clock) {
         this.controller = controller;
         this.throttle = throttle(controller);
         this.settings = settings;
         this.store = store;
-        this.nanoTime = nanoTime;
+        this.clock = clock;
         this.thread = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "iotarget-cluster");
             t.setDaemon(true);
@@ -120,13 +120,13 @@ public final class Coordinator implements AutoCloseable {
     }
 
     public void start() {
-        lastContactNs = nanoTime.getAsLong();
+        lastContactNs = clock.nanoTime();
         thread.scheduleWithFixedDelay(this::tickSafely, 0, settings.intervalMs(), TimeUnit.MILLISECONDS);
     }
 
     private void tickSafely() {
         try {
-            tick(nanoTime.getAsLong());
+            tick(clock.nanoTime());
         } catch (RuntimeException | Error e) {
             // An Error too (out of memory, a log call that threw): an executor stops a task that throws, and the shares would freeze.
             failures++;
@@ -186,7 +186,7 @@ public final class Coordinator implements AutoCloseable {
     private void exchange(List<Tenant> active, long nowNs) {
         List<ShareStore.Report> reports = new ArrayList<>(active.size());
         for (Tenant t : active) reports.add(new ShareStore.Report(t.key, t.globalLimit, t.demand, t.share, floor(t.globalLimit, settings.nodes())));
-        long startNs = nanoTime.getAsLong();
+        long startNs = clock.nanoTime();
         List<ShareStore.Share> answers;
         try {
             answers = store.exchange(settings.node(), settings.nodes(), settings.leaseMs(), reports);
@@ -208,7 +208,7 @@ public final class Coordinator implements AutoCloseable {
             }
             return;
         }
-        roundTripNs = nanoTime.getAsLong() - startNs;
+        roundTripNs = clock.nanoTime() - startNs;
         exchanges++;
         if (lost) LOG.log(System.Logger.Level.INFO, "cluster store reachable again after " + TimeUnit.NANOSECONDS.toMillis(nowNs - lastContactNs) + " ms"
                                                       + (fallback ? "; shares follow demand again" : ""));

@@ -1,7 +1,7 @@
 package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.Sizes;
 import io.iotarget.control.http.ControlEndpoint;

@@ -1,7 +1,7 @@
 package io.iotarget.engine;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.IoEngine;
+import io.iotarget.backend.file.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.dispatch.DispatchCounter;
 import io.iotarget.dispatch.DispatchQueue;

@@ -1,7 +1,7 @@
 package io.iotarget.engine;
 
-import io.iotarget.backend.FileBackend;
-import io.iotarget.backend.IoEngine;
+import io.iotarget.backend.file.FileBackend;
+import io.iotarget.backend.file.IoEngine;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoStatus;

@@ -1,6 +1,6 @@
 package io.iotarget.engine;
 
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoOp;

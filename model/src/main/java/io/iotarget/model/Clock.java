@@ -1,8 +1,9 @@
 package io.iotarget.model;
 
 /**
- * The engine's one source of time. Layers below the engine never read time themselves: they
- * take {@code nowNs} as an argument, so tests can drive them with a manual clock.
+ * The one source of time of the engine and the transport. Layers below the engine never read
+ * time themselves: they take {@code nowNs} as an argument; the transport's event loops read it
+ * once per pass. Tests drive both with a {@link ManualClock}.
  */
 @FunctionalInterface
 public interface Clock {

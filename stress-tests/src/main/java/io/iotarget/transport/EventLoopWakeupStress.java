@@ -39,7 +39,7 @@ public class EventLoopWakeupStress {
 
     public EventLoopWakeupStress() {
         try {
-            loop = new EventLoop("stress", TimeUnit.SECONDS.toNanos(30), Transport.Settings.DEFAULT_SEND_BUFFER, 0, Runnable::run);
+            loop = new EventLoop("stress", io.iotarget.model.Clock.SYSTEM, TimeUnit.SECONDS.toNanos(30), Transport.Settings.DEFAULT_SEND_BUFFER, 0, Runnable::run);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

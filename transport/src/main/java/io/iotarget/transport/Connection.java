@@ -1,10 +1,8 @@
 package io.iotarget.transport;
 
 import javax.net.ssl.SSLEngine;
-import javax.net.ssl.SSLEngineResult;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLSession;
-import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
@@ -12,9 +10,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
-import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.concurrent.RejectedExecutionException;
 
 /**
  * One accepted TCP connection, owned by one {@link EventLoop}: non-blocking reads into the
@@ -31,16 +27,18 @@ import java.util.concurrent.RejectedExecutionException;
  *
  * <h2>Output</h2>
  * {@link #send} queues buffers and {@link #sendFile} queues file regions (sent with
- * {@code FileChannel.transferTo}, i.e. sendfile(2)). The queue is written after every callback
- * into the handler, in gathering writes; what the socket does not take waits for OP_WRITE. Each
- * item may carry a callback that runs once its last byte is written or it is dropped because the
- * connection closed, so buffers always go back to their owner. A peer that takes no bytes for
- * longer than the transport's send timeout is disconnected.
+ * {@code FileChannel.transferTo}, i.e. sendfile(2)) in an {@link OutputQueue}, written after
+ * every callback into the handler, in gathering writes; what the socket does not take waits for
+ * OP_WRITE. Each item may carry a callback that runs once its last byte is written or it is
+ * dropped because the connection closed, so buffers always go back to their owner. A peer that
+ * takes no bytes for longer than the transport's send timeout (on the loop's clock) is
+ * disconnected.
  *
  * <h2>TLS</h2>
  * {@link #startTls} switches the connection to TLS in place, as STARTTLS protocols need: what
  * was queued until then goes out in clear, then the handshake runs, and from then on the handler
- * receives plaintext and whatever it sends is encrypted ({@link TlsLayer}). One rule for file
+ * receives plaintext and whatever it sends is encrypted: reads, writes and close go through the
+ * {@link TlsLayer}, which owns the engine and everything it needs. One rule for file
  * regions: under TLS {@link #sendFile} reads the region into a loop buffer piece by piece and
  * encrypts it (sendfile(2) cannot encrypt), so handlers queue regions the same way either way.
  * The handshake's heavy steps run on the transport's TLS threads, never on the loop. Closing
@@ -51,11 +49,9 @@ import java.util.concurrent.RejectedExecutionException;
  * {@link #describe()}.
  */
 public final class Connection {
-    /** Buffers per gathering write: below the kernel's IOV_MAX of 1024. */
-    static final int GATHER_MAX = 1000;
     /** Reads per readiness event before the loop turns to other connections. */
     private static final int READS_PER_EVENT = 4;
-    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
+    static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
 
     private final EventLoop loop;
     private final SocketChannel channel;
@@ -72,9 +68,7 @@ public final class Connection {
     private boolean inputEnded;
     private boolean redeliveryQueued;
 
-    private final ArrayDeque<Item> queue = new ArrayDeque<>();
-    private Item freeItems;
-    private long queuedBytes;
+    private final OutputQueue output = new OutputQueue();
     private long lastProgressNs;
     private boolean closeWhenFlushed;
     private boolean closed;
@@ -152,7 +146,7 @@ public final class Connection {
         return inputPaused;
     }
 
-    private void redeliverSoon() {
+    void redeliverSoon() {
         if (redeliveryQueued) return;
         redeliveryQueued = true;
         loop.execute(this::redeliver);
@@ -163,7 +157,7 @@ public final class Connection {
         if (closed || inputPaused) return;
         if (tls != null) {
             try {
-                tlsInput();
+                tls.input();
             } catch (IOException e) {
                 close(e);
                 return;
@@ -190,7 +184,7 @@ public final class Connection {
         for (int round = 0; round < READS_PER_EVENT && !closed && !inputPaused && !inputEnded; round++) {
             int n;
             try {
-                n = tls == null ? readPlain() : readTls();
+                n = tls == null ? readPlain() : tls.read();
             } catch (IOException e) {
                 close(e);
                 return;
@@ -224,22 +218,16 @@ public final class Connection {
         return n > 0 && before + n < buffer.capacity() ? 0 : n;          // a buffer not filled: the socket had no more
     }
 
-    /** One read of a TLS connection: ciphertext in, plaintext to the handler; 0 when the socket has no more for now. */
-    private int readTls() throws IOException {
-        int n = tls.read(channel);
-        boolean more = tls.inputFull();
-        tlsInput();
-        return n > 0 && !more ? 0 : n;
-    }
-
-    private void endOfInput() {
+    /** The peer's stream ended (EOF, or TLS close_notify): the handler hears it once. */
+    void endOfInput() {
+        if (inputEnded) return;
         inputEnded = true;
         key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
         handler.inputEnded(this);
     }
 
     /** Offers {@code buffer} to the handler and keeps what it left. */
-    private void deliver(ByteBuffer buffer) {
+    void deliver(ByteBuffer buffer) {
         TlsLayer before = tls;
         handler.received(this, buffer);
         if (closed || !buffer.hasRemaining()) return;
@@ -248,7 +236,7 @@ public final class Connection {
             tls.receivedEarly(buffer);
             buffer.position(buffer.limit());
             try {
-                tlsInput();
+                tls.input();
             } catch (IOException e) {
                 close(e);
             }
@@ -278,10 +266,12 @@ public final class Connection {
      * tells which).
      */
     public void send(ByteBuffer bytes, Runnable whenDone) {
-        Item item = item();
-        item.buffer = bytes;
-        item.whenDone = whenDone;
-        enqueue(item, bytes.remaining());
+        if (closed) {
+            if (whenDone != null) whenDone.run();
+            return;
+        }
+        if (!outputWaiting()) lastProgressNs = loop.nowNs();
+        output.add(bytes, whenDone);
     }
 
     /**
@@ -289,41 +279,31 @@ public final class Connection {
      * sendfile(2) — or, under TLS, read and encrypted piece by piece.
      */
     public void sendFile(FileChannel file, long position, long length, Runnable whenDone) {
-        Item item = item();
-        item.file = file;
-        item.position = position;
-        item.remaining = length;
-        item.whenDone = whenDone;
-        enqueue(item, length);
-    }
-
-    private void enqueue(Item item, long bytes) {
         if (closed) {
-            done(item);
+            if (whenDone != null) whenDone.run();
             return;
         }
-        if (!outputWaiting()) lastProgressNs = System.nanoTime();
-        queue.add(item);
-        queuedBytes += bytes;
+        if (!outputWaiting()) lastProgressNs = loop.nowNs();
+        output.add(file, position, length, whenDone);
     }
 
     /** Bytes queued and not yet written (under TLS: not yet encrypted). */
     public long queuedBytes() {
-        return queuedBytes;
+        return output.bytes();
     }
 
     /** Something is queued, or encrypted and not written. */
     private boolean outputWaiting() {
-        return !queue.isEmpty() || (tls != null && tls.outputPending());
+        return !output.isEmpty() || (tls != null && tls.outputPending());
     }
 
     /** Writes what the socket takes now. Called by the loop after every callback; handlers rarely need it. */
     public void flush() {
         if (closed) return;
-        if (tls == null ? queue.isEmpty() : !tlsHasOutput()) return;
+        if (tls == null ? output.isEmpty() : !tls.hasOutput()) return;
         boolean socketFull;
         try {
-            socketFull = tls == null ? writePlain() : writeTls();
+            socketFull = tls == null ? writePlain() : tls.write();
         } catch (IOException e) {
             close(e);
             return;
@@ -332,7 +312,7 @@ public final class Connection {
         int ops = key.interestOps();
         int wanted = socketFull ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
         if (wanted != ops) key.interestOps(wanted);
-        if (!socketFull && queue.isEmpty()) {
+        if (!socketFull && output.isEmpty()) {
             if (closeWhenFlushed) {
                 close(null);
                 return;
@@ -343,15 +323,15 @@ public final class Connection {
 
     /** Writes the queue until it is empty or the socket is full; true when the socket is full. */
     private boolean writePlain() throws IOException {
-        while (!queue.isEmpty()) {
-            Item head = queue.peek();
+        while (!output.isEmpty()) {
+            OutputQueue.Item head = output.head();
             if (head.file != null) {
                 long n = head.file.transferTo(head.position, head.remaining, channel);
                 if (n > 0) progress(n);
                 head.position += n;
                 head.remaining -= n;
                 if (head.remaining > 0) return true;
-                done(queue.poll());
+                output.completeHead();
                 continue;
             }
             if (!writeBuffers()) return true;
@@ -362,36 +342,21 @@ public final class Connection {
     /** One gathering write of the buffers at the head of the queue; true when all of them went. */
     private boolean writeBuffers() throws IOException {
         ByteBuffer[] gather = loop.gather;
-        int count = gather(gather);
+        int count = output.gather(gather);
         long n = channel.write(gather, 0, count);
         Arrays.fill(gather, 0, count, null);
         if (n > 0) progress(n);
-        return doneWithWritten(count);
-    }
-
-    /** Puts the buffers at the head of the queue (up to the first file region) into {@code gather}; how many. */
-    private int gather(ByteBuffer[] gather) {
-        int count = 0;
-        for (Item item : queue) {
-            if (item.file != null || count == GATHER_MAX) break;
-            gather[count++] = item.buffer;
-        }
-        return count;
-    }
-
-    /** Completes the fully written buffers among the first {@code count} items; true when all of them were. */
-    private boolean doneWithWritten(int count) {
-        for (int i = 0; i < count && !closed; i++) {
-            Item head = queue.peek();
-            if (head.buffer.hasRemaining()) return false;
-            done(queue.poll());
-        }
-        return !closed;
+        return output.completeWritten(count) && !closed;
     }
 
     private void progress(long bytes) {
-        queuedBytes -= bytes;
-        lastProgressNs = System.nanoTime();
+        output.consumed(bytes);
+        lastProgressNs = loop.nowNs();
+    }
+
+    /** The peer took some of the output (TLS records, written). */
+    void progressed() {
+        lastProgressNs = loop.nowNs();
     }
 
     /** Nanoseconds the queued output has been waiting for the peer to take any of it; 0 when nothing is queued. */
@@ -419,204 +384,25 @@ public final class Connection {
      */
     public void startTls(SSLEngine engine) throws SSLException {
         if (tls != null) throw new IllegalStateException("TLS is already on");
-        for (Item item : queue) {
-            if (item.file != null) throw new IllegalStateException("a file region is queued to go out in clear before TLS");
-        }
-        TlsLayer layer = new TlsLayer(engine);
-        for (Item item; (item = queue.poll()) != null; ) {
-            queuedBytes -= item.buffer.remaining();
-            layer.sendClear(item.buffer);
-            done(item);
-        }
-        tls = layer;
+        if (output.hasFileRegion()) throw new IllegalStateException("a file region is queued to go out in clear before TLS");
+        tls = new TlsLayer(this, channel, output, engine);
     }
 
     /** The session of the finished TLS handshake (the peer's certificates), or null: no TLS, or not yet. */
     public SSLSession tlsSession() {
-        return tls != null && tls.established ? tls.engine.getSession() : null;
+        return tls == null ? null : tls.session();
     }
 
-    /** Anything for a TLS flush to do: bytes queued or encrypted, or a message the engine wants to send. */
-    private boolean tlsHasOutput() {
-        return !queue.isEmpty() || tls.outputPending()
-               || (!tls.tasksRunning && tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP);
+    /** Moves what the handler left unconsumed last time to the front of {@code into}. */
+    void takeKept(ByteBuffer into) {
+        if (!kept.hasRemaining()) return;
+        into.put(kept);
+        kept.clear().limit(0);
     }
 
-    /** Unwraps what has arrived and offers the plaintext to the handler, until the engine or the handler has to wait. */
-    private void tlsInput() throws IOException {
-        while (!closed && !inputPaused && !tls.tasksRunning) {
-            ByteBuffer plain = loop.tlsPlainBuffer().clear();
-            if (kept.hasRemaining()) {
-                plain.put(kept);
-                kept.clear().limit(0);
-            }
-            int before = plain.position();
-            TlsLayer.Input next = tls.unwrap(plain);
-            plain.flip();
-            if (tls.established && !tls.told) {
-                tls.told = true;
-                handler.tlsEstablished(this);
-                if (closed) return;
-            }
-            boolean fresh = plain.limit() > before;
-            if (plain.hasRemaining()) deliver(plain);
-            switch (next) {
-                case NEED_INPUT -> {
-                    return;
-                }
-                case PLAIN_FULL -> {
-                    if (!fresh) throw new IllegalStateException("a TLS record does not fit the plaintext buffer");
-                }
-                case NEED_WRAP -> {
-                    flush();
-                    if (closed) return;
-                    if (tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
-                        tls.unwrapAfterWrite = true;         // the socket is full; writeTls brings us back
-                        return;
-                    }
-                }
-                case NEED_TASK -> {
-                    runTlsTasks();
-                    return;
-                }
-                case CLOSED -> {
-                    if (!inputEnded) endOfInput();
-                    return;
-                }
-            }
-        }
-    }
-
-    /** Writes what is encrypted and encrypts more until the socket is full or nothing can go; true when the socket is full. */
-    private boolean writeTls() throws IOException {
-        boolean socketFull = false;
-        while (!closed) {
-            if (tls.outputPending()) {
-                if (tls.write(channel) > 0) lastProgressNs = System.nanoTime();
-                if (tls.outputPending()) {
-                    socketFull = true;
-                    break;
-                }
-            }
-            if (!encrypt()) break;
-        }
-        if (tls.unwrapAfterWrite && tls.engine.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NEED_WRAP) {
-            tls.unwrapAfterWrite = false;
-            redeliverSoon();
-        }
-        return socketFull;
-    }
-
-    /**
-     * Fills the empty output buffer with records: the engine's own messages first, queued data
-     * once the handshake is done. True when something was produced.
-     */
-    private boolean encrypt() throws IOException {
-        if (tls.tasksRunning) return false;
-        ByteBuffer out = tls.fill();
-        try {
-            while (tls.roomForRecord() && !closed) {
-                SSLEngineResult.HandshakeStatus hs = tls.engine.getHandshakeStatus();
-                SSLEngineResult r;
-                if (hs == SSLEngineResult.HandshakeStatus.NEED_TASK) {
-                    runTlsTasks();
-                    break;
-                } else if (hs == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
-                    r = tls.engine.wrap(EMPTY, out);
-                } else if (tls.established && !queue.isEmpty()) {
-                    r = wrapQueued(out);
-                } else {
-                    break;                              // the handshake waits for the peer, or nothing is queued
-                }
-                if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.FINISHED) tls.established = true;
-                if (r.getStatus() != SSLEngineResult.Status.OK || r.bytesProduced() == 0) break;
-            }
-        } finally {
-            tls.filled();
-        }
-        return tls.outputPending();
-    }
-
-    /** Encrypts from the head of the queue into {@code out}: buffers in one gathering wrap, or a piece of a file region. */
-    private SSLEngineResult wrapQueued(ByteBuffer out) throws IOException {
-        Item head = queue.peek();
-        if (head.file != null) {
-            ByteBuffer chunk = loop.tlsFileChunk().clear();
-            if (head.remaining < chunk.capacity()) chunk.limit((int) head.remaining);
-            if (head.file.read(chunk, head.position) < 0) {
-                throw new EOFException("the file region ends " + head.remaining + " bytes early");
-            }
-            chunk.flip();
-            SSLEngineResult r = tls.engine.wrap(chunk, out);
-            head.position += r.bytesConsumed();
-            head.remaining -= r.bytesConsumed();
-            queuedBytes -= r.bytesConsumed();
-            if (head.remaining == 0) done(queue.poll());
-            return r;
-        }
-        ByteBuffer[] gather = loop.gather;
-        int count = gather(gather);
-        SSLEngineResult r = tls.engine.wrap(gather, 0, count, out);
-        Arrays.fill(gather, 0, count, null);
-        queuedBytes -= r.bytesConsumed();
-        doneWithWritten(count);
-        return r;
-    }
-
-    /** Hands the engine's delegated tasks to the transport's TLS threads; the loop resumes this connection after them. */
-    private void runTlsTasks() {
-        if (tls.tasksRunning) return;
-        tls.tasksRunning = true;
-        SSLEngine engine = tls.engine;
-        try {
-            loop.tlsTasks().execute(() -> {
-                try {
-                    for (Runnable task; (task = engine.getDelegatedTask()) != null; ) task.run();
-                } finally {
-                    loop.execute(this::tlsTasksDone);
-                }
-            });
-        } catch (RejectedExecutionException e) {
-            tls.tasksRunning = false;
-            close(new IOException("the transport is closing", e));
-        }
-    }
-
-    private void tlsTasksDone() {
-        tls.tasksRunning = false;
-        if (closed) return;
-        try {
-            tlsInput();
-        } catch (IOException e) {
-            close(e);
-            return;
-        }
-        flush();
-    }
-
-    /**
-     * Tells the peer the session ends — close_notify, or the alert of a failed handshake — if the
-     * socket takes it now. Never waits: a peer that does not read learns it from the TCP close.
-     */
-    private void closeTls() {
-        if (tls.tasksRunning || tls.filling) return;         // the engine is busy: a plain TCP close
-        try {
-            if (tls.outputPending()) tls.write(channel);
-            if (tls.outputPending()) return;
-            tls.engine.closeOutbound();
-            ByteBuffer out = tls.fill();
-            try {
-                while (tls.roomForRecord() && tls.engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
-                    SSLEngineResult r = tls.engine.wrap(EMPTY, out);
-                    if (r.bytesProduced() == 0 || r.getStatus() == SSLEngineResult.Status.CLOSED) break;
-                }
-            } finally {
-                tls.filled();
-            }
-            tls.write(channel);
-        } catch (IOException | RuntimeException e) {
-            // closing anyway
-        }
+    /** The TLS handshake finished: the handler hears it. */
+    void tlsEstablished() {
+        handler.tlsEstablished(this);
     }
 
     // ---------------------------------------------------------------- ending
@@ -649,15 +435,14 @@ public final class Connection {
     public void close(Throwable cause) {
         if (closed) return;
         closed = true;
-        if (tls != null) closeTls();
+        if (tls != null) tls.close();
         if (key != null) key.cancel();
         try {
             channel.close();
         } catch (IOException e) {
             // closing anyway
         }
-        for (Item item; (item = queue.poll()) != null; ) done(item);
-        queuedBytes = 0;
+        output.dropAll();
         kept = EMPTY;
         loop.remove(this);
         if (listener != null) listener.released(this);
@@ -667,36 +452,6 @@ public final class Connection {
     /** "ADDR:PORT" of the peer, for logs and refusals. Any thread. */
     public String describe() {
         return remote == null ? "?" : remote.getAddress().getHostAddress() + ":" + remote.getPort();
-    }
-
-    // ---------------------------------------------------------------- queue items
-
-    private Item item() {
-        Item item = freeItems;
-        if (item == null) return new Item();
-        freeItems = item.next;
-        item.next = null;
-        return item;
-    }
-
-    private void done(Item item) {
-        Runnable whenDone = item.whenDone;
-        item.buffer = null;
-        item.file = null;
-        item.whenDone = null;
-        item.next = freeItems;
-        freeItems = item;
-        if (whenDone != null) whenDone.run();
-    }
-
-    /** One queued piece of output: a buffer, or a file region. */
-    private static final class Item {
-        ByteBuffer buffer;
-        FileChannel file;
-        long position;
-        long remaining;
-        Runnable whenDone;
-        Item next;
     }
 
     /** The handler of a connection refused before it had one. */

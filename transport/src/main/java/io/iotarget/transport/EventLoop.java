@@ -1,5 +1,7 @@
 package io.iotarget.transport;
 
+import io.iotarget.model.Clock;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
@@ -21,10 +23,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>One pass of the loop</h2>
  * <pre>
  *   select (until the next timeout, or woken by execute)
+ *   read the clock once: {@link #nowNs()} for everything the pass does
  *   for each ready key: accept | read → handler.received → flush | write → flush
  *   run the tasks other threads queued (engine completions, control-plane requests)
  *   run the timeouts that are due (handshake limits, the send-stall sweep)
  * </pre>
+ * Time is the transport's {@link Clock}, read once per pass: the send timeout, every
+ * {@link #schedule}d deadline and a connection's last progress are measured on it, so tests
+ * drive them with a manual clock (waking the loop with {@link #execute} after moving it).
  * A handler that throws fails its own connection, never the loop: an {@link Error} (out of
  * memory, out of threads) is logged and the loop goes on with the next event.
  */
@@ -55,13 +61,16 @@ public final class EventLoop {
 
     private final Selector selector;
     private final Thread thread;
+    private final Clock clock;
+    /** The clock as this pass read it, after its select; loop thread only. */
+    private long nowNs;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean wakeupPending = new AtomicBoolean();
     private final PriorityQueue<Timeout> timeouts = new PriorityQueue<>();
     /** Shared by every connection of the loop: what a read returns lives here until the handler has seen it. */
     final ByteBuffer readBuffer = ByteBuffer.allocateDirect(READ_BUFFER_BYTES);
     /** The gather list of one write; loop thread only. */
-    final ByteBuffer[] gather = new ByteBuffer[Connection.GATHER_MAX];
+    final ByteBuffer[] gather = new ByteBuffer[OutputQueue.GATHER_MAX];
     /** TLS connections' plaintext is unwrapped here; allocated with the loop's first TLS connection. */
     private ByteBuffer tlsPlain;
     /** A piece of a file region on its way into a TLS record; allocated when first needed. */
@@ -82,12 +91,14 @@ public final class EventLoop {
     private long lastErrorLogNs;
     private long timeoutSequence;
 
-    EventLoop(String name, long sendTimeoutNs, int sendBufferBytes, long pollNs, Executor tlsTasks) throws IOException {
+    EventLoop(String name, Clock clock, long sendTimeoutNs, int sendBufferBytes, long pollNs, Executor tlsTasks) throws IOException {
         this.selector = Selector.open();
+        this.clock = clock;
+        this.nowNs = clock.nanoTime();
         this.sendTimeoutNs = sendTimeoutNs;
         this.sendBufferBytes = sendBufferBytes;
         this.pollNs = pollNs;
-        this.lastWorkNs = System.nanoTime() - pollNs;      // no work yet: nothing to poll for
+        this.lastWorkNs = nowNs - pollNs;                  // no work yet: nothing to poll for
         this.tlsTasks = tlsTasks;
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }
@@ -126,11 +137,15 @@ public final class EventLoop {
     private void sweep() {
         // Rescheduled first: a sweep that threw half way must not switch send timeouts off for good.
         if (running) schedule(SWEEP_NS, this::sweep);
-        long now = System.nanoTime();
+        sweep(nowNs);
+    }
+
+    /** One sweep at {@code nowNs}: closes the connections stalled past the send timeout, trims the others. Loop thread. */
+    void sweep(long nowNs) {
         for (int i = connections.size() - 1; i >= 0; i--) {
             if (i >= connections.size()) continue;
             Connection c = connections.get(i);
-            long stalled = c.stalledNs(now);
+            long stalled = c.stalledNs(nowNs);
             try {
                 if (stalled > sendTimeoutNs) {
                     c.close(new java.io.IOException("the peer took no reply bytes for " + stalled / 1_000_000 + " ms (send timeout "
@@ -142,6 +157,16 @@ public final class EventLoop {
                 survive(t);                             // a handler's closed() threw; the connection is closed all the same
             }
         }
+    }
+
+    /** The time this pass of the loop began (after its select), on the transport's clock. Loop thread only. */
+    public long nowNs() {
+        return nowNs;
+    }
+
+    /** The transport's clock, for a deadline computed on another thread. Any thread. */
+    public Clock clock() {
+        return clock;
     }
 
     /** True on this loop's own thread. */
@@ -156,12 +181,13 @@ public final class EventLoop {
     }
 
     /**
-     * Runs {@code task} on the loop thread once {@code delayNs} have passed, unless cancelled.
+     * Runs {@code task} on the loop thread once {@code delayNs} have passed since this pass
+     * began ({@link #nowNs()}), unless cancelled: the first pass that reads that time or later runs it.
      * Loop thread only.
      */
     public Timeout schedule(long delayNs, Runnable task) {
         assert inLoop();
-        Timeout t = new Timeout(System.nanoTime() + delayNs, timeoutSequence++, task);
+        Timeout t = new Timeout(nowNs + delayNs, timeoutSequence++, task);
         timeouts.add(t);
         return t;
     }
@@ -226,7 +252,8 @@ public final class EventLoop {
     private void select() throws IOException {
         int ready = pollNs > 0 ? poll() : 0;
         if (ready == 0) ready = waitForReady();
-        if (pollNs > 0 && (ready > 0 || !tasks.isEmpty())) lastWorkNs = System.nanoTime();
+        nowNs = clock.nanoTime();
+        if (pollNs > 0 && (ready > 0 || !tasks.isEmpty())) lastWorkNs = nowNs;
         if (ready == 0) return;
         var keys = selector.selectedKeys();
         for (var it = keys.iterator(); it.hasNext(); ) {
@@ -253,7 +280,7 @@ public final class EventLoop {
         long end = lastWorkNs + pollNs;
         Timeout next = timeouts.peek();
         if (next != null && next.deadlineNs - end < 0) end = next.deadlineNs;
-        while (tasks.isEmpty() && System.nanoTime() - end < 0) {
+        while (tasks.isEmpty() && clock.nanoTime() - end < 0) {
             int ready = selector.selectNow();
             if (ready > 0) return ready;
             Thread.yield();            // the server's other threads (the ring's completions) often share this core
@@ -264,7 +291,7 @@ public final class EventLoop {
     /** Selects until something is ready, a task is queued or the next timeout is due. */
     private int waitForReady() throws IOException {
         Timeout next = timeouts.peek();
-        long leftNs = next == null ? Long.MAX_VALUE : next.deadlineNs - System.nanoTime();
+        long leftNs = next == null ? Long.MAX_VALUE : next.deadlineNs - clock.nanoTime();
         if (!tasks.isEmpty() || leftNs <= 0) return selector.selectNow();
         if (next == null) return selector.select();
         return selector.select(Math.max(1, (leftNs + 999_999) / 1_000_000));
@@ -283,8 +310,7 @@ public final class EventLoop {
     }
 
     private void runTimeouts() {
-        long now = System.nanoTime();
-        for (Timeout t; (t = timeouts.peek()) != null && t.deadlineNs <= now; ) {
+        for (Timeout t; (t = timeouts.peek()) != null && t.deadlineNs - nowNs <= 0; ) {
             timeouts.poll();
             if (t.cancelled) continue;
             try {
@@ -298,9 +324,8 @@ public final class EventLoop {
     /** Something failed outside any one connection: log (rate-limited) and go on. */
     void survive(Throwable t) {
         unexpected.increment();
-        long now = System.nanoTime();
-        if (now - lastErrorLogNs >= ERROR_BACKOFF_NS) {
-            lastErrorLogNs = now;
+        if (nowNs - lastErrorLogNs >= ERROR_BACKOFF_NS) {
+            lastErrorLogNs = nowNs;
             LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", t);
         }
         if (t instanceof Error) {

@@ -119,7 +119,7 @@ public final class Listener implements AutoCloseable {
 
     /** Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): pause accepting, log once per pause. */
     private void acceptFailed(IOException e) {
-        long now = System.nanoTime();
+        long now = acceptLoop.nowNs();
         key.interestOps(0);
         if (now - lastFailureLogNs > 10 * ACCEPT_RETRY_NS) {
             lastFailureLogNs = now;

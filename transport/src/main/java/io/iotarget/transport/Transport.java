@@ -1,5 +1,7 @@
 package io.iotarget.transport;
 
+import io.iotarget.model.Clock;
+
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -73,14 +75,20 @@ public final class Transport implements AutoCloseable {
     private final AtomicInteger next = new AtomicInteger();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
 
+    /** Loops on the system clock. */
     public Transport(Settings settings) throws IOException {
+        this(settings, Clock.SYSTEM);
+    }
+
+    /** Loops whose timeouts and deadlines are measured on {@code clock} (tests: a manual one). */
+    public Transport(Settings settings, Clock clock) throws IOException {
         int n = settings.loops() > 0 ? settings.loops() : Runtime.getRuntime().availableProcessors();
         this.loops = new EventLoop[n];
         int tlsThreads = Math.max(1, n / 2);
         AtomicInteger tlsThreadNumber = new AtomicInteger();
         this.tlsTasks = new ThreadPoolExecutor(tlsThreads, tlsThreads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().daemon().name("iotarget-tls-" + tlsThreadNumber.getAndIncrement()).unstarted(task));
-        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, settings.sendTimeout().toNanos(), settings.sendBufferBytes(),
+        for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, clock, settings.sendTimeout().toNanos(), settings.sendBufferBytes(),
                                                   settings.poll().toNanos(), tlsTasks);
         for (EventLoop loop : loops) loop.start();
         this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());

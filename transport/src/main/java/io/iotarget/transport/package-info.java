@@ -11,7 +11,8 @@
  * <pre>
  *   Transport ── Listener (accept, limits) ──► EventLoop[i] ── Connection ── ConnectionHandler
  *                                               selector        kept input     (the protocol:
- *                                               tasks, timeouts  output queue   NBD, NVMe/TCP)
+ *                                               tasks, timeouts  OutputQueue    NBD, NVMe/TCP)
+ *                                               Clock, per pass  TlsLayer
  * </pre>
  * A {@link io.iotarget.transport.Protocol} gives each accepted connection its
  * {@link io.iotarget.transport.ConnectionHandler}; the handler consumes input, queues output and
@@ -20,7 +21,8 @@
  *
  * <h2>3. TLS</h2> A connection can switch to TLS in place for STARTTLS protocols
  * ({@link io.iotarget.transport.Connection#startTls}); its handler keeps seeing and sending
- * plaintext. Handshake computations run on the transport's few TLS threads, not on the loops.
+ * plaintext. {@link io.iotarget.transport.TlsLayer} is that whole path (engine, ciphertext buffers,
+ * wrap and unwrap); handshake computations run on the transport's few TLS threads, not on the loops.
  *
  * <h2>4. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
  * of unconsumed input; queued output only as long as it takes some of it within the send timeout;
@@ -32,7 +34,12 @@
  * Transport.Settings#poll it first busy-polls for that long after its last work, which saves a
  * queue-depth-1 request the wake-up of a sleeping thread at the price of CPU (off by default).
  *
- * <h2>6. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
+ * <h2>6. Time</h2> Every deadline — the send timeout, {@link io.iotarget.transport.EventLoop#schedule}d
+ * tasks (the front ends' handshake and Connect limits), an {@link io.iotarget.transport.IssuerDelay}
+ * — is measured on the transport's {@link io.iotarget.model.Clock}, read once per pass of a loop;
+ * tests drive it with a manual clock.
+ *
+ * <h2>7. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
  * block (no disk IO, no locks held across IO, no long computation on the loop).
  */
 package io.iotarget.transport;

@@ -1,6 +1,6 @@
 package io.iotarget.bench;
 
-import io.iotarget.backend.FileBackend;
+import io.iotarget.backend.file.FileBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.Clock;
@@ -106,7 +106,7 @@ public final class BackendIoLoad {
     /** An engine on the named IO engine; "default" is whatever Engine() does (on git main: synchronous). */
     private static Engine newEngine(String kind) throws ReflectiveOperationException {
         if (kind.equals("default")) return new Engine();
-        Class<?> kinds = Class.forName("io.iotarget.backend.IoEngine$Kind");
+        Class<?> kinds = Class.forName("io.iotarget.backend.file.IoEngine$Kind");
         for (Object k : kinds.getEnumConstants()) {
             if (((Enum<?>) k).name().equalsIgnoreCase(kind)) {
                 return Engine.class.getConstructor(Clock.class, boolean.class, kinds).newInstance(Clock.SYSTEM, true, k);

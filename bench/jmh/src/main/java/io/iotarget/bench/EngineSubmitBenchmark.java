@@ -1,7 +1,7 @@
 package io.iotarget.bench;
 
-import io.iotarget.backend.MemoryBackend;
-import io.iotarget.backend.NullBackend;
+import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;

@@ -1,6 +1,6 @@
 package io.iotarget.bench;
 
-import io.iotarget.backend.NullBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.Device;

@@ -1,6 +1,6 @@
 package io.iotarget.bench;
 
-import io.iotarget.backend.NullBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.backend.PacedBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.engine.Volume;

@@ -10,7 +10,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.MissingNode;
-import io.iotarget.backend.IoEngine;
+import io.iotarget.backend.file.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.RedisShareStore;

@@ -2,7 +2,7 @@ package io.iotarget.control.tree;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.BackendFactory;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.control.config.Sizes;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;

@@ -10,6 +10,7 @@ import io.iotarget.model.IoRequest;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.EventLoop;
+import io.iotarget.transport.IssuerDelay;
 
 import javax.net.ssl.SSLException;
 import java.nio.ByteBuffer;
@@ -79,9 +80,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     /** No more requests are taken: DISC, end of stream, shutdown. */
     private boolean ending;
     private boolean pausedForCommands;
-    /** Input is paused for the tenant's issuer delay until {@link #delayedUntilNs} (System.nanoTime). */
-    private boolean delayed;
-    private long delayedUntilNs;
+    /** Input paused for the tenant's issuer delay. */
+    private final IssuerDelay issuerDelay;
     /** The export group's share of the buffer pool. */
     private BufferAccount buffers;
     /** Input is paused until {@link #bufferWaiter} is served. */
@@ -100,6 +100,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         this.engine = engine;
         this.connection = connection;
         this.negotiation = new Negotiation(server.exports(), refusal);
+        this.issuerDelay = new IssuerDelay(connection, () -> ending || phase != Phase.TRANSMITTING, this::resumeIfReady);
     }
 
     @Override
@@ -150,7 +151,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         try {
             int events = 0;
             while (!ending) {
-                if (delayed && decoder.atHeader()) break;          // the rest waits for the delay's end
+                if (issuerDelay.active() && decoder.atHeader()) break;          // the rest waits for the delay's end
                 if (inFlight >= MAX_IN_FLIGHT && decoder.atHeader()) {
                     pausedForCommands = true;
                     connection.pauseInput();
@@ -313,7 +314,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     }
 
     private void resumeIfReady() {
-        if (!waitingForBuffer && !pausedForCommands && !delayed) connection.resumeInput();
+        if (!waitingForBuffer && !pausedForCommands && !issuerDelay.active()) connection.resumeInput();
     }
 
     /**
@@ -322,33 +323,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
      */
     @Override
     public boolean delayIssuer(IoRequest io, long delayNs) {
-        long untilNs = System.nanoTime() + delayNs;
-        connection.loop().execute(() -> delayInput(untilNs));
+        issuerDelay.delay(delayNs);
         return true;
-    }
-
-    /** Pauses input until {@code untilNs} (a later delay extends it). Loop thread. */
-    private void delayInput(long untilNs) {
-        if (ending || phase != Phase.TRANSMITTING) return;
-        if (delayed) {
-            if (untilNs - delayedUntilNs > 0) delayedUntilNs = untilNs;
-            return;
-        }
-        delayed = true;
-        delayedUntilNs = untilNs;
-        connection.pauseInput();
-        connection.loop().schedule(untilNs - System.nanoTime(), this::delayOver);
-    }
-
-    /** The delay's timer (loop thread): resumes, or waits on if the delay was extended. */
-    private void delayOver() {
-        long leftNs = delayedUntilNs - System.nanoTime();
-        if (leftNs > 0 && !ending) {
-            connection.loop().schedule(leftNs, this::delayOver);
-            return;
-        }
-        delayed = false;
-        if (!ending) resumeIfReady();
     }
 
     /** No request will take the buffer being waited for or reserved. */

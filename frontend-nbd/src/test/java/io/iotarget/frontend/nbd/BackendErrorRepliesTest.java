@@ -3,7 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.backend.BackendErrors;
 import io.iotarget.backend.ErrnoException;
 import io.iotarget.backend.ForwardingBackend;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
 import org.junit.jupiter.api.Test;

@@ -21,7 +21,7 @@ class BufferShareTest {
 
     @Test
     void aFloodingTenantIsStoppedAtItsShareAndTheOtherGoesOn() throws Exception {
-        try (TestTarget t = new TestTarget(new Engine.Settings(256L << 20, SHARE, io.iotarget.backend.IoEngine.Kind.AUTO))) {
+        try (TestTarget t = new TestTarget(new Engine.Settings(256L << 20, SHARE, io.iotarget.backend.file.IoEngine.Kind.AUTO))) {
             Device flood = t.memoryExport("flood", 256L << 20);
             Device other = t.memoryExport("other", 64L << 20);
             t.engine.controller().write("tenants/flood/io.max", flood.number() + " wiops=4");

@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.testkit.Tools;
 import io.iotarget.transport.Transport;
 import org.junit.jupiter.api.Test;

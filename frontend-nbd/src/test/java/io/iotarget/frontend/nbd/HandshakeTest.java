@@ -1,7 +1,10 @@
 package io.iotarget.frontend.nbd;
 
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
+import io.iotarget.model.ManualClock;
+import io.iotarget.transport.EventLoop;
+import io.iotarget.transport.Transport;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -10,6 +13,8 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -237,5 +242,34 @@ class HandshakeTest {
                 assertEquals(7, reply.cookie());
             }
         }
+    }
+
+    @Test
+    void shouldDisconnectAtTheHandshakeLimitOnTheTransportClockAndNotANanosecondBefore() throws Exception {
+        ManualClock clock = new ManualClock(1_000_000_000L);
+        try (Engine engine = new Engine();
+             Transport transport = new Transport(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, Transport.Settings.DEFAULT_SEND_BUFFER,
+                                                                        Duration.ZERO), clock);
+             NbdServer server = new NbdServer(engine, transport)) {
+            server.listen(new InetSocketAddress("127.0.0.1", 0));
+            int port = server.localAddresses().getFirst().getPort();
+            try (RawClient silent = new RawClient(port).hello(NbdWire.FLAG_C_FIXED_NEWSTYLE | NbdWire.FLAG_C_NO_ZEROES)) {
+                long limitNs = clock.nanoTime() + NbdServer.HANDSHAKE_LIMIT.toNanos();      // the greeting went out: the limit runs from now
+                passAt(clock, transport.loop(), limitNs - 1);
+                assertEquals(0, server.counters().counter(NbdCounter.HANDSHAKE_TIMEOUTS), "a nanosecond before the limit");
+                assertEquals(1, transport.connectionCount());
+                passAt(clock, transport.loop(), limitNs + 1);
+                assertEquals(1, server.counters().counter(NbdCounter.HANDSHAKE_TIMEOUTS), "a nanosecond after it");
+                assertTrue(silent.closedByServer());
+            }
+        }
+    }
+
+    /** Moves {@code clock} to {@code nowNs} and waits for {@code loop} to run what is due by then. */
+    private static void passAt(ManualClock clock, EventLoop loop, long nowNs) throws Exception {
+        clock.set(nowNs);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        loop.execute(() -> loop.schedule(nowNs - loop.nowNs(), () -> done.complete(null)));
+        done.get(10, TimeUnit.SECONDS);
     }
 }

@@ -25,7 +25,7 @@ class KernelClientVmTest {
     void kernelClientWritesReadsBackAndIsChargedWhatTheKernelCounted() throws Exception {
         GuestVm.require();
         try (TestTarget target = new TestTarget()) {
-            CountingBackend backend = new CountingBackend(new io.iotarget.backend.MemoryBackend(64 * MiB, 512, false));
+            CountingBackend backend = new CountingBackend(new io.iotarget.backend.memory.MemoryBackend(64 * MiB, 512, false));
             Device device = target.export("kernel", backend, false);
             GuestVm.Result r = GuestVm.run(GuestVm.script("nbd-kernel.sh"),
                     Map.of("NBD_PORT", Integer.toString(target.port), "NBD_EXPORT", "kernel", "RW_SIZE_MB", "4"), List.of(), 400);

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nbd;
 
-import io.iotarget.backend.NullBackend;
+import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.backend.PacedBackend;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.cost.CostPolicy;

@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.testkit.Tools;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.model.Device;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,8 +1,8 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.testkit.Tools;
-import io.iotarget.backend.FileBackend;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.file.FileBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.model.Device;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

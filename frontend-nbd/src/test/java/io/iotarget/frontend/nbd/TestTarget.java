@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nbd;
 
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.Device;
 import io.iotarget.testkit.TestPki;

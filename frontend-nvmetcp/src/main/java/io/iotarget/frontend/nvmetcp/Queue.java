@@ -24,6 +24,7 @@ import io.iotarget.frontend.nvmetcp.pdu.PduEncoder;
 import io.iotarget.frontend.nvmetcp.pdu.PduHandler;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.EventLoop;
+import io.iotarget.transport.IssuerDelay;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -109,9 +110,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
      * one): loop thread; closed with the connection.
      */
     private final Map<IoGroup, TenantQueue> pressureQueues = new IdentityHashMap<>(2);
-    /** Input is paused for the tenant's issuer delay until {@link #delayedUntilNs} (System.nanoTime). */
-    private boolean delayed;
-    private long delayedUntilNs;
+    /** Input paused for the tenant's issuer delay. */
+    private final IssuerDelay issuerDelay;
 
     // Fixed by Connect on the loop; read by other queues and the admin queue.
     private volatile QueueAuthentication authentication;
@@ -130,6 +130,9 @@ public final class Queue implements PduHandler, ConnectionHandler {
         this.slots = new CommandSlot[maxSlots];
         this.freeTags = new int[maxSlots];
         this.io = new IoCommands(target.engine(), this);
+        this.issuerDelay = new IssuerDelay(socket, () -> terminating, () -> {
+            if (held == null) socket.resumeInput();
+        });
     }
 
     @Override
@@ -357,7 +360,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
         if (slot == held) {
             held = null;
             decoder.resume(data);
-            if (!delayed) socket.resumeInput();
+            if (!issuerDelay.active()) socket.resumeInput();
         } else if (slot.awaitingData) {
             slot.event = CommandSlot.EVENT_R2T;
             queue(slot);
@@ -632,29 +635,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
      * still decoded, so up to one read's worth of commands may follow.
      */
     void delayInput(long delayNs) {
-        long untilNs = System.nanoTime() + delayNs;
-        socket.loop().execute(() -> {
-            if (socket.isClosed() || terminating) return;
-            if (delayed) {
-                if (untilNs - delayedUntilNs > 0) delayedUntilNs = untilNs;
-                return;
-            }
-            delayed = true;
-            delayedUntilNs = untilNs;
-            socket.pauseInput();
-            socket.loop().schedule(untilNs - System.nanoTime(), this::delayOver);
-        });
-    }
-
-    /** The delay's timer (loop thread): resumes, or waits on if the delay was extended. */
-    private void delayOver() {
-        long leftNs = delayedUntilNs - System.nanoTime();
-        if (leftNs > 0 && !socket.isClosed()) {
-            socket.loop().schedule(leftNs, this::delayOver);
-            return;
-        }
-        delayed = false;
-        if (held == null && !socket.isClosed()) socket.resumeInput();
+        issuerDelay.delay(delayNs);
     }
 
     /** Withdraws the slot's buffer wait; if it was already served, the buffer arrives on the loop and goes back. */

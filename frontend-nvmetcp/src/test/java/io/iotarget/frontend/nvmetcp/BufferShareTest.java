@@ -24,7 +24,7 @@ class BufferShareTest {
 
     @Test
     void aHostThatNeverSendsItsDataHoldsOnlyItsGroupsShare() throws Exception {
-        try (TargetFixture f = new TargetFixture(new Engine.Settings(64L << 20, SHARE, io.iotarget.backend.IoEngine.Kind.AUTO))) {
+        try (TargetFixture f = new TargetFixture(new Engine.Settings(64L << 20, SHARE, io.iotarget.backend.file.IoEngine.Kind.AUTO))) {
             BufferAccount root = f.engine.buffers().account(f.engine.controller().root());
             try (TestHost admin = new TestHost(f.port, false, false)) {
                 int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 0);

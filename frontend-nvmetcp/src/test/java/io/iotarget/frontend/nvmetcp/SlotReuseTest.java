@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.backend.ForwardingBackend;
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import org.junit.jupiter.api.Test;
 

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.backend.MemoryBackend;
+import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;

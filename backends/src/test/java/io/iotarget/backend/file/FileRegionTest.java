@@ -1,4 +1,4 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;

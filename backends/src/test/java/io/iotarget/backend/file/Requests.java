@@ -1,5 +1,8 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.Completion;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;

@@ -1,5 +1,7 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.Completion;
 import io.iotarget.model.IoRequest;
 
 /**

@@ -1,4 +1,4 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;

@@ -1,5 +1,6 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.Backend;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
@@ -26,7 +27,7 @@ public final class RequestRunner {
      * Runs {@code io} on {@code backend} to its end on this thread.
      *
      * @return {@link IoStatus#OK}, {@link IoStatus#NOT_FAST} or {@link IoStatus#COMPARE_FAILED}
-     * @throws IOException the backend failed ({@link BackendErrors} says what it means)
+     * @throws IOException the backend failed ({@link io.iotarget.backend.BackendErrors} says what it means)
      */
     public static IoStatus run(Backend backend, IoRequest io) throws IOException {
         if (io.hasFlag(IoFlags.PREFLUSH)) backend.flush();

@@ -1,5 +1,9 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.Completion;
+import io.iotarget.backend.ErrnoException;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 

@@ -1,4 +1,10 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
+
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.Completion;
+import io.iotarget.backend.ErrnoException;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
 
 import java.io.IOException;
 
@@ -88,8 +94,13 @@ public final class IoEngine implements AutoCloseable {
         return ring;
     }
 
-    IoThreads threads() {
-        return threads;
+    /**
+     * Queues {@code io} to run on {@code backend} on one of the engine's IO threads (what a
+     * blocking backend does unless it has a way of its own); null when under way, or
+     * {@link IoStatus#ABORTED} (and {@code done} is never called) when the engine is closed.
+     */
+    public IoStatus startOnThreads(Backend backend, IoRequest io, Completion done) {
+        return threads.execute(backend, io, done);
     }
 
     /**

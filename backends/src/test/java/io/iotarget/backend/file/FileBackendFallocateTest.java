@@ -1,4 +1,4 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,5 +1,6 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.ErrnoException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

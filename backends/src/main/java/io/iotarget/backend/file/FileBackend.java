@@ -1,5 +1,10 @@
-package io.iotarget.backend;
+package io.iotarget.backend.file;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.Completion;
+import io.iotarget.backend.ErrnoException;
+import io.iotarget.backend.Zeroes;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;

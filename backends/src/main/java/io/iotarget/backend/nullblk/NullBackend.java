@@ -1,5 +1,7 @@
-package io.iotarget.backend;
+package io.iotarget.backend.nullblk;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.Zeroes;
 import io.iotarget.model.ViewSink;
 
 import java.nio.ByteBuffer;

@@ -1,5 +1,9 @@
-package io.iotarget.backend;
+package io.iotarget.backend.memory;
 
+import io.iotarget.backend.Backend;
+import io.iotarget.backend.BackendErrors;
+import io.iotarget.backend.ErrnoException;
+import io.iotarget.backend.Zeroes;
 import io.iotarget.model.ViewSink;
 
 import com.sun.management.HotSpotDiagnosticMXBean;

@@ -1,0 +1,10 @@
+/**
+ * The null backend: {@link io.iotarget.backend.nullblk.NullBackend} stores nothing — writes
+ * vanish, reads return zeroes (shared views of one zero buffer, no copy), every extent is a
+ * hole. Like the kernel's null_blk it measures everything above the storage: the front end,
+ * the io controller, dispatch. Not blocking: requests end on the calling thread.
+ *
+ * <p>Watch: a benchmark on it says nothing about a disk; compare with the memory backend to see
+ * what copying the bytes costs. ("null" is a Java keyword, hence the kernel's name.)
+ */
+package io.iotarget.backend.nullblk;
