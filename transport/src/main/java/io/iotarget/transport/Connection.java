@@ -148,10 +148,6 @@ public final class Connection {
         if (kept.hasRemaining() || (tls != null && tls.hasInput())) redeliverSoon();
     }
 
-    public boolean inputPaused() {
-        return inputPaused;
-    }
-
     private void redeliverSoon() {
         if (redeliveryQueued) return;
         redeliveryQueued = true;
@@ -305,11 +301,6 @@ public final class Connection {
         if (!outputWaiting()) lastProgressNs = System.nanoTime();
         queue.add(item);
         queuedBytes += bytes;
-    }
-
-    /** Bytes queued and not yet written (under TLS: not yet encrypted). */
-    public long queuedBytes() {
-        return queuedBytes;
     }
 
     /** Something is queued, or encrypted and not written. */

@@ -40,10 +40,6 @@ public abstract class InterfaceFile {
         return placement;
     }
 
-    public final boolean controllerFile() {
-        return controllerFile;
-    }
-
     public abstract String read(Group group) throws ControlException;
 
     /** Whether {@link #write} accepts anything (mode 0644 rather than 0444). */
