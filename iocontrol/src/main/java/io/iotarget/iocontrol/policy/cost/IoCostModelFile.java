@@ -1,10 +1,10 @@
 package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -27,19 +27,19 @@ import java.util.List;
 final class IoCostModelFile extends InterfaceFile {
     private static final List<String> KEYS = List.of("rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops");
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final CostPolicy policy;
 
-    IoCostModelFile(IoController controller, CostPolicy policy) {
+    IoCostModelFile(PolicyHost host, CostPolicy policy) {
         super("io.cost.model", Placement.ONLY_ON_ROOT, true);
-        this.controller = controller;
+        this.host = host;
         this.policy = policy;
     }
 
     @Override
     public String read(Group group) {
         StringBuilder sb = new StringBuilder();
-        for (DeviceControl dc : controller.devices()) {
+        for (DeviceControl dc : host.devices()) {
             CostConfig c = policy.device(dc).config();
             if (c == null) continue;
             sb.append(dc.device().number()).append(" ctrl=").append(c.userModel() ? "user" : "auto").append(" model=linear");
@@ -63,9 +63,9 @@ final class IoCostModelFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        DeviceLine line = DeviceLine.parse(controller, text);
+        DeviceLine line = DeviceLine.parse(host, text);
         CostDevice device = policy.device(line.device());
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
+        host.configure(host.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
         // The controller holds the tree lock, which serializes configuration writes: the merge
         // below starts from what is current.
         CostConfig current = device.config();
@@ -91,7 +91,7 @@ final class IoCostModelFile extends InterfaceFile {
         }
         LinearModel model = current.model().with(given);
         boolean userFinal = user;
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeModel(userFinal, model, nowNs));
+        host.configure(host.root(), line.device(), (dg, nowNs) -> device.writeModel(userFinal, model, nowNs));
     }
 
     private static ControlException unknown(String token) {

@@ -1,10 +1,10 @@
 package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -37,19 +37,19 @@ final class IoCostQosFile extends InterfaceFile {
     /** match_strlcpy into char buf[32]. */
     private static final int MAX_VALUE_CHARS = 31;
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final CostPolicy policy;
 
-    IoCostQosFile(IoController controller, CostPolicy policy) {
+    IoCostQosFile(PolicyHost host, CostPolicy policy) {
         super("io.cost.qos", Placement.ONLY_ON_ROOT, true);
-        this.controller = controller;
+        this.host = host;
         this.policy = policy;
     }
 
     @Override
     public String read(Group group) {
         StringBuilder sb = new StringBuilder();
-        for (DeviceControl dc : controller.devices()) {
+        for (DeviceControl dc : host.devices()) {
             CostConfig c = policy.device(dc).config();
             if (c == null) continue;
             QosParams q = c.qos();
@@ -84,9 +84,9 @@ final class IoCostQosFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        DeviceLine line = DeviceLine.parse(controller, text);
+        DeviceLine line = DeviceLine.parse(host, text);
         CostDevice device = policy.device(line.device());
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
+        host.configure(host.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
         // The controller holds the tree lock, which serializes configuration writes: the merge
         // below starts from what is current.
         CostConfig current = device.config();
@@ -125,7 +125,7 @@ final class IoCostQosFile extends InterfaceFile {
         QosParams qos = new QosParams(readPpm, readLat, writePpm, writeLat, min, max);
         boolean enableFinal = enable;
         boolean userFinal = user;
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs));
+        host.configure(host.root(), line.device(), (dg, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs));
     }
 
     private static ControlException unknown(String token) {

@@ -140,7 +140,7 @@
  * The kernel's constants, with units and reasons, are in
  * {@link io.iotarget.iocontrol.policy.cost.CostTunables}; the knobs are io.cost.qos (rpct,
  * rlat, wpct, wlat, min, max), io.cost.model and io.weight. The system property
- * {@value io.iotarget.iocontrol.policy.cost.CostPolicy#DEBUG_STATS_PROPERTY}{@code =true}
+ * {@value io.iotarget.iocontrol.policy.IoPolicy#DEBUG_STATS_PROPERTY}{@code =true}
  * adds the kernel's debug fields to io.stat, as the blkcg_debug_stats module parameter does.
  *
  * <h2>10. What to watch</h2>

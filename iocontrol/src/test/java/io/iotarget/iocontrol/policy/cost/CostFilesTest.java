@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.ControllerHarness;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.ControlException;
@@ -28,7 +29,7 @@ class CostFilesTest {
 
     @BeforeEach
     void setUp() throws ControlException {
-        controller = new IoController(clock);
+        controller = new IoController(clock, ControllerHarness.ALL_POLICIES);
         controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "d0", 1L << 30, 512, false, 1));
         controller.registerDevice(new Device(1, new DeviceNumber(8, 16), "d1", 1L << 30, 512, false, 1));
         controller.write("cgroup.subtree_control", "+io");
