@@ -1,11 +1,11 @@
 package io.iotarget.control.config;
 
+import io.iotarget.control.tree.ForwardingTree;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
 import java.io.IOException;
-import java.util.List;
 
 /**
  * The mounted trees as the control endpoint serves them when the config names a
@@ -23,7 +23,7 @@ import java.util.List;
  * take it back — and the client gets EIO saying so; the next change that saves brings the
  * file up to date. Any thread.
  */
-public final class PersistedTree implements ConfigTree {
+public final class PersistedTree extends ForwardingTree {
     private final ConfigTree tree;
     private final ConfigSaver saver;
     private final StateFile state;
@@ -42,11 +42,13 @@ public final class PersistedTree implements ConfigTree {
         }
     }
 
-    private interface Change {
-        void run() throws ControlException;
+    @Override
+    public Target resolve(String path) {
+        return new Target(tree, path);
     }
 
-    private void change(Change change) throws ControlException {
+    @Override
+    protected void change(Change change) throws ControlException {
         change.run();
         try {
             persist();
@@ -54,55 +56,5 @@ public final class PersistedTree implements ConfigTree {
             throw new ControlException(Errno.EIO, "applied, but the state file " + state.path() + " could not be written: " + e.getMessage()
                                                   + " (the next change retries)");
         }
-    }
-
-    @Override
-    public Kind kind(String path) throws ControlException {
-        return tree.kind(path);
-    }
-
-    @Override
-    public List<String> list(String path) throws ControlException {
-        return tree.list(path);
-    }
-
-    @Override
-    public String read(String path) throws ControlException {
-        return tree.read(path);
-    }
-
-    @Override
-    public List<String> replay(String path) throws ControlException {
-        return tree.replay(path);
-    }
-
-    @Override
-    public String readLink(String linkPath) throws ControlException {
-        return tree.readLink(linkPath);
-    }
-
-    @Override
-    public void write(String path, String value) throws ControlException {
-        change(() -> tree.write(path, value));
-    }
-
-    @Override
-    public void mkdir(String path) throws ControlException {
-        change(() -> tree.mkdir(path));
-    }
-
-    @Override
-    public void rmdir(String path) throws ControlException {
-        change(() -> tree.rmdir(path));
-    }
-
-    @Override
-    public void link(String target, String linkPath) throws ControlException {
-        change(() -> tree.link(target, linkPath));
-    }
-
-    @Override
-    public void unlink(String linkPath) throws ControlException {
-        change(() -> tree.unlink(linkPath));
     }
 }
