@@ -51,7 +51,7 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * {@code nowNs} as it is (a latency sample; how long a built-in set has looked wrong).
  *
  * <p>Threads: every method runs under the device's lock (the controller's hooks, and
- * configuration changes through {@code IoController.configure}), except {@link #applies},
+ * configuration changes through {@code PolicyHost.configure}), except {@link #applies},
  * {@link #config()} and {@link #appendStat}, which read only volatile fields. Nothing here reads
  * a clock or starts a thread: the period timer and the wait timers are deadlines reported by
  * {@link #nextWakeNs} and run by {@link #releaseDue}.
