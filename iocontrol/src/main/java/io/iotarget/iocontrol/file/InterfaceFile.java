@@ -47,9 +47,13 @@ public abstract class InterfaceFile {
         return false;
     }
 
-    /** Applies {@code text} (one write(2)); EACCES for read-only files, like kernfs. */
+    /**
+     * Applies {@code text} (one write(2)). A read-only file refuses it with EINVAL, as Linux
+     * answers root (whose write access kernfs' 0444 does not stop): cgroup_file_write finds no
+     * write handler. The owner of the control endpoint is that root.
+     */
     public void write(Group group, String text) throws ControlException {
-        throw new ControlException(Errno.EACCES, name + " is read-only");
+        throw new ControlException(Errno.EINVAL, name + " is read-only");
     }
 
     /**
