@@ -2,8 +2,8 @@ package io.iotarget.cluster;
 
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy.GlobalLimit;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 
@@ -59,7 +59,6 @@ public final class Coordinator implements AutoCloseable {
     private volatile long fallbacks;
     private volatile long exchanges;
     private volatile long failures;
-    private volatile String lastError = "";
 
     /** The state of one tenant limit (group, device, limit kind). */
     private static final class Tenant {
@@ -130,7 +129,6 @@ public final class Coordinator implements AutoCloseable {
         } catch (RuntimeException | Error e) {
             // An Error too (out of memory, a log call that threw): an executor stops a task that throws, and the shares would freeze.
             failures++;
-            lastError = e.toString();
         }
     }
 
@@ -192,7 +190,6 @@ public final class Coordinator implements AutoCloseable {
             answers = store.exchange(settings.node(), settings.nodes(), settings.leaseMs(), reports);
         } catch (ShareStore.StoreException e) {
             failures++;
-            lastError = e.getMessage();
             if (!lost) LOG.log(System.Logger.Level.WARNING, "cluster store failed (" + e.getMessage() + "): shares kept until the lease runs out");
             lost = true;
             // Fall back at the last interval before the lease runs out, not after it: by then the
@@ -283,11 +280,6 @@ public final class Coordinator implements AutoCloseable {
 
     public long failures() {
         return failures;
-    }
-
-    /** Why the last exchange failed ("" before any failure). Any thread. */
-    public String lastError() {
-        return lastError;
     }
 
     public ClusterSettings settings() {

@@ -1,6 +1,9 @@
 package io.iotarget.cluster;
 
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.latency.LatencyPolicy;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
@@ -46,7 +49,7 @@ class CoordinatorTest {
 
     @BeforeEach
     void setUp() throws Exception {
-        controller = new IoController(Clock.SYSTEM);
+        controller = new IoController(Clock.SYSTEM, List.of(ThrottlePolicy::new, LatencyPolicy::new, CostPolicy::new));
         controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "disk", 1L << 30, 512, false, 1));
         coordinator = new Coordinator(controller, SETTINGS, store, () -> nowNs);
         controller.write("cgroup.subtree_control", "+io");

@@ -2,35 +2,24 @@ package io.iotarget.dispatch;
 
 import io.iotarget.model.CounterDescriptor;
 
+import static io.iotarget.model.CounterDescriptor.Description.counter;
+import static io.iotarget.model.CounterDescriptor.Description.gauge;
+
 /** The counters of one device's {@link DispatchQueue}, read with {@link DispatchQueue#counters()}. */
 public enum DispatchCounter implements CounterDescriptor {
-    BACKEND_ERRORS("backend_errors", Kind.COUNTER, "backend calls that failed (every errno, full file systems included)"),
-    ABORTED("aborted", Kind.COUNTER, "requests failed ABORTED without reaching the backend, because the device was being removed"),
-    IN_FLIGHT("in_flight", Kind.GAUGE, "requests on the backend now (at most the queue depth)"),
-    WAITING("waiting", Kind.GAUGE, "requests waiting for a free slot of the queue depth");
+    BACKEND_ERRORS(counter("backend_errors", "backend calls that failed (every errno, full file systems included)")),
+    ABORTED(counter("aborted", "requests failed ABORTED without reaching the backend, because the device was being removed")),
+    IN_FLIGHT(gauge("in_flight", "requests on the backend now (at most the queue depth)")),
+    WAITING(gauge("waiting", "requests waiting for a free slot of the queue depth"));
 
-    private final String label;
-    private final Kind kind;
-    private final String doc;
+    private final Description description;
 
-    DispatchCounter(String label, Kind kind, String doc) {
-        this.label = label;
-        this.kind = kind;
-        this.doc = doc;
+    DispatchCounter(Description description) {
+        this.description = description;
     }
 
     @Override
-    public String label() {
-        return label;
-    }
-
-    @Override
-    public Kind kind() {
-        return kind;
-    }
-
-    @Override
-    public String doc() {
-        return doc;
+    public Description description() {
+        return description;
     }
 }

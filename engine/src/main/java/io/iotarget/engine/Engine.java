@@ -8,7 +8,11 @@ import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.PolicyFactory;
 import io.iotarget.iocontrol.chain.DeviceRegistry;
+import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.latency.LatencyPolicy;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
@@ -44,6 +48,14 @@ public final class Engine implements AutoCloseable {
      * {@code ScopedValue.where(Engine.CURRENT_GROUP, group).run(...)}. Unbound means the root.
      */
     public static final ScopedValue<Group> CURRENT_GROUP = ScopedValue.newInstance();
+
+    /**
+     * The IO controller's chain, in order; the one place the policies are named. A policy that
+     * {@linkplain io.iotarget.iocontrol.policy.IoPolicy#precedesStat() precedes io.stat} comes
+     * first (blk-throttle acts on the bio before it is counted); io.latency sits between io.max
+     * and iocost, as its rq_qos runs before iocost's in the kernel.
+     */
+    public static final List<PolicyFactory> STANDARD_POLICIES = List.of(ThrottlePolicy::new, LatencyPolicy::new, CostPolicy::new);
 
     /** blkext's major: the kernel numbers extended-devt block devices 259:N, and so do we by default. */
     public static final int DEFAULT_MAJOR = 259;
@@ -102,7 +114,7 @@ public final class Engine implements AutoCloseable {
         }
         this.clock = clock;
         this.buffers = new BufferPool(settings.bufferMemoryBytes(), settings.bufferShareBytes());
-        this.controller = new IoController(clock, IoController.STANDARD_POLICIES, registry);
+        this.controller = new IoController(clock, STANDARD_POLICIES, registry);
         this.releaser = releaserThread ? new Releaser(controller, held, clock, this::dispatchReleased, errors) : null;
         if (releaser != null) {
             controller.releaseSignal(releaser);

@@ -4,7 +4,7 @@ import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.backend.PacedBackend;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.IoStatus;
@@ -43,12 +43,12 @@ class LatencyTargetTest {
 
     @Test
     void shouldKeepTheProtectedTenantsP90UnderItsTargetWhileASiblingFloods() throws Exception {
-        System.setProperty(CostPolicy.DEBUG_STATS_PROPERTY, "true");
+        System.setProperty(IoPolicy.DEBUG_STATS_PROPERTY, "true");
         Engine engine;
         try {
             engine = new Engine(Clock.SYSTEM, true);
         } finally {
-            System.clearProperty(CostPolicy.DEBUG_STATS_PROPERTY);
+            System.clearProperty(IoPolicy.DEBUG_STATS_PROPERTY);
         }
         try (engine) {
             engine.addDevice("paced0", new PacedBackend(new NullBackend(1L << 30, 512, false), SERVICE_NS, 1L << 40), null, QUEUE_DEPTH);

@@ -24,7 +24,7 @@ class ReleaserWakeTest {
     @Test
     void shouldRunAgainAtOnceWhenAResumedRequestIsReady() throws Exception {
         ManualClock clock = new ManualClock(1_000_000_000_000L);
-        IoController controller = new IoController(clock);
+        IoController controller = new IoController(clock, Engine.STANDARD_POLICIES);
         Device device = new Device(0, new DeviceNumber(259, 0), "mem0", 1L << 30, 512, false, 1);
         controller.registerDevice(device);
         controller.write("cgroup.subtree_control", "+io");

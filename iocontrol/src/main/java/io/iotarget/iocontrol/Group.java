@@ -149,12 +149,6 @@ public final class Group implements IoGroup {
         return Collections.unmodifiableList(list);
     }
 
-    /** True when the group has per-device state somewhere (seed 004: otherwise io.stat is empty). */
-    public boolean hasDeviceState() {
-        for (DeviceGroup dg : perDevice) if (dg != null) return true;
-        return false;
-    }
-
     /** Tree lock. */
     void putDeviceGroup(int deviceIndex, DeviceGroup dg) {
         DeviceGroup[] a = perDevice;

@@ -361,7 +361,6 @@ public final class GroupTree {
         treeLock.lock();
         try {
             FileRef ref = file(path);
-            if (!ref.file.writable()) throw new ControlException(Errno.EACCES, path + " is read-only");
             int bytes = text.getBytes(StandardCharsets.UTF_8).length;
             if (bytes > MAX_WRITE_BYTES) throw new ControlException(Errno.E2BIG, path + ": " + bytes + " bytes in one write (expected: at most " + MAX_WRITE_BYTES + ")");
             if (text.isEmpty()) return;

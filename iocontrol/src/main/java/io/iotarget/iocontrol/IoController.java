@@ -5,15 +5,12 @@ import io.iotarget.iocontrol.chain.DeviceRegistry;
 import io.iotarget.iocontrol.chain.PolicyChain;
 import io.iotarget.iocontrol.chain.ReleaseSignal;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.cost.CostPolicy;
-import io.iotarget.iocontrol.policy.latency.LatencyPolicy;
-import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
-import io.iotarget.model.tree.TreePath;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -29,7 +26,7 @@ import java.util.function.Consumer;
  * <ul>
  *   <li>the {@link GroupTree}: groups, paths, mkdir/rmdir, interface files, (group, device) pairs;</li>
  *   <li>the {@link PolicyChain}: admit, issue, complete, release, cancel, over the policies of
- *       {@link #STANDARD_POLICIES} (or a list of the caller's);</li>
+ *       the caller's list ({@code Engine.STANDARD_POLICIES} in the engine);</li>
  *   <li>the {@link DeviceRegistry}, shared with the engine, which adds its dispatch queues to it.</li>
  * </ul>
  *
@@ -45,31 +42,19 @@ import java.util.function.Consumer;
  * IO path: time comes in as {@code nowNs}, and when parked requests need a later call it says
  * so through the {@link ReleaseSignal}.
  */
-public final class IoController {
-    /**
-     * The chain, in order; the one place the policies are named. A policy that
-     * {@linkplain IoPolicy#precedesStat() precedes io.stat} comes first (blk-throttle acts on
-     * the bio before it is counted); io.latency sits between io.max and iocost, as its rq_qos
-     * runs before iocost's in the kernel.
-     */
-    public static final List<PolicyFactory> STANDARD_POLICIES = List.of(ThrottlePolicy::new, LatencyPolicy::new, CostPolicy::new);
-
+public final class IoController implements PolicyHost {
     private final Clock clock;
     private final DeviceRegistry<?> registry;
     private final PolicyChain chain;
     private final GroupTree tree;
 
     /**
-     * A controller with the {@linkplain #STANDARD_POLICIES standard chain} and a registry of its own.
+     * A controller with the given chain and a registry of its own (tests, benchmarks); the
+     * engine's chain is {@code Engine.STANDARD_POLICIES}.
      *
      * @param clock read only by configuration changes (a new limit starts a new slice "now");
      *              the IO path takes its time as an argument
      */
-    public IoController(Clock clock) {
-        this(clock, STANDARD_POLICIES);
-    }
-
-    /** A controller with the given chain and a registry of its own (tests, benchmarks). */
     public IoController(Clock clock, List<PolicyFactory> policies) {
         this(clock, policies, new DeviceRegistry<Void>());
     }
@@ -154,16 +139,12 @@ public final class IoController {
         return registry.control(index);
     }
 
-    /** Registered devices in index order. */
+    @Override
     public List<DeviceControl> devices() {
         return registry.controls();
     }
 
-    /**
-     * Finds a device by {@code MAJ:MIN} or by name, as io.* files do.
-     *
-     * @throws ControlException ENODEV when no such device exists
-     */
+    @Override
     public DeviceControl findDevice(String key) throws ControlException {
         return registry.find(key);
     }
@@ -226,12 +207,19 @@ public final class IoController {
     // ---------------------------------------------------------------- the tree (see GroupTree)
 
     /** See {@link GroupTree#configure}; the policies' files change their state through it. */
+    @Override
     public void configure(Group group, DeviceControl dc, PolicyChain.ConfigChange change) throws ControlException {
         tree.configure(group, dc, change);
     }
 
+    @Override
     public Group root() {
         return tree.root();
+    }
+
+    @Override
+    public void walk(Consumer<Group> action) {
+        tree.walk(action);
     }
 
     public Group group(String path) throws ControlException {

@@ -1,9 +1,10 @@
 package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.PolicyHost;
 
 /** Builds a policy for its place in the chain; {@code index} addresses its per-group state. */
 @FunctionalInterface
 public interface PolicyFactory {
-    IoPolicy create(IoController controller, int index);
+    IoPolicy create(PolicyHost host, int index);
 }

@@ -6,8 +6,9 @@
  *
  * <h2>1. The problem</h2>
  * Tenants share devices. Each tenant's IO must be counted exactly (io.stat), held to hard
- * limits (io.max), share contended devices by weight (io.weight) — and no request may reach a
- * backend without passing through here, whatever front end or command kind it came from.
+ * limits (io.max), keep a latency target (io.latency), share contended devices by weight
+ * (io.weight) — and no request may reach a backend without passing through here, whatever
+ * front end or command kind it came from.
  *
  * <h2>2. Mechanisms</h2>
  * <ol>
@@ -18,7 +19,7 @@
  *       blkg), created lazily on first IO or first configuration, ancestors first.</li>
  *   <li>One entry point, {@link io.iotarget.iocontrol.IoController#admit}: resolve who pays
  *       (the tree), then run the policy chain ({@code chain.PolicyChain}: throttle → [io.stat]
- *       → cost, in the order of {@code IoController.STANDARD_POLICIES}), park or pass.</li>
+ *       → latency → cost, in the order of {@code Engine.STANDARD_POLICIES}), park or pass.</li>
  *   <li>One device registry ({@code chain.DeviceRegistry}), shared with the engine.</li>
  *   <li>Striped counters and a lazy hierarchical flush for io.stat ({@code stat}).</li>
  *   <li>io.pressure ({@code pressure}): tenant queues as PSI's tasks, stalled while a policy

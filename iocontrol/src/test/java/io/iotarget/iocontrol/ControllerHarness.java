@@ -1,5 +1,8 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.latency.LatencyPolicy;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
@@ -15,8 +18,11 @@ import java.util.List;
  * requests that pass (at once or when released) land in {@link #dispatched}.
  */
 public final class ControllerHarness {
+    /** The engine's chain (Engine.STANDARD_POLICIES, which iocontrol cannot see), for controllers built in these tests. */
+    public static final List<PolicyFactory> ALL_POLICIES = List.of(ThrottlePolicy::new, LatencyPolicy::new, CostPolicy::new);
+
     public final ManualClock clock = new ManualClock(1_000_000_000L);
-    public final IoController controller = new IoController(clock);
+    public final IoController controller = new IoController(clock, ALL_POLICIES);
     public final Device dev0 = new Device(0, new DeviceNumber(259, 0), "mem0", 1L << 40, 512, false, 1);
     public final Device dev1 = new Device(1, new DeviceNumber(259, 1), "mem1", 1L << 40, 512, false, 1);
     public final List<IoRequest> dispatched = new ArrayList<>();

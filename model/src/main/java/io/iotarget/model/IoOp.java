@@ -80,11 +80,6 @@ public enum IoOp {
         return this == DISCARD ? DISCARD_THROTTLE_BYTES : length;
     }
 
-    /** All kinds, without the copy {@link #values()} makes. */
-    public static IoOp byOrdinal(int ordinal) {
-        return VALUES[ordinal];
-    }
-
     public static int count() {
         return VALUES.length;
     }

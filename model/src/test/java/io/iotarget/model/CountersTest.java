@@ -12,25 +12,15 @@ class CountersTest {
     private enum Sample implements CounterDescriptor {
         ERRORS(Kind.COUNTER), DEPTH(Kind.GAUGE), KEPT_ELSEWHERE(Kind.COUNTER);
 
-        private final Kind kind;
+        private final Description description;
 
         Sample(Kind kind) {
-            this.kind = kind;
+            this.description = new Description(name().toLowerCase(), kind, "a sample");
         }
 
         @Override
-        public String label() {
-            return name().toLowerCase();
-        }
-
-        @Override
-        public String doc() {
-            return "a sample";
-        }
-
-        @Override
-        public Kind kind() {
-            return kind;
+        public Description description() {
+            return description;
         }
     }
 
@@ -61,18 +51,8 @@ class CountersTest {
         X;
 
         @Override
-        public String label() {
-            return "x";
-        }
-
-        @Override
-        public String doc() {
-            return "x";
-        }
-
-        @Override
-        public Kind kind() {
-            return Kind.COUNTER;
+        public Description description() {
+            return Description.counter("x", "x");
         }
     }
 }

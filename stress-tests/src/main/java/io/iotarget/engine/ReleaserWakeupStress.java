@@ -39,7 +39,7 @@ public class ReleaserWakeupStress {
     private static final long DUE_NS = 1000;
     private static final Clock AT_ZERO = () -> 0L;
     /** Nothing waits in the controller: the held completion is all there is. Only read. */
-    private static final IoController EMPTY = new IoController(AT_ZERO);
+    private static final IoController EMPTY = new IoController(AT_ZERO, Engine.STANDARD_POLICIES);
     private static final CountedErrorHandler ERRORS = new CountedErrorHandler("ReleaserWakeupStress");
 
     private final HeldCompletions held = new HeldCompletions(ERRORS, io -> io.callback().complete(io));

@@ -142,7 +142,8 @@ public final class Connection {
         if (kept.hasRemaining() || (tls != null && tls.hasInput())) redeliverSoon();
     }
 
-    public boolean inputPaused() {
+    /** For the TLS layer, which stops unwrapping while the handler has paused input. */
+    boolean inputPaused() {
         return inputPaused;
     }
 
@@ -287,8 +288,8 @@ public final class Connection {
         output.add(file, position, length, whenDone);
     }
 
-    /** Bytes queued and not yet written (under TLS: not yet encrypted). */
-    public long queuedBytes() {
+    /** Bytes queued and not yet written (under TLS: not yet encrypted); tests wait on it. */
+    long queuedBytes() {
         return output.bytes();
     }
 

@@ -48,16 +48,6 @@ final class IoThreads implements AutoCloseable {
         this.threadName = threadName;
     }
 
-    /** Threads started so far. */
-    int threadCount() {
-        lock.lock();
-        try {
-            return threads.size();
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /**
      * Queues {@code io} to run on {@code backend}; null, or {@link IoStatus#ABORTED} (and
      * {@code done} is never called) when the pool is closed.

@@ -1,5 +1,6 @@
 package io.iotarget.bench;
 
+import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Device;
@@ -42,7 +43,7 @@ public class IoStatReadBenchmark {
 
     @Setup
     public void setUp() throws Exception {
-        controller = new IoController(new ManualClock(0));
+        controller = new IoController(new ManualClock(0), Engine.STANDARD_POLICIES);
         device = new Device(0, new DeviceNumber(259, 0), "bench", 1L << 40, 512, false, 1);
         controller.registerDevice(device);
         controller.registerDevice(new Device(1, new DeviceNumber(259, 1), "bench1", 1L << 40, 512, false, 1));

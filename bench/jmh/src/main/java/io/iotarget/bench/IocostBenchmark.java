@@ -1,5 +1,6 @@
 package io.iotarget.bench;
 
+import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Device;
@@ -66,7 +67,7 @@ public class IocostBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        controller = new IoController(clock);
+        controller = new IoController(clock, Engine.STANDARD_POLICIES);
         device = new Device(0, new DeviceNumber(259, 0), "bench", 1L << 40, 512, false, 1);
         controller.registerDevice(device);
         controller.write("cgroup.subtree_control", "+io");

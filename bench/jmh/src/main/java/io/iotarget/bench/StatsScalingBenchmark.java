@@ -1,5 +1,6 @@
 package io.iotarget.bench;
 
+import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Device;
@@ -43,7 +44,7 @@ public class StatsScalingBenchmark {
 
     @Setup
     public void setUp() throws Exception {
-        controller = new IoController(new ManualClock(0));
+        controller = new IoController(new ManualClock(0), Engine.STANDARD_POLICIES);
         device = new Device(0, new DeviceNumber(259, 0), "bench", 1L << 40, 512, false, 1);
         controller.registerDevice(device);
         group = controller.mkdir("a");

@@ -15,7 +15,7 @@ import java.util.Map;
  * without a leading slash is relative to {@code /cgroup}, so {@code tenants/a/io.max} reads
  * as it would in /sys/fs/cgroup. Any thread.
  */
-public final class MountTable implements ConfigTree {
+public final class MountTable extends ForwardingTree {
     /** Where relative paths land. */
     public static final String CGROUP = "cgroup";
 
@@ -27,15 +27,23 @@ public final class MountTable implements ConfigTree {
         return this;
     }
 
-    /** A path resolved to its tree and the path inside it. */
-    public record Resolved(String mount, ConfigTree tree, String path) {
+    @Override
+    public Target resolve(String path) throws ControlException {
+        return mounted(path).target();
     }
 
-    public synchronized Resolved resolve(String path) throws ControlException {
-        if (!path.startsWith("/")) return new Resolved(CGROUP, tree(CGROUP), path);
+    /** A path resolved to the name of its mount, its tree and the path inside it. */
+    private record Mounted(String mount, ConfigTree tree, String path) {
+        Target target() {
+            return new Target(tree, path);
+        }
+    }
+
+    private synchronized Mounted mounted(String path) throws ControlException {
+        if (!path.startsWith("/")) return new Mounted(CGROUP, tree(CGROUP), path);
         List<String> names = TreePath.split(path);
         String name = names.isEmpty() ? "" : names.getFirst();
-        return new Resolved(name, tree(name), String.join("/", names.subList(Math.min(1, names.size()), names.size())));
+        return new Mounted(name, tree(name), String.join("/", names.subList(Math.min(1, names.size()), names.size())));
     }
 
     private ConfigTree tree(String name) throws ControlException {
@@ -55,75 +63,28 @@ public final class MountTable implements ConfigTree {
 
     @Override
     public Kind kind(String path) throws ControlException {
-        if (isRoot(path)) return Kind.DIRECTORY;
-        Resolved r = resolve(path);
-        return r.tree.kind(r.path);
+        return isRoot(path) ? Kind.DIRECTORY : super.kind(path);
     }
 
     @Override
     public List<String> list(String path) throws ControlException {
-        if (isRoot(path)) {
-            List<String> names = new ArrayList<>();
-            for (String n : mountNames()) names.add(n + "/");
-            return names;
-        }
-        Resolved r = resolve(path);
-        return r.tree.list(r.path);
-    }
-
-    @Override
-    public String read(String path) throws ControlException {
-        Resolved r = resolve(path);
-        return r.tree.read(r.path);
-    }
-
-    @Override
-    public void write(String path, String value) throws ControlException {
-        Resolved r = resolve(path);
-        r.tree.write(r.path, value);
-    }
-
-    @Override
-    public List<String> replay(String path) throws ControlException {
-        Resolved r = resolve(path);
-        return r.tree.replay(r.path);
-    }
-
-    @Override
-    public Watch watch(String path, String trigger) throws ControlException {
-        Resolved r = resolve(path);
-        return r.tree.watch(r.path, trigger);
-    }
-
-    @Override
-    public void mkdir(String path) throws ControlException {
-        Resolved r = resolve(path);
-        r.tree.mkdir(r.path);
-    }
-
-    @Override
-    public void rmdir(String path) throws ControlException {
-        Resolved r = resolve(path);
-        r.tree.rmdir(r.path);
+        if (!isRoot(path)) return super.list(path);
+        List<String> names = new ArrayList<>();
+        for (String n : mountNames()) names.add(n + "/");
+        return names;
     }
 
     @Override
     public void link(String target, String linkPath) throws ControlException {
-        Resolved link = resolve(linkPath);
-        Resolved to = resolve(target);
+        Mounted link = mounted(linkPath);
+        Mounted to = mounted(target);
         if (!link.mount.equals(to.mount)) throw new ControlException(Errno.EINVAL, "a link must point inside its own tree (/" + link.mount + ")");
         link.tree.link(to.path, link.path);
     }
 
     @Override
-    public void unlink(String linkPath) throws ControlException {
-        Resolved r = resolve(linkPath);
-        r.tree.unlink(r.path);
-    }
-
-    @Override
     public String readLink(String linkPath) throws ControlException {
-        Resolved r = resolve(linkPath);
-        return "/" + r.mount + "/" + r.tree.readLink(r.path);
+        Mounted m = mounted(linkPath);
+        return "/" + m.mount + "/" + m.tree.readLink(m.path);
     }
 }

@@ -101,11 +101,6 @@ final class Command implements Backend.ExtentSink {
         pooled = null;
     }
 
-    /** Buffers {@link #encodeReply} may add for this command: the header and the payload pieces. */
-    int replyBuffers() {
-        return 2 + shared.viewCount();
-    }
-
     // ------------------------------------------------------------ block status
 
     /** Prepares the data buffer (of {@link #EXTENTS_BYTES}) to receive extents; at most one with REQ_ONE. */
@@ -123,10 +118,6 @@ final class Command implements Backend.ExtentSink {
         data.limit(at + 8);
         data.putInt(at, (int) length).putInt(at + 4, status);
         return ++extents < maxExtents;
-    }
-
-    int extentCount() {
-        return extents;
     }
 
     // ------------------------------------------------------------ replies

@@ -2,36 +2,25 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.CounterDescriptor;
 
+import static io.iotarget.model.CounterDescriptor.Description.counter;
+import static io.iotarget.model.CounterDescriptor.Description.gauge;
+
 /** The NBD server's counters, read with {@link NbdServer#counters()}. */
 public enum NbdCounter implements CounterDescriptor {
-    CONNECTIONS("connections", Kind.GAUGE, "connections open now, negotiating or transmitting"),
-    PROTOCOL_ERRORS("protocol_errors", Kind.COUNTER, "connections closed because the client broke the framing (a bad option or request magic)"),
-    HANDSHAKE_TIMEOUTS("handshake_timeouts", Kind.COUNTER, "connections cut for not finishing negotiation within the handshake limit"),
-    ABORTED("aborted", Kind.COUNTER, "requests dropped unanswered because their client went away while io.max or iocost held them"),
-    UNEXPECTED_ERRORS("unexpected_errors", Kind.COUNTER, "connections that ended because of an unexpected failure (a bug, or no memory)");
+    CONNECTIONS(gauge("connections", "connections open now, negotiating or transmitting")),
+    PROTOCOL_ERRORS(counter("protocol_errors", "connections closed because the client broke the framing (a bad option or request magic)")),
+    HANDSHAKE_TIMEOUTS(counter("handshake_timeouts", "connections cut for not finishing negotiation within the handshake limit")),
+    ABORTED(counter("aborted", "requests dropped unanswered because their client went away while io.max or iocost held them")),
+    UNEXPECTED_ERRORS(counter("unexpected_errors", "connections that ended because of an unexpected failure (a bug, or no memory)"));
 
-    private final String label;
-    private final Kind kind;
-    private final String doc;
+    private final Description description;
 
-    NbdCounter(String label, Kind kind, String doc) {
-        this.label = label;
-        this.kind = kind;
-        this.doc = doc;
+    NbdCounter(Description description) {
+        this.description = description;
     }
 
     @Override
-    public String label() {
-        return label;
-    }
-
-    @Override
-    public Kind kind() {
-        return kind;
-    }
-
-    @Override
-    public String doc() {
-        return doc;
+    public Description description() {
+        return description;
     }
 }

@@ -115,19 +115,4 @@ final class NbdWire {
     static final int MAX_PAYLOAD = 32 << 20;
     /** Strings (export names, queries) may not exceed this (the spec's MUST). */
     static final int MAX_STRING = 4096;
-
-    /** Short name of a command for messages and logs. */
-    static String commandName(int type) {
-        return switch (type) {
-            case CMD_READ -> "READ";
-            case CMD_WRITE -> "WRITE";
-            case CMD_DISC -> "DISC";
-            case CMD_FLUSH -> "FLUSH";
-            case CMD_TRIM -> "TRIM";
-            case CMD_CACHE -> "CACHE";
-            case CMD_WRITE_ZEROES -> "WRITE_ZEROES";
-            case CMD_BLOCK_STATUS -> "BLOCK_STATUS";
-            default -> "command " + type;
-        };
-    }
 }

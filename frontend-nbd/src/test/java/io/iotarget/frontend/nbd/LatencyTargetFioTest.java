@@ -3,7 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.backend.PacedBackend;
 import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.Test;
 
@@ -32,12 +32,12 @@ class LatencyTargetFioTest {
     @Test
     void shouldHoldTheProtectedExportsP90UnderItsTargetWhileFioFloodsItsSibling() throws Exception {
         Tools.requireFioNbd();
-        System.setProperty(CostPolicy.DEBUG_STATS_PROPERTY, "true");
+        System.setProperty(IoPolicy.DEBUG_STATS_PROPERTY, "true");
         TestTarget t;
         try {
             t = new TestTarget();
         } finally {
-            System.clearProperty(CostPolicy.DEBUG_STATS_PROPERTY);
+            System.clearProperty(IoPolicy.DEBUG_STATS_PROPERTY);
         }
         try (t) {
             t.engine.addDevice("paced0", new PacedBackend(new NullBackend(1L << 30, 512, false), 65_000, 1L << 40), null, 32);

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.Clock;
@@ -153,7 +154,7 @@ class NbdDecoderFuzzTest {
 
     // ------------------------------------------------------------ negotiation
 
-    private static final Group ROOT = new IoController(Clock.SYSTEM).root();
+    private static final Group ROOT = new IoController(Clock.SYSTEM, Engine.STANDARD_POLICIES).root();
     private static final Export DEFAULT = new Export("default", "the default export",
             new Device(0, new DeviceNumber(259, 0), "default", 1 << 20, 512, false, 1), ROOT, false, false, true, List.of());
 

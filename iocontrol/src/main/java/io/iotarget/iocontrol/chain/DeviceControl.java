@@ -75,11 +75,6 @@ public final class DeviceControl {
         return removed;
     }
 
-    /** True for the thread inside a hook: policies may assert it. */
-    public boolean heldByCurrentThread() {
-        return lock.isHeldByCurrentThread();
-    }
-
     @Override
     public String toString() {
         return device.name() + "(" + device.number() + ")";

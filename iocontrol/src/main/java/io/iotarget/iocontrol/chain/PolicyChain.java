@@ -21,9 +21,9 @@ import java.util.function.Function;
  * the policies that {@linkplain IoPolicy#precedesStat() precede it}).
  *
  * <pre>
- *  admit(io) ─► policy 0 (throttle) ─► count io.stat ─► policy 1 (cost) ─► ... ─► true
- *                    │ parked                                │ parked
- *                    └──── releaseDue(now) / complete(io) / configuration ──► ready ─► sink
+ *  admit(io) ─► policy 0 (throttle) ─► count io.stat ─► policy 1 (latency) ─► policy 2 (cost) ─► true
+ *                    │ parked                                │ parked               │ parked
+ *                    └──── releaseDue(now) / complete(io) / configuration ──────────┴──► ready ─► sink
  *  issue(io), complete(io): the policies that admitted io (its stage bits) and track completions
  *  cancel(io): the policy that has io parked (its highest stage bit)
  * </pre>

@@ -3,8 +3,8 @@
  * devices it takes it on.
  *
  * <h2>1. Stages</h2> {@link io.iotarget.iocontrol.chain.PolicyChain} runs a request through
- * the policies in list order (throttle, then cost; the list is {@code
- * IoController.STANDARD_POLICIES}). Each stage that takes the request sets its bit in
+ * the policies in list order (throttle, latency, then cost; the list is {@code
+ * Engine.STANDARD_POLICIES}). Each stage that takes the request sets its bit in
  * {@code IoRequest.policyFlags}, so issue and completion reach exactly the policies that
  * admitted it, and a cancel reaches the one that has it parked (the highest bit). io.stat
  * counts the request after the policies that {@code precedesStat()} (io.max).

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.file;
 
 import io.iotarget.iocontrol.chain.DeviceControl;
-import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
@@ -26,10 +26,10 @@ public record DeviceLine(DeviceControl device, String body) {
      *
      * @throws ControlException EINVAL for bad syntax, ENODEV for an unknown device
      */
-    public static DeviceLine parse(IoController controller, String text) throws ControlException {
+    public static DeviceLine parse(PolicyHost host, String text) throws ControlException {
         int i = skipSpaces(text, 0);
         Scanned major = scanDecimal(text, i);
-        if (major == null) return namedDevice(controller, text, i);
+        if (major == null) return namedDevice(host, text, i);
         i = major.end();
         if (i >= text.length() || text.charAt(i) != ':') throw notDeviceKey(text);
         Scanned minor = scanDecimal(text, skipSpaces(text, i + 1));
@@ -42,15 +42,15 @@ public record DeviceLine(DeviceControl device, String body) {
                 && Long.compareUnsigned(minor.value(), DeviceNumber.MAX_MINOR) <= 0;
         String number = Long.toUnsignedString(major.value()) + ":" + Long.toUnsignedString(minor.value());
         if (!inRange) throw new ControlException(Errno.ENODEV, "no device " + number);
-        return new DeviceLine(controller.findDevice(number), body);
+        return new DeviceLine(host.findDevice(number), body);
     }
 
-    private static DeviceLine namedDevice(IoController controller, String text, int from) throws ControlException {
+    private static DeviceLine namedDevice(PolicyHost host, String text, int from) throws ControlException {
         int end = from;
         while (end < text.length() && !isSpace(text.charAt(end))) end++;
         String name = text.substring(from, end);
         if (end < text.length()) {
-            for (DeviceControl dc : controller.devices()) {
+            for (DeviceControl dc : host.devices()) {
                 if (dc.device().name().equals(name)) return new DeviceLine(dc, text.substring(skipSpaces(text, end)));
             }
         }

@@ -40,10 +40,6 @@ public abstract class InterfaceFile {
         return placement;
     }
 
-    public final boolean controllerFile() {
-        return controllerFile;
-    }
-
     public abstract String read(Group group) throws ControlException;
 
     /** Whether {@link #write} accepts anything (mode 0644 rather than 0444). */
@@ -51,9 +47,13 @@ public abstract class InterfaceFile {
         return false;
     }
 
-    /** Applies {@code text} (one write(2)); EACCES for read-only files, like kernfs. */
+    /**
+     * Applies {@code text} (one write(2)). A read-only file refuses it with EINVAL, as Linux
+     * answers root (whose write access kernfs' 0444 does not stop): cgroup_file_write finds no
+     * write handler. The owner of the control endpoint is that root.
+     */
     public void write(Group group, String text) throws ControlException {
-        throw new ControlException(Errno.EACCES, name + " is read-only");
+        throw new ControlException(Errno.EINVAL, name + " is read-only");
     }
 
     /**

@@ -10,10 +10,17 @@ import java.util.List;
  * One IO control policy, the pairing of the kernel's {@code blkcg_policy} (per-group state and
  * interface files) and {@code rq_qos} (hooks on the IO path). The controller creates one
  * {@link DevicePolicy} per device and chains them in the order of
- * {@code IoController.STANDARD_POLICIES}: throttle (io.max), then cost (io.weight).
+ * {@code Engine.STANDARD_POLICIES}: throttle (io.max), latency (io.latency), then cost
+ * (io.weight). A policy reaches the controller only through its {@link PolicyHost}.
  */
 public interface IoPolicy {
-    /** "throttle", "cost". */
+    /**
+     * System property that adds the policies' debug fields to io.stat (iocost's cost.wait,
+     * cost.indebt, cost.indelay; io.latency's), like the kernel's blkcg_debug_stats.
+     */
+    String DEBUG_STATS_PROPERTY = "iotarget.blkcg_debug_stats";
+
+    /** "throttle", "latency", "cost". */
     String name();
 
     /** The interface files this policy owns (its cftypes). */

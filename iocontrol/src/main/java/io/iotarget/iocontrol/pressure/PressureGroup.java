@@ -116,10 +116,6 @@ public final class PressureGroup {
         full = some && productive == 0;
     }
 
-    boolean some() {
-        return some;
-    }
-
     /** SOME or FULL time so far, ns (call {@link #advance} first). */
     long totalNs(int state) {
         return totalNs[state];

@@ -6,7 +6,6 @@ import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.iocontrol.policy.Resumer;
 import io.iotarget.model.Counters;
 import io.iotarget.model.IoFlags;
-import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayList;
@@ -15,18 +14,13 @@ import static io.iotarget.iocontrol.policy.cost.CostGroup.INDEBT;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.INDELAY;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_ARMED;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_SET;
-import static io.iotarget.iocontrol.policy.cost.CostGroup.USAGE;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.WAIT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.BUSY_LEVEL_MAX;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.DFGV_PERIOD_US;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.DFGV_USAGE_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.INUSE_ADJ_STEP_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_LOW_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_MIN_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_TARGET_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_THR_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_US;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_LAGGING_PERIODS;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_PERIOD_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MILLION;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_DELAY_THR_PCT;
@@ -35,10 +29,7 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_PERIOD_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.NS_PER_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.PAGE_SHIFT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.RANDIO_PAGES;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.RQ_WAIT_BUSY_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.TIMER_SLACK_PCT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.UNBUSY_THR_PCT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_CLAMP_ADJ_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VTIME_PER_NSEC;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VTIME_PER_USEC;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
@@ -47,7 +38,8 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * iocost on one device, the kernel's {@code ioc}: the cost model and QoS parameters, the
  * device's virtual clock (vtime advancing at vrate), the active groups, their budgets, debts
  * and waiters, the period timer and the groups' wait timers. The weight arithmetic — hweights,
- * propagation, donation — is {@link HierarchicalWeights}'. The algorithm is the package
+ * propagation, donation — is {@link HierarchicalWeights}', and what the period timer does at
+ * each period's end (the QoS loop, ioc_timer_fn) is {@link PeriodLoop}'s. The algorithm is the package
  * documentation's; the method names follow the kernel's functions so the two can be read side
  * by side.
  *
@@ -59,7 +51,7 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * {@code nowNs} as it is (a latency sample; how long a built-in set has looked wrong).
  *
  * <p>Threads: every method runs under the device's lock (the controller's hooks, and
- * configuration changes through {@code IoController.configure}), except {@link #applies},
+ * configuration changes through {@code PolicyHost.configure}), except {@link #applies},
  * {@link #config()} and {@link #appendStat}, which read only volatile fields. Nothing here reads
  * a clock or starts a thread: the period timer and the wait timers are deadlines reported by
  * {@link #nextWakeNs} and run by {@link #releaseDue}.
@@ -80,21 +72,6 @@ final class CostDevice implements DevicePolicy {
     /** policyFlags mark (above the controller's stage bits): the request went out as debt while a delay was in effect. */
     static final int DELAYS_ISSUER = 1 << 16;
 
-    /** Costed direction by IoOp ordinal: LinearModel.READ / WRITE, or -1 for ops iocost does not cost. */
-    private static final int[] DIRECTION = new int[IoOp.count()];
-
-    static {
-        for (IoOp op : IoOp.values()) {
-            DIRECTION[op.ordinal()] = switch (op) {
-                // The kernel costs only REQ_OP_READ and REQ_OP_WRITE bios with data: flushes are
-                // empty, discard and write-zeroes are ops of their own.
-                case READ, CACHE, VERIFY, COMPARE, PASSTHROUGH_IN -> LinearModel.READ;
-                case WRITE, PASSTHROUGH_OUT -> LinearModel.WRITE;
-                case FLUSH, DISCARD, WRITE_ZEROES -> -1;
-            };
-        }
-    }
-
     private final CostPolicy policy;
     private final int policyIndex;
     private final boolean debugStats;
@@ -109,33 +86,34 @@ final class CostDevice implements DevicePolicy {
     /** Null until the first write to io.cost.qos or io.cost.model for this device. */
     private volatile CostConfig config;
 
-    // ---- derived from the configuration
+    // ---- derived from the configuration (the period loop reads them too)
     private long periodUs;
     private long timerSlackNs;
-    private long marginMin;
-    private long marginLow;
-    private long marginTarget;
-    private long vrateMin;
-    private long vrateMax;
+    long marginMin;
+    long marginLow;
+    long marginTarget;
+    long vrateMin;
+    long vrateMax;
 
     // ---- the device clock
     private boolean running;
     /** vrate in effect: the base rate plus the compensation for budget thrown away. */
     private long vtimeRate;
     /** vrate as the QoS loop sets it (cost.vrate). */
-    private long vtimeBaseRate;
+    long vtimeBaseRate;
     private volatile long shownBaseRate;
     /** Vtime thrown away (negative) to be given back through vtimeRate within the period. */
-    private long vtimeErr;
-    private long periodAtUs;
-    private long periodAtVtime;
+    long vtimeErr;
+    long periodAtUs;
+    long periodAtVtime;
     private long periodTimerNs = NOT_ARMED;
     private long curPeriod;
-    private int busyLevel;
 
     // ---- groups
-    private final HierarchicalWeights weights = new HierarchicalWeights();
-    private final ArrayList<CostGroup> activeGroups = new ArrayList<>();
+    final HierarchicalWeights weights = new HierarchicalWeights();
+    final ArrayList<CostGroup> activeGroups = new ArrayList<>();
+    /** The period timer's work (ioc_timer_fn), with the QoS samples and the busy level. */
+    private final PeriodLoop loop = new PeriodLoop(this);
 
     // ---- wait timers
     private long earliestWaitTimerNs = NOT_ARMED;
@@ -143,24 +121,13 @@ final class CostDevice implements DevicePolicy {
     /** io.cost.qos enable=0 was written while requests waited: release them all. */
     private boolean releaseAllWaiters;
 
-    // ---- QoS samples since the period started
-    private final long[] nrMet = new long[2];
-    private final long[] nrMissed = new long[2];
-    private long rqWaitNs;
-
-    // ---- debt forgiveness and autop
-    private long dfgvPeriodAtUs;
-    private long dfgvPeriodRemUs;
-    private long dfgvUsageUsSum;
+    // ---- autop
     private long autopTooFastAtNs = NOT_SET;
     private long autopTooSlowAtNs = NOT_SET;
 
     // ---- scratch, reused to keep the IO path and the timers allocation-free
     /** What {@link #deviceNow} fills in and hands out; nothing else reads it. */
     private final DeviceNow nowScratch = new DeviceNow();
-    private final long[] missedPpm = new long[2];
-    private final ArrayList<CostGroup> surpluses = new ArrayList<>();
-    private final ArrayList<CostGroup> innerWalk = new ArrayList<>();
 
     CostDevice(CostPolicy policy, int policyIndex, boolean debugStats) {
         this.policy = policy;
@@ -180,10 +147,11 @@ final class CostDevice implements DevicePolicy {
     // ================================================================ configuration
 
     /**
-     * blk_iocost_init: the first write to io.cost.qos or io.cost.model for the device. The device
-     * clock starts at vtime 0 now; it runs once a group activates.
+     * blk_iocost_init: the first write to io.cost.qos or io.cost.model that names the device,
+     * before its tokens are read. The device clock starts at vtime 0 now; it runs once a group
+     * activates. Nothing happens on later writes.
      */
-    private void initialize(long nowNs) {
+    void setUp(long nowNs) {
         if (config != null) return;
         running = false;
         vtimeBaseRate = VTIME_PER_USEC;
@@ -196,14 +164,9 @@ final class CostDevice implements DevicePolicy {
         refreshParams(true, nowNs);
     }
 
-    /** blk_iocost_init on a write to io.cost.qos or io.cost.model that names the device, before its tokens are read. */
-    void setUp(long nowNs) {
-        initialize(nowNs);
-    }
-
     /** An io.cost.qos write that parsed: enable, ctrl and, when {@code user}, the QoS parameters. */
     void writeQos(boolean enable, boolean user, QosParams qos, long nowNs) {
-        initialize(nowNs);
+        setUp(nowNs);
         CostConfig c = config;
         if (c.enabled() && !enable && hasWaiters()) releaseAllWaiters = true;
         config = new CostConfig(enable, user, user ? qos : c.qos(), c.userModel(), c.model(), c.autop());
@@ -212,7 +175,7 @@ final class CostDevice implements DevicePolicy {
 
     /** An io.cost.model write that parsed. */
     void writeModel(boolean user, LinearModel model, long nowNs) {
-        initialize(nowNs);
+        setUp(nowNs);
         CostConfig c = config;
         config = new CostConfig(c.enabled(), c.userQos(), c.qos(), user, user ? model : c.model(), c.autop());
         refreshParams(true, nowNs);
@@ -233,7 +196,7 @@ final class CostDevice implements DevicePolicy {
      * parameters. {@code nowNs} times how long vrate has said the set is wrong (the kernel's
      * ioc_autop_idx reads its own clock for it, not ioc_now).
      */
-    private boolean refreshParams(boolean force, long nowNs) {
+    boolean refreshParams(boolean force, long nowNs) {
         CostConfig c = config;
         AutoParams idx = autopIndex(nowNs);
         if (idx == c.autop() && !force) return false;
@@ -331,29 +294,38 @@ final class CostDevice implements DevicePolicy {
         vtimeErr = Math.clamp(vtimeErr, -periodVtime, periodVtime);
     }
 
-    /** ioc_adjust_base_vrate: the QoS loop's step, or the walk back into [min, max]. */
-    private void adjustBaseVrate(int nrLagging) {
-        if (busyLevel == 0 || (busyLevel < 0 && nrLagging > 0)) return;
-        long vrate = vtimeBaseRate;
-        if (vrate < vrateMin) {
-            vrate = Math.min(vrate * (100 + VRATE_CLAMP_ADJ_PCT) / 100, vrateMin);
-        } else if (vrate > vrateMax) {
-            vrate = Math.max(vrate * (100 - VRATE_CLAMP_ADJ_PCT) / 100, vrateMax);
-        } else {
-            long adjPct = CostTunables.vrateAdjustPct(busyLevel);
-            adjPct = busyLevel > 0 ? 100 - adjPct : 100 + adjPct;
-            vrate = Math.clamp(Math.ceilDiv(vrate * adjPct, 100), vrateMin, vrateMax);
-        }
+    /** The QoS loop moved vrate ({@link PeriodLoop#nextBaseVrate}): the margins follow it. */
+    void setBaseVrate(long vrate) {
         vtimeBaseRate = vrate;
         shownBaseRate = vrate;
         refreshMargins();
     }
 
-    private static boolean after(long a, long b) {
+    /**
+     * Step 7 of the period loop: the next period starts now, or the device clock stops when no
+     * group is active; either way vrate then hands back the budget thrown away.
+     *
+     * @return true when the clock runs on
+     */
+    boolean nextPeriod(DeviceNow now) {
+        curPeriod++;
+        boolean runs = !activeGroups.isEmpty();
+        if (runs) {
+            startPeriod(now);
+        } else {
+            vtimeErr = 0;
+            running = false;
+            periodTimerNs = NOT_ARMED;
+        }
+        refreshVrate(now);
+        return runs;
+    }
+
+    static boolean after(long a, long b) {
         return a - b > 0;
     }
 
-    private static boolean before(long a, long b) {
+    static boolean before(long a, long b) {
         return a - b < 0;
     }
 
@@ -363,7 +335,7 @@ final class CostDevice implements DevicePolicy {
         return MulDiv.ceil(absCost, WEIGHT_ONE, hwInuse);
     }
 
-    private static long costToAbsCost(long cost, long hwInuse) {
+    static long costToAbsCost(long cost, long hwInuse) {
         return MulDiv.ceil(cost, hwInuse, WEIGHT_ONE);
     }
 
@@ -373,7 +345,7 @@ final class CostDevice implements DevicePolicy {
      * for in-period inuse raises. Takes effect at the next {@code weights.commit()}. (The
      * kernel's calls without save — deactivation, debt — are plain {@code weights.propagate}.)
      */
-    private void propagateWeights(CostGroup g, long active, long inuse, DeviceNow now) {
+    void propagateWeights(CostGroup g, long active, long inuse, DeviceNow now) {
         g.savedMargin = now.vnow() - g.vtime;
         weights.propagate(g, active, inuse);
     }
@@ -407,15 +379,14 @@ final class CostDevice implements DevicePolicy {
         g.activatedAtUs = now.nowUs();
         if (!running) {
             running = true;
-            dfgvPeriodAtUs = now.nowUs();
-            dfgvPeriodRemUs = 0;
+            loop.started(now.nowUs());
             startPeriod(now);
         }
         return true;
     }
 
     /** Leaves the active tree: its weights leave its parents' sums (commit follows). */
-    private void deactivate(CostGroup g) {
+    void deactivate(CostGroup g) {
         weights.propagate(g, 0, 0);
         activeGroups.remove(g);
         g.onActiveList = false;
@@ -423,7 +394,7 @@ final class CostDevice implements DevicePolicy {
     }
 
     /** iocg_is_idle: nothing issued this period and nothing in flight. */
-    private boolean isIdle(CostGroup g) {
+    boolean isIdle(CostGroup g) {
         return g.activePeriod != curPeriod && g.doneVtime == g.vtime;
     }
 
@@ -444,7 +415,7 @@ final class CostDevice implements DevicePolicy {
     @Override
     public boolean applies(IoRequest io, DeviceGroup dg) {
         CostConfig c = config;
-        return c != null && c.enabled() && DIRECTION[io.op().ordinal()] >= 0 && io.length() > 0;
+        return c != null && c.enabled() && LinearModel.direction(io.op()) >= 0 && io.length() > 0;
     }
 
     /** ioc_rqos_throttle. */
@@ -493,7 +464,7 @@ final class CostDevice implements DevicePolicy {
 
     /** calc_vtime_cost_builtin: a per-IO part (sequential or random) plus a per-page part. */
     private static long absCost(IoRequest io, CostGroup g, LinearModel model) {
-        int dir = DIRECTION[io.op().ordinal()];
+        int dir = LinearModel.direction(io.op());
         long pages = Math.max(io.length() >> PAGE_SHIFT, 1);
         long seekPages = g.cursor != 0 ? Math.abs(io.offset() - g.cursor) >> PAGE_SHIFT : 0;
         long perIo = seekPages > RANDIO_PAGES ? model.randioCost(dir) : model.seqioCost(dir);
@@ -560,13 +531,11 @@ final class CostDevice implements DevicePolicy {
         }
         CostConfig c = config;
         if (c == null || !c.enabled()) return 0;
-        int dir = DIRECTION[io.op().ordinal()];
+        int dir = LinearModel.direction(io.op());
         long onQueueNs = nowNs - io.admitNs();
         long rqWait = Math.max(io.issueNs() - io.admitNs(), 0);
         long sizeNs = MulDiv.floor(io.length() >> PAGE_SHIFT, c.model().pageCost(dir), VTIME_PER_NSEC);
-        if (onQueueNs <= sizeNs || onQueueNs - sizeNs <= c.qos().latencyUs(dir) * NS_PER_US) nrMet[dir]++;
-        else nrMissed[dir]++;
-        rqWaitNs += rqWait;
+        loop.sample(dir, onQueueNs <= sizeNs || onQueueNs - sizeNs <= c.qos().latencyUs(dir) * NS_PER_US, rqWait);
         return (io.policyFlags() & DELAYS_ISSUER) != 0 ? g.issuerDelayUs * NS_PER_US : 0;
     }
 
@@ -580,7 +549,7 @@ final class CostDevice implements DevicePolicy {
      * @param self a request being admitted right now: committed here, not resumed
      * @return true when {@code self} was committed
      */
-    private boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self, DeviceNow now) {
+    boolean kickWaitq(CostGroup g, boolean payDebt, Resumer resumer, IoRequest self, DeviceNow now) {
         weights.currentHweight(g);
         long hwa = g.hweightActive;
         long vbudget = now.vnow() - g.vtime;
@@ -667,7 +636,7 @@ final class CostDevice implements DevicePolicy {
     }
 
     /** {@code value >> shift}, 0 once the shift reaches the width (Java masks shift counts). */
-    private static long shiftRight(long value, long shift) {
+    static long shiftRight(long value, long shift) {
         return shift >= 63 ? 0 : value >>> shift;
     }
 
@@ -753,252 +722,13 @@ final class CostDevice implements DevicePolicy {
             releaseAllWaiters = false;
             for (CostGroup g : activeGroups) releaseWaiters(g, resumer, now);
         }
-        if (running && nowNs >= periodTimerNs) periodTimer(resumer, now);
+        if (running && nowNs >= periodTimerNs) loop.run(resumer, now);
         if (nextWakeNs() > nowNs) return;
         for (CostGroup g : activeGroups) {
             if (g.waitTimerNs > nowNs) continue;
             g.waitTimerNs = NOT_ARMED;
             waitTimersChanged = true;
             kickWaitq(g, g.absVdebt != 0, resumer, null, now);
-        }
-    }
-
-    /** ioc_timer_fn: the end of a period. The steps are numbered as in the package documentation. */
-    private void periodTimer(Resumer resumer, DeviceNow now) {
-        QosParams qos = config.qos();
-        long ppmReadThreshold = MILLION - qos.readPpm();
-        long ppmWriteThreshold = MILLION - qos.writePpm();
-        long vnow = now.vnow();
-        // 1. How were the latencies, and how long did requests wait for a queue slot?
-        long rqWaitPct = latencyStats();
-        long periodVtime = vnow - periodAtVtime;
-        // 2. Wake waiters that may be oversleeping, deactivate idle groups.
-        int nrDebtors = checkGroups(resumer, now);
-        flushStats();
-        // 3. Usage, surpluses and shortages.
-        int nrShortages = 0;
-        int nrLagging = 0;
-        long usageUsSum = 0;
-        for (CostGroup g : activeGroups) {
-            long vdone = g.doneVtime;
-            long vtime = g.vtime;
-            weights.currentHweight(g);
-            long hwActive = g.hweightActive;
-            long hwInuse = g.hweightInuse;
-            // IOs in flight for more than a period are not seen by the latency samples: while
-            // some are, do not push the device harder.
-            if ((ppmReadThreshold != MILLION || ppmWriteThreshold != MILLION) && g.issuerDelayUs == 0
-                && after(vtime, vdone) && after(vtime, vnow - MAX_LAGGING_PERIODS * periodVtime)
-                && before(vdone, vnow - periodVtime)) {
-                nrLagging++;
-            }
-            long usageUs = g.usageDeltaUs;
-            usageUsSum += usageUs;
-            if (hwInuse < hwActive || (g.waiters.isEmpty() && before(vtime, vnow - marginLow))) {
-                if (vdone != vtime) {
-                    long inflightUs = Math.ceilDiv(costToAbsCost(vtime - vdone, hwInuse), vtimeBaseRate);
-                    usageUs = Math.max(usageUs, inflightUs);
-                }
-                long usageDurUs = after(g.activatedAtUs, periodAtUs) ? Math.max(now.nowUs() - g.activatedAtUs, 1) : Math.max(now.nowUs() - periodAtUs, 1);
-                long usage = Math.clamp(MulDiv.ceil(usageUs, WEIGHT_ONE, usageDurUs), 1, WEIGHT_ONE);
-                long hwm = weights.currentHweightMax(g);
-                long newHwi = hweightAfterDonation(g, hwInuse, hwm, usage, now);
-                // Donating needs hweight_after_donation ≥ 1 below hwa, which hwa < 2 cannot give.
-                if (newHwi < hwm && hwActive >= 2) {
-                    g.hweightDonating = hwActive;
-                    g.hweightAfterDonation = newHwi;
-                    surpluses.add(g);
-                } else {
-                    propagateWeights(g, g.active, g.active, now);
-                    nrShortages++;
-                }
-            } else {
-                nrShortages++;
-            }
-        }
-        // 4. Donors give their surplus to the groups short of budget; a debtor's inuse stays
-        // at 1, which debt handling owns.
-        if (!surpluses.isEmpty() && nrShortages > 0) {
-            weights.transferSurpluses(surpluses);
-            for (CostGroup g : surpluses) {
-                if (g.absVdebt == 0) propagateWeights(g, g.active, weights.inuseAfterDonation(g), now);
-            }
-        }
-        weights.commit();
-        surpluses.clear();
-        // 5. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
-        if (rqWaitPct > RQ_WAIT_BUSY_PCT || missedPpm[LinearModel.READ] > ppmReadThreshold || missedPpm[LinearModel.WRITE] > ppmWriteThreshold) {
-            busyLevel = Math.max(busyLevel, 0) + 1;
-        } else if (rqWaitPct <= RQ_WAIT_BUSY_PCT * UNBUSY_THR_PCT / 100
-                   && missedPpm[LinearModel.READ] <= ppmReadThreshold * UNBUSY_THR_PCT / 100
-                   && missedPpm[LinearModel.WRITE] <= ppmWriteThreshold * UNBUSY_THR_PCT / 100) {
-            if (nrShortages > 0) {
-                busyLevel = Math.min(busyLevel, 0);
-                if (nrLagging == 0) busyLevel--;
-            } else {
-                busyLevel = 0;      // nobody throttled, nothing learned: coast
-            }
-        } else {
-            busyLevel = 0;          // inside the hysteresis band
-        }
-        busyLevel = Math.clamp(busyLevel, -BUSY_LEVEL_MAX, BUSY_LEVEL_MAX);
-        // 6. Move vrate, maybe switch built-in sets, forgive debts on an idle device.
-        adjustBaseVrate(nrLagging);
-        refreshParams(false, now.nowNs());
-        forgiveDebts(usageUsSum, nrDebtors, resumer, now);
-        // 7. Next period, or idle when no group is active.
-        curPeriod++;
-        if (!activeGroups.isEmpty()) {
-            startPeriod(now);
-        } else {
-            busyLevel = 0;
-            vtimeErr = 0;
-            running = false;
-            periodTimerNs = NOT_ARMED;
-        }
-        refreshVrate(now);
-    }
-
-    /** ioc_lat_stat: fills missedPpm per direction and returns rq_wait as % of the period; resets the samples. */
-    private long latencyStats() {
-        for (int dir = LinearModel.READ; dir <= LinearModel.WRITE; dir++) {
-            long total = nrMet[dir] + nrMissed[dir];
-            missedPpm[dir] = total != 0 ? Math.ceilDiv(nrMissed[dir] * MILLION, total) : 0;
-            nrMet[dir] = 0;
-            nrMissed[dir] = 0;
-        }
-        long pct = MulDiv.floor(rqWaitNs, 100, periodUs * NS_PER_US);
-        rqWaitNs = 0;
-        return pct;
-    }
-
-    /**
-     * ioc_check_iocgs: folds the running wait/debt/delay times into the statistics, kicks
-     * groups with waiters or debt (vrate may have risen since their timer was set), and
-     * deactivates idle groups, throwing their budget above the target away.
-     *
-     * @return the number of groups in debt or delay
-     */
-    private int checkGroups(Resumer resumer, DeviceNow now) {
-        long nowUs = now.nowUs();
-        int nrDebtors = 0;
-        for (int i = 0; i < activeGroups.size(); ) {
-            CostGroup g = activeGroups.get(i);
-            if (g.waiters.isEmpty() && g.absVdebt == 0 && g.delayUs == 0 && !isIdle(g)) {
-                i++;
-                continue;
-            }
-            if (g.waitSinceUs != NOT_SET) {
-                g.localStat[WAIT] += nowUs - g.waitSinceUs;
-                g.waitSinceUs = nowUs;
-            }
-            if (g.indebtSinceUs != NOT_SET) {
-                g.localStat[INDEBT] += nowUs - g.indebtSinceUs;
-                g.indebtSinceUs = nowUs;
-            }
-            if (g.indelaySinceUs != NOT_SET) {
-                g.localStat[INDELAY] += nowUs - g.indelaySinceUs;
-                g.indelaySinceUs = nowUs;
-            }
-            if (!g.waiters.isEmpty() || g.absVdebt != 0 || g.delayUs != 0) {
-                kickWaitq(g, true, resumer, null, now);
-                if (g.absVdebt != 0 || g.delayUs != 0) nrDebtors++;
-                i++;
-            } else {
-                // Idle a whole period: the budget above the target is thrown away (and given
-                // back through vtimeErr); it starts with the target when it comes back.
-                long excess = now.vnow() - g.vtime - marginTarget;
-                if (excess > 0) {
-                    weights.currentHweight(g);
-                    vtimeErr -= MulDiv.floor(excess, g.hweightInuse, WEIGHT_ONE);
-                }
-                deactivate(g);
-            }
-        }
-        weights.commit();
-        return nrDebtors;
-    }
-
-    /** iocg_flush_stat: usage of the active groups, then of their ancestors bottom-up. */
-    private void flushStats() {
-        for (CostGroup g : activeGroups) {
-            flushStat(g);
-            g.buildInnerWalk(innerWalk);
-        }
-        for (int i = innerWalk.size() - 1; i >= 0; i--) {
-            CostGroup inner = innerWalk.get(i);
-            flushStat(inner);
-            inner.onWalk = false;
-        }
-        innerWalk.clear();
-    }
-
-    /** iocg_flush_stat_one: this period's usage, and the deltas of the hierarchical stats to the parent. */
-    private void flushStat(CostGroup g) {
-        long vusageDelta = g.absVusage - g.lastStatAbsVusage;
-        g.lastStatAbsVusage = g.absVusage;
-        g.usageDeltaUs = vusageDelta / vtimeBaseRate;
-        g.localStat[USAGE] += g.usageDeltaUs;
-        CostGroup parent = g.parent();
-        for (int k = USAGE; k <= INDELAY; k++) {
-            long total = g.localStat[k] + g.descendantStat[k];
-            if (parent != null) parent.descendantStat[k] += total - g.lastStat[k];
-            g.lastStat[k] = total;
-        }
-        g.publishStats();
-    }
-
-    /**
-     * hweight_after_donation: the hweight_inuse that, spending {@code usage} next period, leaves
-     * the group again with the target budget ({@link HierarchicalWeights#hweightAfterDonation});
-     * {@code hwm} means "no donation": for a group with waiters or below margin.min. A debtor
-     * gets 1 (it donates everything). Budget above the target is thrown away here (and given
-     * back to the device through vtimeErr).
-     */
-    private long hweightAfterDonation(CostGroup g, long oldHwi, long hwm, long usage, DeviceNow now) {
-        if (g.absVdebt != 0) return 1;
-        long vnow = now.vnow();
-        if (!g.waiters.isEmpty() || after(g.vtime, vnow - marginMin)) return hwm;
-        long excess = vnow - g.vtime - marginTarget;
-        if (excess > 0) {
-            g.vtime += excess;
-            g.doneVtime += excess;
-            vtimeErr -= MulDiv.floor(excess, oldHwi, WEIGHT_ONE);
-        }
-        return HierarchicalWeights.hweightAfterDonation(usage, vnow - g.vtime, vnow - periodAtVtime, hwm);
-    }
-
-    /**
-     * ioc_forgive_debts: when the device has been at most half used for DFGV_PERIOD_US, halve
-     * every debt and delay once per DFGV_PERIOD_US elapsed, so a debtor is not left paying on
-     * an idle device.
-     */
-    private void forgiveDebts(long usageUsSum, int nrDebtors, Resumer resumer, DeviceNow now) {
-        long nowUs = now.nowUs();
-        if (nrDebtors == 0) {
-            dfgvPeriodAtUs = nowUs;
-            dfgvPeriodRemUs = 0;
-            dfgvUsageUsSum = 0;
-            return;
-        }
-        if (busyLevel > 0) usageUsSum = Math.max(usageUsSum, periodUs);
-        dfgvUsageUsSum += usageUsSum;
-        if (before(nowUs, dfgvPeriodAtUs + DFGV_PERIOD_US)) return;
-        long durUs = nowUs - dfgvPeriodAtUs;
-        long usagePct = dfgvUsageUsSum * 100 / durUs;
-        dfgvPeriodAtUs = nowUs;
-        dfgvUsageUsSum = 0;
-        if (usagePct > DFGV_USAGE_PCT) {
-            dfgvPeriodRemUs = 0;
-            return;
-        }
-        long cycles = (durUs + dfgvPeriodRemUs) / DFGV_PERIOD_US;
-        dfgvPeriodRemUs = (durUs + dfgvPeriodRemUs) % DFGV_PERIOD_US;
-        for (CostGroup g : activeGroups) {
-            if (g.absVdebt == 0 && g.delayUs == 0) continue;
-            if (g.absVdebt != 0) g.absVdebt = Math.max(shiftRight(g.absVdebt, cycles), 1);
-            if (g.delayUs != 0) g.delayUs = Math.max(shiftRight(g.delayUs, cycles), 1);
-            kickWaitq(g, true, resumer, null, now);
         }
     }
 
@@ -1049,7 +779,7 @@ final class CostDevice implements DevicePolicy {
         line.append(value);
     }
 
-    /** The configured period, µs (for tests). */
+    /** The configured period, µs. */
     long periodUs() {
         return periodUs;
     }

@@ -1,11 +1,11 @@
 package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.PolicyHost;
 
 import java.util.List;
 
@@ -14,21 +14,18 @@ import java.util.List;
  * thread; the per-device work is in {@link CostDevice}.
  */
 public final class CostPolicy implements IoPolicy {
-    /** System property that shows cost.wait, cost.indebt and cost.indelay in io.stat, like the kernel's blkcg_debug_stats. */
-    public static final String DEBUG_STATS_PROPERTY = "iotarget.blkcg_debug_stats";
-
-    private final IoController controller;
+    private final PolicyHost host;
     private final int index;
     private final boolean debugStats;
 
     /** The standard policy; debug statistics as the {@value #DEBUG_STATS_PROPERTY} system property says. */
-    public CostPolicy(IoController controller, int index) {
-        this(controller, index, Boolean.getBoolean(DEBUG_STATS_PROPERTY));
+    public CostPolicy(PolicyHost host, int index) {
+        this(host, index, Boolean.getBoolean(DEBUG_STATS_PROPERTY));
     }
 
     /** @param debugStats add cost.wait, cost.indebt and cost.indelay to io.stat */
-    public CostPolicy(IoController controller, int index, boolean debugStats) {
-        this.controller = controller;
+    public CostPolicy(PolicyHost host, int index, boolean debugStats) {
+        this.host = host;
         this.index = index;
         this.debugStats = debugStats;
     }
@@ -40,7 +37,7 @@ public final class CostPolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoWeightFile(controller, this), new IoCostQosFile(controller, this), new IoCostModelFile(controller, this));
+        return List.of(new IoWeightFile(host, this), new IoCostQosFile(host, this), new IoCostModelFile(host, this));
     }
 
     /** The group's io.weight "default" line (the kernel's ioc_cgrp); tree lock to write. */

@@ -1,10 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
-import io.iotarget.iocontrol.chain.DeviceControl;
-import io.iotarget.iocontrol.file.DeviceLine;
-import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -21,49 +17,34 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.VRATE_MIN_PPM;
  *        one line per device on which iocost was set up; P printed with two decimals
  * write: MAJ:MIN [enable=N] [ctrl=auto|user] [rpct=P] [rlat=µs] [wpct=P] [wlat=µs] [min=P] [max=P]
  * </pre>
- * Tokens are split on space, tab and newline only (ioc_qos_write's strsep; a \r stays in its
- * token), in any order, later ones win. enable: a base-0 number, non-zero turns iocost on. Any
- * of rpct, rlat, wpct, wlat, min, max switches to ctrl=user (a later ctrl=auto in the same
- * write switches back to the built-in values). rlat/wlat are base-0 numbers ({@code 010} is 8
+ * Tokens ({@link IoCostFile}: split on space, tab and newline only) come in any order, later
+ * ones win. enable: a base-0 number, non-zero turns iocost on. Any of rpct, rlat, wpct, wlat,
+ * min, max switches to ctrl=user (a later ctrl=auto in the same write switches back to the
+ * built-in values). rlat/wlat are base-0 numbers ({@code 010} is 8
  * µs); rpct/wpct must be within [0, 100]; min/max must be ≥ 0 and are clamped to [1, 10000];
  * percentages keep two places (rounded). EINVAL for an unknown token, a bad number, a value
- * of 32 characters or more, or min &gt; max. As in the kernel, a write naming a device sets
- * iocost up there (disabled) before its tokens are read, so even a write that fails then
- * leaves the device's line in place. Refused on purpose where the kernel accepts
+ * of 32 characters or more, or min &gt; max. Refused on purpose where the kernel accepts
  * (docs/decisions.md): characters after a percentage ({@code rpct=95\r}), latencies of 2^32 µs
  * and more (the kernel truncates them to 32 bits), and an {@code enable} past 2^64.
  */
-final class IoCostQosFile extends InterfaceFile {
+final class IoCostQosFile extends IoCostFile {
     /** match_strlcpy into char buf[32]. */
     private static final int MAX_VALUE_CHARS = 31;
 
-    private final IoController controller;
-    private final CostPolicy policy;
-
-    IoCostQosFile(IoController controller, CostPolicy policy) {
-        super("io.cost.qos", Placement.ONLY_ON_ROOT, true);
-        this.controller = controller;
-        this.policy = policy;
+    IoCostQosFile(PolicyHost host, CostPolicy policy) {
+        super("io.cost.qos", "enable=N, ctrl=auto|user, rpct=P, rlat=µs, wpct=P, wlat=µs, min=P or max=P", host, policy);
     }
 
     @Override
-    public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceControl dc : controller.devices()) {
-            CostConfig c = policy.device(dc).config();
-            if (c == null) continue;
-            QosParams q = c.qos();
-            sb.append(dc.device().number()).append(" enable=").append(c.enabled() ? 1 : 0)
-              .append(" ctrl=").append(c.userQos() ? "user" : "auto");
-            appendPct(sb.append(" rpct="), q.readPpm());
-            sb.append(" rlat=").append(q.readLatUs());
-            appendPct(sb.append(" wpct="), q.writePpm());
-            sb.append(" wlat=").append(q.writeLatUs());
-            appendPct(sb.append(" min="), q.minPpm());
-            appendPct(sb.append(" max="), q.maxPpm());
-            sb.append('\n');
-        }
-        return sb.toString();
+    void appendValues(StringBuilder sb, CostConfig c) {
+        QosParams q = c.qos();
+        sb.append(" enable=").append(c.enabled() ? 1 : 0).append(" ctrl=").append(c.userQos() ? "user" : "auto");
+        appendPct(sb.append(" rpct="), q.readPpm());
+        sb.append(" rlat=").append(q.readLatUs());
+        appendPct(sb.append(" wpct="), q.writePpm());
+        sb.append(" wlat=").append(q.writeLatUs());
+        appendPct(sb.append(" min="), q.minPpm());
+        appendPct(sb.append(" max="), q.maxPpm());
     }
 
     /** ppm as the kernel prints it: %u.%02u of ppm/10000 and ppm%10000/100. */
@@ -73,40 +54,23 @@ final class IoCostQosFile extends InterfaceFile {
     }
 
     @Override
-    public boolean writable() {
-        return true;
-    }
-
-    @Override
-    public List<String> replay(Group group) {
-        return CostConfig.replay(read(group));
-    }
-
-    @Override
-    public void write(Group group, String text) throws ControlException {
-        DeviceLine line = DeviceLine.parse(controller, text);
-        CostDevice device = policy.device(line.device());
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));
-        // The controller holds the tree lock, which serializes configuration writes: the merge
-        // below starts from what is current.
-        CostConfig current = device.config();
+    Update parse(CostConfig current, List<String> tokens) throws ControlException {
         QosParams q = current.qos();
         boolean enable = current.enabled();
         boolean user = current.userQos();
         long readPpm = q.readPpm(), readLat = q.readLatUs(), writePpm = q.writePpm(), writeLat = q.writeLatUs();
         long min = q.minPpm(), max = q.maxPpm();
-        for (String token : KernelParse.tokens(line.body(), CostConfig.SEPARATORS)) {
-            String[] kv = CostConfig.keyValue(token);
-            if (kv == null) throw unknown(token);
+        for (String token : tokens) {
+            String[] kv = keyValue(token);
             String key = kv[0];
             String value = kv[1];
             switch (key) {
                 case "enable" -> {
-                    enable = CostConfig.number(key, value) != 0;
+                    enable = number(key, value) != 0;
                     continue;
                 }
                 case "ctrl" -> {
-                    user = CostConfig.userCtrl(key, value);
+                    user = userCtrl(key, value);
                     continue;
                 }
                 case "rpct" -> readPpm = percentPpm(key, value);
@@ -125,11 +89,7 @@ final class IoCostQosFile extends InterfaceFile {
         QosParams qos = new QosParams(readPpm, readLat, writePpm, writeLat, min, max);
         boolean enableFinal = enable;
         boolean userFinal = user;
-        controller.configure(controller.root(), line.device(), (dg, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs));
-    }
-
-    private static ControlException unknown(String token) {
-        return new ControlException(Errno.EINVAL, "'" + token + "' (expected: enable=N, ctrl=auto|user, rpct=P, rlat=µs, wpct=P, wlat=µs, min=P or max=P)");
+        return (device, nowNs) -> device.writeQos(enableFinal, userFinal, qos, nowNs);
     }
 
     /** rpct/wpct: a percentage in [0, 100] with two decimals, kept in ppm. */
@@ -141,7 +101,7 @@ final class IoCostQosFile extends InterfaceFile {
 
     /** rlat/wlat: µs, an unsigned 32-bit value in the kernel (larger values are refused rather than truncated). */
     private static long latencyUs(String key, String value) throws ControlException {
-        long v = CostConfig.number(key, value);
+        long v = number(key, value);
         if (Long.compareUnsigned(v, KernelParse.U32_MAX) > 0) throw KernelParse.invalid(key, value, "microseconds below 2^32");
         return v;
     }

@@ -2,10 +2,10 @@ package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -38,12 +38,12 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
 final class IoWeightFile extends InterfaceFile {
     private static final String EXPECTED = "an integer in " + WEIGHT_MIN + ".." + WEIGHT_MAX;
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final CostPolicy policy;
 
-    IoWeightFile(IoController controller, CostPolicy policy) {
+    IoWeightFile(PolicyHost host, CostPolicy policy) {
         super("io.weight", Placement.NOT_ON_ROOT, true);
-        this.controller = controller;
+        this.host = host;
         this.policy = policy;
     }
 
@@ -71,7 +71,7 @@ final class IoWeightFile extends InterfaceFile {
             return;
         }
         // The kernel's order: the device (blkg_conf_open_bdev), the policy on it (blkg_conf_prep), the value.
-        DeviceLine line = DeviceLine.parse(controller, text);
+        DeviceLine line = DeviceLine.parse(host, text);
         CostDevice device = policy.device(line.device());
         if (device.config() == null) {
             throw new ControlException(Errno.EOPNOTSUPP, "iocost is not set up on " + line.device().device().number()
@@ -80,7 +80,7 @@ final class IoWeightFile extends InterfaceFile {
         String body = line.body();
         long w = body.startsWith("default") ? 0 : weight(body, 0);
         if (w == 0) onlyWhitespaceAfter(body, "default".length());
-        controller.configure(group, line.device(), (dg, nowNs) -> {
+        host.configure(group, line.device(), (dg, nowNs) -> {
             CostGroup g = device.state(dg);
             g.cfgWeight = w * WEIGHT_ONE;
             device.weightUpdated(g, nowNs);
@@ -96,7 +96,7 @@ final class IoWeightFile extends InterfaceFile {
         if (text.indexOf(':') >= 0) return true;
         List<String> tokens = KernelParse.tokens(text);
         if (tokens.size() < 2 || tokens.getFirst().equals("default")) return false;
-        for (DeviceControl dc : controller.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
+        for (DeviceControl dc : host.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
         return false;
     }
 
@@ -107,7 +107,7 @@ final class IoWeightFile extends InterfaceFile {
         policy.groupWeight(group).defaultWeight = w;
         for (DeviceGroup dg : group.deviceGroups()) {
             CostDevice device = policy.device(dg.device());
-            controller.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
+            host.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
         }
     }
 

@@ -1,5 +1,7 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.model.IoOp;
+
 import static io.iotarget.iocontrol.policy.cost.CostTunables.PAGE_SIZE;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.VTIME_PER_SEC;
 
@@ -19,6 +21,21 @@ final class LinearModel {
     static final int READ = 0;
     static final int WRITE = 1;
 
+    /** Costed direction by IoOp ordinal: READ / WRITE, or -1 for ops iocost does not cost. */
+    private static final int[] DIRECTION = new int[IoOp.count()];
+
+    static {
+        for (IoOp op : IoOp.values()) {
+            DIRECTION[op.ordinal()] = switch (op) {
+                // The kernel costs only REQ_OP_READ and REQ_OP_WRITE bios with data: flushes are
+                // empty, discard and write-zeroes are ops of their own.
+                case READ, CACHE, VERIFY, COMPARE, PASSTHROUGH_IN -> READ;
+                case WRITE, PASSTHROUGH_OUT -> WRITE;
+                case FLUSH, DISCARD, WRITE_ZEROES -> -1;
+            };
+        }
+    }
+
     /** The user-visible parameters: [direction][bps, seqiops, randiops]. */
     private final long[][] parameters;
     /** Derived: [direction][page, seqio, randio]. */
@@ -33,6 +50,11 @@ final class LinearModel {
             coefficients[dir][1] = perIo(p[1], page);
             coefficients[dir][2] = perIo(p[2], page);
         }
+    }
+
+    /** The direction whose coefficients cost {@code op}: {@link #READ}, {@link #WRITE}, or -1 when iocost does not cost it. */
+    static int direction(IoOp op) {
+        return DIRECTION[op.ordinal()];
     }
 
     private static long perIo(long iops, long page) {

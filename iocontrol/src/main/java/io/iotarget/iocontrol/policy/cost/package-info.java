@@ -140,7 +140,7 @@
  * The kernel's constants, with units and reasons, are in
  * {@link io.iotarget.iocontrol.policy.cost.CostTunables}; the knobs are io.cost.qos (rpct,
  * rlat, wpct, wlat, min, max), io.cost.model and io.weight. The system property
- * {@value io.iotarget.iocontrol.policy.cost.CostPolicy#DEBUG_STATS_PROPERTY}{@code =true}
+ * {@value io.iotarget.iocontrol.policy.IoPolicy#DEBUG_STATS_PROPERTY}{@code =true}
  * adds the kernel's debug fields to io.stat, as the blkcg_debug_stats module parameter does.
  *
  * <h2>10. What to watch</h2>
@@ -164,8 +164,11 @@
  * <h2>11. Reading the code</h2>
  * <ul>
  *   <li>{@link io.iotarget.iocontrol.policy.cost.CostDevice}: the kernel's {@code ioc} — the
- *       device clock, activation, the IO path, waiting and debt, the period timer (sections
- *       1, 3, 4, 6). Its methods carry the kernel's function names.</li>
+ *       device clock, activation, the IO path, waiting and debt, the timers (sections 1, 3,
+ *       4). Its methods carry the kernel's function names.</li>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.PeriodLoop}: section 6, what a period's end
+ *       does ({@code ioc_timer_fn}), with the QoS samples, the busy level and debt
+ *       forgiveness; its decisions are functions of numbers ({@code PeriodLoopTest}).</li>
  *   <li>{@link io.iotarget.iocontrol.policy.cost.HierarchicalWeights}: sections 2 and 5's
  *       arithmetic ({@code propagate_weights}, {@code current_hweight},
  *       {@code transfer_surpluses}), on the {@link io.iotarget.iocontrol.policy.cost.CostGroup}

@@ -2,9 +2,9 @@ package io.iotarget.iocontrol.policy.latency;
 
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -31,12 +31,12 @@ final class IoLatencyFile extends InterfaceFile {
     private static final int MAX_KEY = 15;
     private static final int MAX_VALUE = 20;
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final LatencyPolicy policy;
 
-    IoLatencyFile(IoController controller, LatencyPolicy policy) {
+    IoLatencyFile(PolicyHost host, LatencyPolicy policy) {
         super("io.latency", Placement.NOT_ON_ROOT, true);
-        this.controller = controller;
+        this.host = host;
         this.policy = policy;
     }
 
@@ -57,11 +57,11 @@ final class IoLatencyFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        DeviceLine line = DeviceLine.parse(controller, text);
+        DeviceLine line = DeviceLine.parse(host, text);
         long targetNs = 0;
         for (String piece : line.body().split(" ", -1)) targetNs = parsePiece(piece);
         long newTargetNs = targetNs;
-        controller.configure(group, line.device(), (dg, nowNs) -> {
+        host.configure(group, line.device(), (dg, nowNs) -> {
             LatencyDevice device = (LatencyDevice) dg.device().policy(policy.index());
             device.setTarget(device.state(dg), newTargetNs, nowNs);
         });

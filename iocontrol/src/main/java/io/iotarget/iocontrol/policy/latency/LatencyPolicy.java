@@ -1,11 +1,10 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.PolicyHost;
 
 import java.util.List;
 
@@ -14,7 +13,7 @@ import java.util.List;
  * {@link LatencyDevice}.
  */
 public final class LatencyPolicy implements IoPolicy {
-    private final IoController controller;
+    private final PolicyHost host;
     private final int index;
     private final boolean rotational;
     private final boolean debugStats;
@@ -22,10 +21,10 @@ public final class LatencyPolicy implements IoPolicy {
     /**
      * The standard policy: devices are non-rotational (iotarget's backends are memory, files
      * and flash; the mean rule is for disks that seek), debug statistics as the
-     * {@value CostPolicy#DEBUG_STATS_PROPERTY} system property says.
+     * {@value IoPolicy#DEBUG_STATS_PROPERTY} system property says.
      */
-    public LatencyPolicy(IoController controller, int index) {
-        this(controller, index, false, Boolean.getBoolean(CostPolicy.DEBUG_STATS_PROPERTY));
+    public LatencyPolicy(PolicyHost host, int index) {
+        this(host, index, false, Boolean.getBoolean(DEBUG_STATS_PROPERTY));
     }
 
     /**
@@ -33,8 +32,8 @@ public final class LatencyPolicy implements IoPolicy {
      *                   devices) instead of the share of IOs that reached the target
      * @param debugStats add io.latency's fields to io.stat
      */
-    public LatencyPolicy(IoController controller, int index, boolean rotational, boolean debugStats) {
-        this.controller = controller;
+    public LatencyPolicy(PolicyHost host, int index, boolean rotational, boolean debugStats) {
+        this.host = host;
         this.index = index;
         this.rotational = rotational;
         this.debugStats = debugStats;
@@ -47,7 +46,7 @@ public final class LatencyPolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoLatencyFile(controller, this));
+        return List.of(new IoLatencyFile(host, this));
     }
 
     @Override

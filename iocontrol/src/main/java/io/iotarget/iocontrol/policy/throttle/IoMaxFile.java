@@ -2,9 +2,9 @@ package io.iotarget.iocontrol.policy.throttle;
 
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;
@@ -34,13 +34,13 @@ final class IoMaxFile extends InterfaceFile {
     /** Which limits a file shows and sets. */
     enum Scope { LOCAL, GLOBAL }
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final ThrottlePolicy policy;
     private final Scope scope;
 
-    IoMaxFile(IoController controller, ThrottlePolicy policy, Scope scope) {
+    IoMaxFile(PolicyHost host, ThrottlePolicy policy, Scope scope) {
         super(scope == Scope.LOCAL ? "io.max" : "io.max.global", Placement.NOT_ON_ROOT, true);
-        this.controller = controller;
+        this.host = host;
         this.policy = policy;
         this.scope = scope;
     }
@@ -77,7 +77,7 @@ final class IoMaxFile extends InterfaceFile {
 
     @Override
     public void write(Group group, String text) throws ControlException {
-        DeviceLine line = DeviceLine.parse(controller, text);
+        DeviceLine line = DeviceLine.parse(host, text);
         Long[] given = new Long[4];
         for (String token : KernelParse.tokens(line.body())) {
             boolean split = token.length() > MAX_TOKEN;
@@ -98,7 +98,7 @@ final class IoMaxFile extends InterfaceFile {
             if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
             given[k] = v;
         }
-        controller.configure(group, line.device(), (dg, nowNs) -> {
+        host.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
             long[] iops = (scope == Scope.LOCAL ? tg.iops : tg.globalIops).clone();

@@ -2,11 +2,11 @@ package io.iotarget.iocontrol.policy.throttle;
 
 import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 
 import java.util.ArrayList;
@@ -23,13 +23,13 @@ public final class ThrottlePolicy implements IoPolicy {
     /** The order of the four limits in {@link GlobalLimit} and {@link #share}: io.max's keys. */
     public static final int RBPS = 0, WBPS = 1, RIOPS = 2, WIOPS = 3;
 
-    private final IoController controller;
+    private final PolicyHost host;
     private final int index;
     /** A newly written global limit starts as limit / this. Plain volatile. */
     private volatile long startingDivisor = 1;
 
-    public ThrottlePolicy(IoController controller, int index) {
-        this.controller = controller;
+    public ThrottlePolicy(PolicyHost host, int index) {
+        this.host = host;
         this.index = index;
     }
 
@@ -46,7 +46,7 @@ public final class ThrottlePolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoMaxFile(controller, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(controller, this, IoMaxFile.Scope.GLOBAL));
+        return List.of(new IoMaxFile(host, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(host, this, IoMaxFile.Scope.GLOBAL));
     }
 
     @Override
@@ -77,7 +77,7 @@ public final class ThrottlePolicy implements IoPolicy {
     /** Every pair with an io.max.global limit, read under the tree lock. */
     public List<GlobalLimit> globalLimits() {
         List<GlobalLimit> out = new ArrayList<>();
-        controller.tree().walk(g -> {
+        host.walk(g -> {
             for (DeviceGroup dg : g.deviceGroups()) {
                 ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
                 if (!tg.globallyLimited()) continue;
@@ -97,7 +97,7 @@ public final class ThrottlePolicy implements IoPolicy {
     public void share(Group group, DeviceControl device, long[] shares) throws ControlException {
         long[] bps = {toBps(shares[RBPS]), toBps(shares[WBPS])};
         long[] iops = {toIops(shares[RIOPS]), toIops(shares[WIOPS])};
-        controller.configure(group, device, (dg, nowNs) -> {
+        host.configure(group, device, (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
             if (java.util.Arrays.equals(bps, tg.shareBps) && java.util.Arrays.equals(iops, tg.shareIops)) return;
             ((ThrottleDevice) device.policy(index)).setLimits(dg, tg.shareBps, tg.shareIops, bps, iops, nowNs);

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.ControllerHarness;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
@@ -43,7 +44,7 @@ class CostArithmeticTest {
 
     @BeforeEach
     void setUp() throws ControlException {
-        controller = new IoController(clock);
+        controller = new IoController(clock, ControllerHarness.ALL_POLICIES);
         dc = controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "d0", 1L << 40, 512, false, 1));
         controller.write("cgroup.subtree_control", "+io");
         controller.write("io.cost.model", MODEL);

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.ControllerHarness;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.ControlException;
@@ -28,7 +29,7 @@ class CostFilesTest {
 
     @BeforeEach
     void setUp() throws ControlException {
-        controller = new IoController(clock);
+        controller = new IoController(clock, ControllerHarness.ALL_POLICIES);
         controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "d0", 1L << 30, 512, false, 1));
         controller.registerDevice(new Device(1, new DeviceNumber(8, 16), "d1", 1L << 30, 512, false, 1));
         controller.write("cgroup.subtree_control", "+io");
@@ -57,6 +58,36 @@ class CostFilesTest {
         controller.write("a/io.weight", "259:0 50");
         assertEquals("default 100\n259:0 50\n", controller.read("a/io.weight"));
         assertEquals(Errno.EOPNOTSUPP, errno("a/io.weight", "8:16 50"), "set up per device");
+    }
+
+    /**
+     * The seven writes of issue 18's replay against Linux 6.1 (kernel-writes/corpus.txt has
+     * them all, with 6.1's answers). Per-device lines without iocost: 6.1 refuses each with
+     * EOPNOTSUPP before looking at the value (blkg_conf_prep), and so does iotarget.
+     */
+    @Test
+    void shouldRefusePerDeviceLinesWithoutIocostBeforeReadingTheirValue() {
+        for (String line : List.of("259:0 200", "259:0 default", "259:0 0", "259:0 abc", "259:0 300 junk", "259:0\n")) {
+            assertEquals(Errno.EOPNOTSUPP, errno("a/io.weight", line), line);
+        }
+    }
+
+    /**
+     * 6.1's ioc_weight_write reads a per-device value with sscanf("%u") or strncmp("default",
+     * 7) and ignores what follows, further lines included; iotarget refuses such a write with
+     * EINVAL and keeps the weight, as a deliberate difference (docs/decisions.md): the rest of
+     * the text would otherwise be dropped without a word.
+     */
+    @Test
+    void shouldRefuseTextAfterAPerDeviceValueThatLinuxIgnores() throws ControlException {
+        controller.write("io.cost.qos", "259:0 enable=0");
+        controller.write("a/io.weight", "259:0 300");
+        assertEquals(Errno.EINVAL, errno("a/io.weight", "259:0 300 junk"), "Linux: 300");
+        assertEquals(Errno.EINVAL, errno("a/io.weight", "259:0 400\n259:0 500\n"), "Linux: 400, the second line dropped");
+        assertEquals(Errno.EINVAL, errno("a/io.weight", "259:0 defaultxyz"), "Linux: default");
+        assertEquals("default 100\n259:0 300\n", controller.read("a/io.weight"), "nothing changed");
+        controller.write("a/io.weight", "259:0\n400\n");
+        assertEquals("default 100\n259:0 400\n", controller.read("a/io.weight"), "whitespace, newlines included, may separate key and value");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
+import io.iotarget.iocontrol.ControllerHarness;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
@@ -27,7 +28,7 @@ class CostInFlightTest {
 
     @BeforeEach
     void setUp() throws ControlException {
-        controller = new IoController(clock);
+        controller = new IoController(clock, ControllerHarness.ALL_POLICIES);
         dc = controller.registerDevice(new Device(0, new DeviceNumber(259, 0), "d0", 1L << 40, 512, false, 1));
         controller.write("io.cost.qos", "259:0 enable=1");
         cost = ((CostPolicy) controller.policies().stream().filter(p -> p instanceof CostPolicy).findFirst().orElseThrow()).device(dc);

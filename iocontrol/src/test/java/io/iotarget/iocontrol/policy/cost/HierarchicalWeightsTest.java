@@ -48,7 +48,7 @@ class HierarchicalWeightsTest {
         return g.hweightInuse;
     }
 
-    /** A donor at a period end, as CostDevice's timer marks it, then Andy's method and the donors' new inuse. */
+    /** A donor at a period end, as PeriodLoop marks it, then Andy's method and the donors' new inuse. */
     private void donate(CostGroup donor, long hweightAfterDonation) {
         donor.hweightDonating = hwa(donor);
         donor.hweightAfterDonation = hweightAfterDonation;

@@ -1,6 +1,7 @@
 package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.ControllerHarness;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.model.Clock;
@@ -61,7 +62,7 @@ final class SimulatedDevice {
     }
 
     SimulatedDevice(long perIoNs, long perPageNs, int depth) {
-        this(IoController::new, perIoNs, perPageNs, depth);
+        this(clock -> new IoController(clock, ControllerHarness.ALL_POLICIES), perIoNs, perPageNs, depth);
     }
 
     /**
