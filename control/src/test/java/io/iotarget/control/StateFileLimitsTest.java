@@ -7,6 +7,7 @@ import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.testkit.Tools;
+import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -19,7 +20,6 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * What {@code server.state} can hold and whom it trusts: the deepest group the tree allows
@@ -143,7 +143,7 @@ class StateFileLimitsTest {
      */
     @Test
     void shouldRefuseAStateFileAnotherUserCouldHaveWritten() throws Exception {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to create files as nobody");
+        Prerequisites.require("root".equals(System.getProperty("user.name")), "not root: it needs root to create files as nobody");
         Tools.require("setpriv", "/usr/bin/setpriv");
         Path shared = Files.createTempDirectory("iotarget-shared-");
         try {

@@ -5,6 +5,7 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.testkit.Tools;
+import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -18,7 +19,6 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * {@code server.state}'s journal at each step a crash can stop: a change is one line in the
@@ -104,7 +104,7 @@ class StateJournalTest {
      */
     @Test
     void shouldSaveAWholeSnapshotAfterTheJournalCouldNotBeWritten() throws Exception {
-        assumeTrue("root".equals(System.getProperty("user.name")), "needs root to make a file immutable");
+        Prerequisites.require("root".equals(System.getProperty("user.name")), "not root: it needs root to make a file immutable");
         Tools.require("chattr", "/usr/bin/chattr");
         Path state = Files.createDirectories(dir.resolve("full")).resolve("state.json");
         try (Server server = start(state)) {
