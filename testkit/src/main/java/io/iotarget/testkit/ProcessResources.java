@@ -1,6 +1,12 @@
 package io.iotarget.testkit;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -24,6 +30,29 @@ import java.util.stream.Stream;
 public record ProcessResources(int threads, int descriptors, long directBytes, long heapUsedBytes, long rssBytes) {
     /** How far above a baseline is still "back": each bound names why it is not zero. */
     public record Tolerance(int threads, int descriptors, long directBytes, long heapUsedBytes, long rssBytes) {
+    }
+
+    /**
+     * setrlimit(RLIMIT_NOFILE) on this process, soft limit only ({@code soft} -1 leaves it), for
+     * tests that run a listener out of descriptors; the limits as they were: {soft, hard}.
+     */
+    @SuppressWarnings("restricted")
+    public static long[] fileLimit(long soft) throws Throwable {
+        final int rlimitNofile = 7;
+        Linker linker = Linker.nativeLinker();
+        FunctionDescriptor signature = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
+        MethodHandle get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(), signature);
+        MethodHandle set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(), signature);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment limit = arena.allocate(16);
+            if ((int) get.invokeExact(rlimitNofile, limit) != 0) throw new IllegalStateException("getrlimit(RLIMIT_NOFILE) failed");
+            long[] was = {limit.get(ValueLayout.JAVA_LONG, 0), limit.get(ValueLayout.JAVA_LONG, 8)};
+            if (soft >= 0) {
+                limit.set(ValueLayout.JAVA_LONG, 0, soft);
+                if ((int) set.invokeExact(rlimitNofile, limit) != 0) throw new IllegalStateException("setrlimit(RLIMIT_NOFILE, " + soft + ") failed");
+            }
+            return was;
+        }
     }
 
     public static ProcessResources now() {

@@ -1,11 +1,8 @@
 package io.iotarget.control.http;
 
+import io.iotarget.testkit.ProcessResources;
 import org.junit.jupiter.api.Test;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -26,11 +23,11 @@ class ControlAcceptTest {
             assertTrue(live.exchange(request, 5_000).startsWith("HTTP/1.1 200 "), "served before");     // classes loaded
             // As Server.start does: what a log line needs is loaded, no time zones are read from a file below.
             new java.util.logging.SimpleFormatter().format(new java.util.logging.LogRecord(java.util.logging.Level.INFO, "start"));
-            long[] original = fileLimit(-1);
+            long[] original = ProcessResources.fileLimit(-1);
             try (SocketChannel channel = SocketChannel.open()) {                     // its descriptor now, not at connect
                 Socket client = channel.socket();
                 long cpuNs;
-                fileLimit(3);                                   // no descriptor can be allocated: accept() fails with EMFILE
+                ProcessResources.fileLimit(3);                                   // no descriptor can be allocated: accept() fails with EMFILE
                 try {
                     channel.connect(new InetSocketAddress("127.0.0.1", live.port()));
                     Thread.sleep(100);
@@ -38,7 +35,7 @@ class ControlAcceptTest {
                     Thread.sleep(1000);
                     cpuNs = os.getProcessCpuTime() - cpuNs;
                 } finally {
-                    fileLimit(original[0]);
+                    ProcessResources.fileLimit(original[0]);
                 }
                 assertTrue(cpuNs < 300_000_000L, "the accept loop waits while accept() fails: " + cpuNs / 1_000_000 + " ms of CPU in 1 s");
                 client.setSoTimeout(10_000);
@@ -49,23 +46,4 @@ class ControlAcceptTest {
         }
     }
 
-    /** setrlimit(RLIMIT_NOFILE) on this process, soft limit only (-1 leaves it); the limits as they were: {soft, hard}. */
-    @SuppressWarnings("restricted")
-    private static long[] fileLimit(long soft) throws Throwable {
-        final int rlimitNofile = 7;
-        var linker = Linker.nativeLinker();
-        var signature = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
-        var get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(), signature);
-        var set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(), signature);
-        try (var arena = Arena.ofConfined()) {
-            var limit = arena.allocate(16);
-            assertEquals(0, (int) get.invokeExact(rlimitNofile, limit));
-            long[] was = {limit.get(ValueLayout.JAVA_LONG, 0), limit.get(ValueLayout.JAVA_LONG, 8)};
-            if (soft >= 0) {
-                limit.set(ValueLayout.JAVA_LONG, 0, soft);
-                assertEquals(0, (int) set.invokeExact(rlimitNofile, limit));
-            }
-            return was;
-        }
-    }
 }

@@ -1,6 +1,7 @@
 package io.iotarget.control.http;
 
 import io.iotarget.testkit.FuzzBudget;
+import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
 import org.junit.jupiter.api.Test;
 
@@ -123,7 +124,7 @@ class ControlSocketFuzzTest {
                 return "answered " + count;
             }
             case 3, 4 -> {
-                statuses(live.exchange(mutate(bytes, random), 10_000));
+                statuses(live.exchange(Mutation.mutate(bytes, random), 10_000));
                 return "mutated";
             }
             case 5 -> {
@@ -209,24 +210,4 @@ class ControlSocketFuzzTest {
         return r.append("\r\n").append(body == null ? "" : body).toString();
     }
 
-    /** Bit flips, byte changes, insertions, deletions and a cut: what a broken client sends. */
-    private static byte[] mutate(byte[] bytes, Random random) {
-        byte[] b = bytes.clone();
-        for (int i = random.nextInt(4) + 1; i > 0 && b.length > 0; i--) {
-            int at = random.nextInt(b.length);
-            switch (random.nextInt(4)) {
-                case 0 -> b[at] ^= (byte) (1 << random.nextInt(8));
-                case 1 -> b[at] = (byte) random.nextInt();
-                case 2 -> b = java.util.Arrays.copyOf(b, at + 1);
-                default -> {
-                    byte[] longer = new byte[b.length + 4];
-                    System.arraycopy(b, 0, longer, 0, at);
-                    for (int k = 0; k < 4; k++) longer[at + k] = (byte) random.nextInt();
-                    System.arraycopy(b, at, longer, at + 4, b.length - at);
-                    b = longer;
-                }
-            }
-        }
-        return b;
-    }
 }

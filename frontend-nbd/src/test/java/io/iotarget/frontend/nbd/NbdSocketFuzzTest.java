@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.Device;
 import io.iotarget.testkit.FuzzBudget;
+import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.Test;
@@ -207,7 +208,7 @@ class NbdSocketFuzzTest {
             }
             byte[] handshake = handshake(random.nextBoolean());
             if (kind == 1) {
-                send(out, mutate(handshake, random));
+                send(out, Mutation.mutate(handshake, random));
                 return end(socket, random, "mutated handshake");
             }
             boolean structured = handshake.length > 4 + 16 + goData().length;
@@ -284,26 +285,6 @@ class NbdSocketFuzzTest {
         }
     }
 
-    /** Bit flips, byte changes, insertions, deletions and a cut: what a broken client sends. */
-    private static byte[] mutate(byte[] bytes, Random random) {
-        byte[] b = bytes.clone();
-        for (int i = random.nextInt(4) + 1; i > 0; i--) {
-            int at = random.nextInt(b.length);
-            switch (random.nextInt(4)) {
-                case 0 -> b[at] ^= (byte) (1 << random.nextInt(8));
-                case 1 -> b[at] = (byte) random.nextInt();
-                case 2 -> b = java.util.Arrays.copyOf(b, at + 1);
-                default -> {
-                    byte[] longer = new byte[b.length + 4];
-                    System.arraycopy(b, 0, longer, 0, at);
-                    ByteBuffer.wrap(longer, at, 4).putInt(random.nextInt());
-                    System.arraycopy(b, at, longer, at + 4, b.length - at);
-                    b = longer;
-                }
-            }
-        }
-        return b;
-    }
 
     private static byte[] randomBytes(Random random, int n) {
         byte[] b = new byte[n];

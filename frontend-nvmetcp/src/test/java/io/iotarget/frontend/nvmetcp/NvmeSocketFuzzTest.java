@@ -4,6 +4,7 @@ import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.model.Device;
 import io.iotarget.testkit.FuzzBudget;
+import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
 import org.junit.jupiter.api.Test;
 
@@ -109,7 +110,7 @@ class NvmeSocketFuzzTest {
         int kind = random.nextInt(7);
         if (kind <= 1) {
             try (Socket s = new Socket("127.0.0.1", f.port)) {
-                byte[] first = kind == 0 ? bytes(random, random.nextInt(200)) : mutate(HostPdus.icRequest(random.nextInt(4)), random);
+                byte[] first = kind == 0 ? bytes(random, random.nextInt(200)) : Mutation.mutate(HostPdus.icRequest(random.nextInt(4)), random);
                 s.getOutputStream().write(first);
                 end(s, random);
             } catch (IOException e) {
@@ -126,7 +127,7 @@ class NvmeSocketFuzzTest {
         }
         try (admin) {
             if (kind == 2) {
-                send(admin, mutate(capsule(admin, random, digests), random));
+                send(admin, Mutation.mutate(capsule(admin, random, digests), random));
                 end(admin.socket(), random);
                 return "mutated capsule before Connect";
             }
@@ -140,7 +141,7 @@ class NvmeSocketFuzzTest {
             try {
                 String what = switch (kind) {
                     case 3 -> {
-                        send(target, mutate(capsule(target, random, digests), random));
+                        send(target, Mutation.mutate(capsule(target, random, digests), random));
                         yield "mutated capsule";
                     }
                     case 4 -> {
@@ -238,18 +239,6 @@ class NvmeSocketFuzzTest {
         return b.array();
     }
 
-    private static byte[] mutate(byte[] bytes, Random random) {
-        byte[] b = bytes.clone();
-        for (int i = random.nextInt(4) + 1; i > 0; i--) {
-            int at = random.nextInt(b.length);
-            switch (random.nextInt(3)) {
-                case 0 -> b[at] ^= (byte) (1 << random.nextInt(8));
-                case 1 -> b[at] = (byte) random.nextInt();
-                default -> b = Arrays.copyOf(b, at + 1);
-            }
-        }
-        return b;
-    }
 
     private static byte[] bytes(Random random, int n) {
         byte[] b = new byte[n];

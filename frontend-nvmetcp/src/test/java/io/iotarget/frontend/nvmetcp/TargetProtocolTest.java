@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.testkit.ProcessResources;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
@@ -12,10 +13,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.RandomAccessFile;
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -447,12 +444,12 @@ class TargetProtocolTest {
     @Test
     void shouldWaitOutAFullFileTableWithoutSpinning() throws Throwable {
         var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-        long[] original = fileLimit(-1);
+        long[] original = ProcessResources.fileLimit(-1);
         fixture.admin(false, false).close();                               // the classes a connection needs are loaded
         try (SocketChannel client = SocketChannel.open()) {
             long cpuNs = os.getProcessCpuTime();                           // loaded too: nothing may open a file below
             // No descriptor can be allocated now: the target's accept() fails with EMFILE.
-            fileLimit(3);
+            ProcessResources.fileLimit(3);
             try {
                 client.connect(new InetSocketAddress("127.0.0.1", fixture.port));
                 Thread.sleep(100);
@@ -460,7 +457,7 @@ class TargetProtocolTest {
                 Thread.sleep(1000);
                 cpuNs = os.getProcessCpuTime() - cpuNs;
             } finally {
-                fileLimit(original[0]);
+                ProcessResources.fileLimit(original[0]);
             }
             assertTrue(cpuNs < 300_000_000L, "the accept loop waits while accept() fails: " + cpuNs / 1_000_000 + " ms of CPU in 1 s");
             client.write(ByteBuffer.wrap(HostPdus.icRequest(0)));
@@ -471,26 +468,6 @@ class TargetProtocolTest {
         }
     }
 
-    /** setrlimit(RLIMIT_NOFILE) on this process, soft limit only (-1 leaves it); the limits as they were: {soft, hard}. */
-    @SuppressWarnings("restricted")
-    private static long[] fileLimit(long soft) throws Throwable {
-        final int rlimitNofile = 7;
-        var linker = Linker.nativeLinker();
-        var signature = FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.JAVA_INT, ValueLayout.ADDRESS);
-        var get = linker.downcallHandle(linker.defaultLookup().find("getrlimit").orElseThrow(), signature);
-        var set = linker.downcallHandle(linker.defaultLookup().find("setrlimit").orElseThrow(), signature);
-        try (var arena = Arena.ofConfined()) {
-            var limit = arena.allocate(16);
-            assertEquals(0, (int) get.invokeExact(rlimitNofile, limit));
-            long[] was = {limit.get(ValueLayout.JAVA_LONG, 0), limit.get(ValueLayout.JAVA_LONG, 8)};
-            if (soft >= 0) {
-                limit.set(ValueLayout.JAVA_LONG, 0, soft);
-                assertEquals(0, (int) set.invokeExact(rlimitNofile, limit));
-            }
-            return was;
-        }
-    }
 
     @Test
     void shouldTerminateOnAFramingErrorAndKeepServingOthers() throws Exception {
