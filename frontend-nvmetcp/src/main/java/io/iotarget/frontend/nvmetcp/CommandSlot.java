@@ -105,8 +105,8 @@ final class CommandSlot implements IoCallback {
     long result;
     /** The response carries the command's data to the host (C2HData) when it succeeds. */
     boolean dataToHost;
-    /** Authentication failed: once the response is out, the writer fails the controller. */
-    boolean failsController;
+    /** Authentication failed: once the response is out, the writer closes the queue. */
+    boolean closesQueue;
 
     @SuppressWarnings("unused")     // PENDING
     private volatile int pending;
@@ -156,7 +156,7 @@ final class CommandSlot implements IoCallback {
         status = Status.SUCCESS;
         result = 0;
         dataToHost = false;
-        failsController = false;
+        closesQueue = false;
     }
 
     int commandId() {

@@ -217,12 +217,30 @@ final class Controller {
         keepAlive = target.every(periodMs, this::keepAliveTick);
     }
 
+    /**
+     * Timer thread. A host whose admin queue has not authenticated yet cannot send Keep Alive
+     * (everything but fabrics commands is refused until then), and between its AUTH commands
+     * it computes: a Linux guest under emulation needs ~12 s for its ffdhe8192 half. So the
+     * admin queue's authentication deadline, not KATO, bounds that silence (nvmet starts its
+     * timer at the Connect and would fail such a host).
+     */
     private void keepAliveTick() {
-        if (traffic) {
+        if (traffic || adminAuthenticating()) {
             traffic = false;
             return;
         }
+        target.counters().increment(NvmeTcpCounter.KEEP_ALIVE_EXPIRED);
         fatal();
+    }
+
+    private boolean adminAuthenticating() {
+        lock.lock();
+        try {
+            Connection admin = queues[0];
+            return admin != null && admin.authenticating();
+        } finally {
+            lock.unlock();
+        }
     }
 
     // ---------------------------------------------------------------- registers

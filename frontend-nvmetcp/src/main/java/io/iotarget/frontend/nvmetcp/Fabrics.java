@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
  * Fabrics commands (opcode 0x7F, command type in byte 4): Connect, which turns a connection
@@ -87,7 +88,10 @@ final class Fabrics {
                 s.controllers.add(c);
             } else {
                 c = s.controller(cntlid);
-                if (c == null || !c.hostNqn.equals(hostNqn) || c.port != queue.port) {
+                // Only the host that made the controller may add queues to it: its NQN and its host ID
+                // (nvmet checks the NQN alone). Which still proves nothing where a key is required: the
+                // queue then authenticates on its own, and a failure closes that queue alone.
+                if (c == null || !c.hostNqn.equals(hostNqn) || !Arrays.equals(c.hostId, hostId) || c.port != queue.port) {
                     slot.result = inData(DATA_CNTLID);
                     return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
                 }
@@ -109,7 +113,7 @@ final class Fabrics {
             QueueAuthentication authentication = QueueAuthentication.forQueue(c, qid);
             queue.connected(c, qid, sqSize, noFlowControl, authentication);
             slot.result = c.cntlid | authentication.connectResult();
-            authentication.startDeadline(c);
+            authentication.startDeadline(queue);
             return Status.SUCCESS;
         } finally {
             target.unlock();

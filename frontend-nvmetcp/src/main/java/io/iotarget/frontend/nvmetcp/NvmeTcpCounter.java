@@ -9,7 +9,9 @@ public enum NvmeTcpCounter implements CounterDescriptor {
     HOST_TERMINATIONS("host_terminations", Kind.COUNTER, "connections the host ended with an H2CTermReq"),
     ABORTED("aborted", Kind.COUNTER, "requests dropped unanswered because their connection closed (held by io.max or iocost, or waiting for data)"),
     BUFFER_REFUSALS("buffer_refusals", Kind.COUNTER, "commands failed with Internal Error because no data buffer could be allocated"),
-    UNEXPECTED_ERRORS("unexpected_errors", Kind.COUNTER, "failures the timer thread (keep-alive, authentication deadlines) survived");
+    KEEP_ALIVE_EXPIRED("keep_alive_expired", Kind.COUNTER, "controllers failed because their host sent nothing for KATO"),
+    AUTHENTICATION_FAILURES("authentication_failures", Kind.COUNTER, "queues closed because their DH-HMAC-CHAP exchange failed or missed its deadline"),
+    UNEXPECTED_ERRORS("unexpected_errors", Kind.COUNTER, "failures the timer thread (keep-alive, authentication deadlines) and the DH-HMAC-CHAP threads survived");
 
     private final String label;
     private final Kind kind;
