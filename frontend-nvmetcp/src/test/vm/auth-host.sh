@@ -15,6 +15,7 @@
 #   8 re-authentication through sysfs with a rotated key
 #   9 while the owner is connected, a second host claiming its NQN and host id with no key, or
 #     with the key rotated out, is refused, and the owner's controller lives on untouched
+#  10 nor can IO queues added to the owner's controller by a client without the key harm it
 #
 # Environment: PORT, CTL_PORT (see ControlServer), SECURE_NQN (allowed: KEYED_NQN, KEYLESS_NQN).
 . /guest/lib.sh
@@ -147,6 +148,21 @@ n=$(auth_queues); q=$(cat "/sys/class/nvme/$CTRL/queue_count")
 [ "$(cat "/sys/class/nvme/$CTRL/state")" = live ] && [ "$n" = "$q" ] && [ "$(ctl nvmet-connections | grep -c "subsystem=$SECURE_NQN ")" = "$q" ]
 check owner-unharmed $? "state $(cat "/sys/class/nvme/$CTRL/state"), target: $n authenticated queues of $q, nothing else"
 write_readback "$NS" 18 1 || FAIL=1
+
+# 10 issue 19's hijack, from the test's Java client (ControlServer auth-attack): IO queues added to
+#    the owner's controller with its NQN and host id but no key: one with another host id (refused),
+#    one that sends an out-of-sequence AUTH_Send, one that stays silent past its deadline (3 s);
+#    each closes alone, and the owner's queues stay live and authenticated
+CNTLID=$(cat "/sys/class/nvme/$CTRL/cntlid"); q=$(cat "/sys/class/nvme/$CTRL/queue_count")
+ans=$(ctl auth-attack "$CNTLID" "$q $H $(cat /etc/nvme/hostid)"); echo "$ans"
+for a in other-hostid-refused out-of-sequence-closes-own-queue silent-closes-own-queue; do
+  echo "$ans" | grep -q "^attack-$a ok"; check "hijack-$a" $?
+done
+n=$(auth_queues)
+[ "$(cat "/sys/class/nvme/$CTRL/state")" = live ] && [ "$n" = "$q" ] && [ "$(ctl nvmet-connections | grep -c "subsystem=$SECURE_NQN ")" = "$q" ]
+check owner-unharmed-by-hijack $? "state $(cat "/sys/class/nvme/$CTRL/state"), target: $n authenticated queues of $q, nothing else"
+dmesg | grep "nvme nvme" | tail -n 3
+write_readback "$NS" 20 1 || FAIL=1
 disconnect_all
 i=0; while [ -n "$(ctl nvmet-connections)" ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
 [ -z "$(ctl nvmet-connections)" ]; check target-connections-closed $?

@@ -65,7 +65,8 @@ class KernelHostTest {
      * both directions in every DH group; a wrong host key, a wrong controller key and no key are
      * refused; an allowed host without a key connects; re-authentication with a rotated key; and
      * while the owner is connected, a host claiming its NQN with no key or the rotated-out key
-     * gets nothing and harms nothing. One boot runs it all.
+     * gets nothing and harms nothing, nor do IO queues that a Java client without the key adds to
+     * the owner's controller (issue 19). One boot runs it all.
      */
     @Test
     void linuxHostAuthenticatesWithDhHmacChap() throws Exception {
@@ -91,7 +92,9 @@ class KernelHostTest {
             assertEquals(List.of(), failed);
             List<String> scenario = new ArrayList<>(List.of("no-key-refused", "keyless-host-connects", "right-key",
                     "every-queue-authenticated", "wrong-key-refused", "wrong-ctrl-key-refused", "reauthenticated",
-                    "spoofed-nqn-no-key-refused", "spoofed-nqn-old-key-refused", "owner-unharmed"));
+                    "spoofed-nqn-no-key-refused", "spoofed-nqn-old-key-refused", "owner-unharmed",
+                    "hijack-other-hostid-refused", "hijack-out-of-sequence-closes-own-queue", "hijack-silent-closes-own-queue",
+                    "owner-unharmed-by-hijack"));
             for (String hash : List.of("sha256", "sha384", "sha512")) scenario.add("negotiated-hmac(" + hash + ")");
             for (String group : List.of("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")) {
                 scenario.add("bidirectional-" + group);
