@@ -6,7 +6,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -224,6 +227,77 @@ class AuthenticationProtocolTest {
             assertTrue(h.closedByTargetWithin(3500), "authenticated and silent: closed after one or two KATO periods");
             assertEquals(1, f.target.counters().counter(NvmeTcpCounter.KEEP_ALIVE_EXPIRED));
         }
+    }
+
+    /**
+     * Hosts that ask for ffdhe8192 challenges over and over (Negotiate, AUTH_Receive, again; each
+     * Challenge is a fresh key pair) get the target's DH thread and no more: its CPU time stays
+     * within the wall time (one core), and a legitimate host authenticating meanwhile, and a
+     * keyless host's Identify, are served promptly. Prints what it measured.
+     */
+    @Test
+    void shouldSpendAtMostOneCoreOnDhWhateverHostsAsk() throws Exception {
+        f.tree.write("hosts/" + KEYED + "/dhchap_ctrl_key", controllerSecret);
+        f.tree.write("hosts/" + KEYED + "/dhchap_dhgroup", "ffdhe8192");
+        int flooders = 6;
+        long floodNs = 3_000_000_000L;
+        java.util.concurrent.atomic.LongAdder challenges = new java.util.concurrent.atomic.LongAdder();
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long dhCpu0 = dhThreadCpuNs(threads);
+        long start = System.nanoTime();
+        List<Thread> flood = new ArrayList<>();
+        for (int i = 0; i < flooders; i++) {
+            flood.add(Thread.ofPlatform().start(() -> {
+                try (TestHost h = new TestHost(f.port, false, false)) {
+                    h.connect(SECURE, KEYED, 0, 0xFFFF, 32, 0, false);
+                    TestChapHost chap = chap(false);
+                    while (System.nanoTime() - start < floodNs) {
+                        assertEquals(0, h.authSend(chap.negotiate()).status());
+                        assertEquals(0, h.authReceive(4096).status());
+                        challenges.increment();
+                    }
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }));
+        }
+        Thread.sleep(500);                                           // the flood is on
+        long legitimateNs;
+        long identifyMaxNs = 0;
+        try (TestHost admin = new TestHost(f.port, false, false); TestHost keyless = new TestHost(f.port, false, false)) {
+            long t = System.nanoTime();
+            connectAdmin(admin, KEYED);
+            admin.authenticate(chap(true), true);
+            legitimateNs = System.nanoTime() - t;
+            connectAdmin(keyless, KEYLESS);
+            while (System.nanoTime() - start < floodNs) {
+                long i = System.nanoTime();
+                assertEquals(0, keyless.identify(1, 0).status());
+                identifyMaxNs = Math.max(identifyMaxNs, System.nanoTime() - i);
+                Thread.sleep(20);
+            }
+        }
+        for (Thread t : flood) t.join();
+        double wallNs = System.nanoTime() - start;
+        double dhCores = (dhThreadCpuNs(threads) - dhCpu0) / wallNs;
+        System.out.printf("DH flood: %d hosts, %d ffdhe8192 challenges in %.1f s; DH threads used %.2f cores; a legitimate"
+                + " bidirectional exchange took %d ms; keyless Identify at most %d ms%n", flooders, challenges.sum(), wallNs / 1e9,
+                dhCores, legitimateNs / 1_000_000, identifyMaxNs / 1_000_000);
+        assertTrue(dhCores <= NvmeTarget.AUTHENTICATION_THREADS * 1.05, "DH CPU bounded by its threads: " + dhCores);
+        assertTrue(challenges.sum() > flooders, "the flood was served");
+        // Each queue has one message with the DH thread at a time, so the legitimate host waits behind at most
+        // one of each flooder's per message: far inside the 60 s a Linux host gives each AUTH command.
+        assertTrue(legitimateNs < 20_000_000_000L, "a legitimate exchange is served in turn: " + legitimateNs / 1_000_000 + " ms");
+        assertTrue(identifyMaxNs < 1_000_000_000L, "the event loops are not held by DH: " + identifyMaxNs / 1_000_000 + " ms");
+    }
+
+    /** CPU time of the target's DH threads so far. */
+    private static long dhThreadCpuNs(java.lang.management.ThreadMXBean threads) {
+        long sum = 0;
+        for (java.lang.management.ThreadInfo info : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (info != null && info.getThreadName().startsWith("nvmet-dhchap-")) sum += Math.max(0, threads.getThreadCpuTime(info.getThreadId()));
+        }
+        return sum;
     }
 
     @Test
