@@ -103,6 +103,7 @@ class KernelHostTest {
             List<String> missing = scenario.stream().filter(label -> result.lines("CHECK " + label + " ok").isEmpty()).toList();
             assertEquals(List.of(), missing, "steps that did not report ok:\n" + result.text());
             assertEquals(0, result.exitCode(), result.text());
+            assertEquals(0, f.target.counters().counter(NvmeTcpCounter.KEEP_ALIVE_EXPIRED), "no controller lost to keep-alive while authenticating");
         }
     }
 
