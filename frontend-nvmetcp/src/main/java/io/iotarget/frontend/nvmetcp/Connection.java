@@ -105,6 +105,8 @@ final class Connection implements PduHandler, ConnectionHandler {
     private volatile QueueAuthentication authentication;
     private volatile Controller controller;
     private volatile int qid = -1;
+    /** Set once the transport reports the connection closed. */
+    private volatile boolean closed;
     private volatile boolean sqFlowControlDisabled;
     private int sqSize = 1;
     /** SQHD: advanced per command as it is taken, reported in each response. */
@@ -575,6 +577,7 @@ final class Connection implements PduHandler, ConnectionHandler {
 
     @Override
     public void closed(io.iotarget.transport.Connection c, Throwable cause) {
+        closed = true;
         decoder.halt();
         if (connectLimit != null) connectLimit.cancel();
         port.connections.remove(this);
@@ -732,6 +735,11 @@ final class Connection implements PduHandler, ConnectionHandler {
             target.counters().increment(NvmeTcpCounter.AUTHENTICATION_FAILURES);
             socket.close(null);
         });
+    }
+
+    /** The connection has closed (volatile: for the DH threads, which skip a closed queue's work). Any thread. */
+    boolean isClosed() {
+        return closed;
     }
 
     /** This queue must authenticate and has not yet. Any thread. */

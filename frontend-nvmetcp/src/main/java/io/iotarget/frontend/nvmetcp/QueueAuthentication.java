@@ -114,13 +114,14 @@ final class QueueAuthentication {
 
     /**
      * Hands AUTH_Send or AUTH_Receive (its data in the slot) to the DH threads, which answer
-     * through {@code queue.respond}. Loop thread, after {@link #precheck}.
+     * through {@code queue.respond}; a queue closed meanwhile costs them no DH (its slot is only
+     * freed). Loop thread, after {@link #precheck}.
      */
     void submit(Connection queue, CommandSlot slot) {
         busy = true;
         queue.target.authenticate(() -> {
             try {
-                slot.status = execute(slot);
+                slot.status = queue.isClosed() ? Status.ABORT_REQUESTED : execute(slot);
             } catch (RuntimeException e) {
                 queue.target.authenticationFailed(e);
                 slot.status = Status.INTERNAL;
