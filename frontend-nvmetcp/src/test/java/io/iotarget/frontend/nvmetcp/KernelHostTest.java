@@ -88,6 +88,8 @@ class KernelHostTest {
                     "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port()),
                     "SECURE_NQN", AuthenticationProtocolTest.SECURE, "KEYED_NQN", AuthenticationProtocolTest.KEYED,
                     "KEYLESS_NQN", AuthenticationProtocolTest.KEYLESS), List.<Path>of(), 600);
+            System.out.println("target: keep_alive_expired=" + f.target.counters().counter(NvmeTcpCounter.KEEP_ALIVE_EXPIRED)
+                               + " authentication_failures=" + f.target.counters().counter(NvmeTcpCounter.AUTHENTICATION_FAILURES));
             List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
             assertEquals(List.of(), failed);
             List<String> scenario = new ArrayList<>(List.of("no-key-refused", "keyless-host-connects", "right-key",
