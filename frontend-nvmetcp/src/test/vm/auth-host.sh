@@ -106,9 +106,10 @@ done
 hostcfg dhchap_key "$KEY"
 
 # 6 bidirectional in every group; one I/O queue, as every queue pays for its own exchange and the
-#   guest's emulated CPU needs seconds for its half of one ffdhe8192 exchange (~12 s when the
-#   machine is busy: longer than KATO, which the target must not hold against a host that cannot
-#   send Keep Alive before it has authenticated); step 4 checked all the queues
+#   guest's emulated CPU needs seconds for its half of an exchange; the first ffdhe8192 one of a
+#   boot spends 12-19 s between Challenge and Reply (the kernel sets up its ffdhe8192(dh)): longer
+#   than KATO, which the target must not hold against a host that cannot send Keep Alive before
+#   it has authenticated; step 4 checked all the queues
 CKEY="$(nvme gen-dhchap-key --hmac=2 --nqn="$SECURE_NQN")"
 hostcfg dhchap_ctrl_key "$CKEY"; hostcfg dhchap_hash "hmac(sha384)"
 uptime_s() { cut -d ' ' -f 1 /proc/uptime; }
