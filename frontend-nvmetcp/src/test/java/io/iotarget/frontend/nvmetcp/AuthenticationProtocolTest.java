@@ -208,9 +208,9 @@ class AuthenticationProtocolTest {
 
     /**
      * The ffdhe8192 failure of issue 18: a host that computes for longer than KATO between its
-     * AUTH commands (the 6.12 guest under emulation, 12-19 s on its first ffdhe8192 exchange) cannot send Keep Alive before its
-     * admin queue has authenticated, so the keep-alive must not fail the controller meanwhile;
-     * once authenticated, KATO holds again.
+     * AUTH commands (the 6.12 guest under emulation, 12-19 s on its first ffdhe8192 exchange)
+     * cannot send Keep Alive before its admin queue has authenticated, so the keep-alive must not
+     * fail the controller meanwhile; once authenticated, KATO holds again.
      */
     @Test
     void shouldNotExpireKeepAliveWhileTheAdminQueueAuthenticates() throws Exception {
