@@ -110,8 +110,8 @@ public final class CommandSlot implements IoCallback {
     public long result;
     /** The response carries the command's data to the host (C2HData) when it succeeds. */
     boolean dataToHost;
-    /** Authentication failed: once the response is out, the writer fails the controller. */
-    boolean failsController;
+    /** Authentication failed: once the response is out, the writer closes the queue. */
+    boolean closesQueue;
 
     @SuppressWarnings("unused")     // PENDING
     private volatile int pending;
@@ -161,7 +161,7 @@ public final class CommandSlot implements IoCallback {
         status = Status.SUCCESS;
         result = 0;
         dataToHost = false;
-        failsController = false;
+        closesQueue = false;
     }
 
     int commandId() {

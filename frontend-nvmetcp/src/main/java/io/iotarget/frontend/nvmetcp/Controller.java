@@ -223,12 +223,31 @@ public final class Controller {
         keepAlive = target.every(periodMs, this::keepAliveTick);
     }
 
+    /**
+     * Timer thread. A host whose admin queue has not authenticated yet cannot send Keep Alive
+     * (everything but fabrics commands is refused until then), and between its AUTH commands
+     * it computes: Linux 6.12 under emulation, on its first ffdhe8192 exchange, spends 12-19 s
+     * between Challenge and Reply setting up the kernel's ffdhe8192(dh) (0.5 s on the DH). So the
+     * admin queue's authentication deadline, not KATO, bounds that silence (nvmet starts its
+     * timer at the Connect and would fail such a host).
+     */
     private void keepAliveTick() {
-        if (traffic) {
+        if (traffic || adminAuthenticating()) {
             traffic = false;
             return;
         }
+        target.counters().increment(NvmeTcpCounter.KEEP_ALIVE_EXPIRED);
         fatal();
+    }
+
+    private boolean adminAuthenticating() {
+        lock.lock();
+        try {
+            Queue admin = queues[0];
+            return admin != null && admin.authenticating();
+        } finally {
+            lock.unlock();
+        }
     }
 
     // ---------------------------------------------------------------- registers

@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -51,9 +52,24 @@ public final class NvmeTarget implements AutoCloseable {
     private final CountedErrorHandler timerErrors = new CountedErrorHandler("nvmet-keepalive");
     /** Commands that found no memory for their data. */
     private final CountedErrorHandler dataBuffers = new CountedErrorHandler("nvmet data buffers");
+    /**
+     * Where DH-HMAC-CHAP messages are computed: off the event loops, whose other queues an
+     * ffdhe8192 exchange (~16 ms of CPU: a key pair and an agreement) would stall, and on
+     * {@link #AUTHENTICATION_THREADS} threads only, so hosts that authenticate over and over get
+     * that many cores between them and no more. Each queue has at most one message here at a
+     * time ({@link QueueAuthentication}), so this FIFO serves the queues in turn.
+     */
+    private final ExecutorService authentication = Executors.newFixedThreadPool(AUTHENTICATION_THREADS,
+            Thread.ofPlatform().daemon().name("nvmet-dhchap-", 0).factory());
+    /** One core at most for DH, whatever the hosts ask: a legitimate queue's exchange takes ~16 ms of it with ffdhe8192. */
+    static final int AUTHENTICATION_THREADS = 1;
+    /** What an authentication task threw: its command fails with Internal Error. */
+    private final CountedErrorHandler authenticationErrors = new CountedErrorHandler("nvmet-dhchap");
     private final Counters<NvmeTcpCounter> counters = new Counters<>(NvmeTcpCounter.class)
             .source(NvmeTcpCounter.BUFFER_REFUSALS, dataBuffers::count)
-            .source(NvmeTcpCounter.UNEXPECTED_ERRORS, timerErrors::count);
+            .source(NvmeTcpCounter.UNEXPECTED_ERRORS, () -> timerErrors.count() + authenticationErrors.count());
+    /** {@link QueueAuthentication#DEADLINE_MS}, which tests shorten; read at each Connect. */
+    volatile long authenticationDeadlineMs = QueueAuthentication.DEADLINE_MS;
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
@@ -103,6 +119,16 @@ public final class NvmeTarget implements AutoCloseable {
     /** Runs {@code task} once after {@code delayMs} on the timer thread (authentication deadlines). */
     void after(long delayMs, Runnable task) {
         scheduler.schedule(timerErrors.guard(task), delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Runs one AUTH_Send/AUTH_Receive computation on the authentication threads. Any thread. */
+    void authenticate(Runnable task) {
+        authentication.execute(task);
+    }
+
+    /** An authentication task failed unexpectedly: counted and logged (rate-limited). */
+    void authenticationFailed(RuntimeException e) {
+        authenticationErrors.report(e);
     }
 
     /** The target's counters ({@link NvmeTcpCounter}). Any thread. */
@@ -216,6 +242,7 @@ public final class NvmeTarget implements AutoCloseable {
             unlock();
         }
         scheduler.shutdownNow();
+        authentication.shutdownNow();
         if (ownsTransport) transport.close();
     }
 }

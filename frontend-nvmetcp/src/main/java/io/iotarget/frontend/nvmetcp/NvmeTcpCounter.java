@@ -11,7 +11,9 @@ public enum NvmeTcpCounter implements CounterDescriptor {
     HOST_TERMINATIONS(counter("host_terminations", "connections the host ended with an H2CTermReq")),
     ABORTED(counter("aborted", "requests dropped unanswered because their connection closed (held by io.max or iocost, or waiting for data)")),
     BUFFER_REFUSALS(counter("buffer_refusals", "commands failed with Internal Error because no data buffer could be allocated")),
-    UNEXPECTED_ERRORS(counter("unexpected_errors", "failures the timer thread (keep-alive, authentication deadlines) survived"));
+    KEEP_ALIVE_EXPIRED(counter("keep_alive_expired", "controllers failed because their host sent nothing for KATO")),
+    AUTHENTICATION_FAILURES(counter("authentication_failures", "queues closed because their DH-HMAC-CHAP exchange failed or missed its deadline")),
+    UNEXPECTED_ERRORS(counter("unexpected_errors", "failures the timer thread (keep-alive, authentication deadlines) and the DH-HMAC-CHAP threads survived"));
 
     private final Description description;
 

@@ -117,6 +117,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
     private volatile QueueAuthentication authentication;
     private volatile Controller controller;
     private volatile int qid = -1;
+    /** Set once the transport reports the connection closed. */
+    private volatile boolean closed;
     private volatile boolean sqFlowControlDisabled;
     private int sqSize = 1;
     /** SQHD: advanced per command as it is taken, reported in each response. */
@@ -476,13 +478,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
     private void execute(CommandSlot slot) {
         Controller c = controller;
         if (c != null && QueueAuthentication.isExchange(slot)) {
-            // DH with ffdhe8192 costs ~12 ms of CPU: off the loop, which carries other hosts' queues.
-            // The host waits for each answer before its next message, so exchanges never overlap.
-            slot.phase = CommandSlot.ENGINE;
-            Thread.startVirtualThread(() -> {
-                slot.status = authentication.execute(slot);
-                respond(slot);
-            });
+            slot.phase = CommandSlot.ENGINE;             // DH: off the loop, which carries other hosts' queues
+            authentication.submit(this, slot);
             return;
         }
         int status = c == null ? Fabrics.connect(this, slot)
@@ -595,6 +592,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     @Override
     public void closed(io.iotarget.transport.Connection c, Throwable cause) {
+        closed = true;
         decoder.halt();
         if (connectLimit != null) connectLimit.cancel();
         port.connections.remove(this);
@@ -714,13 +712,32 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /**
      * The slot's response is on the wire (or dropped with the connection): its tag is free
-     * again. A failed authentication's Failure1 is out, so now its controller goes. Loop thread.
+     * again. A failed authentication's Failure1 is out, so now its queue closes. Loop thread.
      */
     void sent(CommandSlot slot) {
         free(slot);
-        if (!slot.failsController) return;
-        Controller c = controller;
-        if (c != null) c.fatal();
-        else socket.close(null);
+        if (!slot.closesQueue) return;
+        target.counters().increment(NvmeTcpCounter.AUTHENTICATION_FAILURES);
+        socket.close(null);
+    }
+
+    /** The authentication deadline passed (timer thread): an open queue that has not authenticated closes. */
+    void authenticationExpired() {
+        socket.loop().execute(() -> {
+            if (socket.isClosed() || !authenticating()) return;
+            target.counters().increment(NvmeTcpCounter.AUTHENTICATION_FAILURES);
+            socket.close(null);
+        });
+    }
+
+    /** The connection has closed (volatile: for the DH threads, which skip a closed queue's work). Any thread. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** This queue must authenticate and has not yet. Any thread. */
+    boolean authenticating() {
+        QueueAuthentication a = authentication;
+        return a != null && a.authenticating();
     }
 }

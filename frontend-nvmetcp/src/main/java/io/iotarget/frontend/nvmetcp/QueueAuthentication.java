@@ -14,21 +14,27 @@ import java.util.function.Supplier;
  *
  * <pre>
  *  Fabrics.connect ──► forQueue (required? AUTHREQ.ATR in the Connect result) ──► startDeadline
- *  Queue.precheck: AUTH_Send/AUTH_Receive ──► precheck (SECP, SPSP, TL/AL against the SGL)
+ *  Queue.precheck: AUTH_Send/AUTH_Receive ──► precheck (SECP, SPSP, TL/AL against the SGL;
+ *                                                  one at a time per queue)
  *                       anything else          ──► admits? else Authentication Required | DNR
- *  Queue.execute:  AUTH_Send/AUTH_Receive ──► execute on a virtual thread ──► exchange (ms of DH)
- *  Queue.sent:     a response marked failsController ──► Controller.fatal once it is out
+ *  Queue.execute:       AUTH_Send/AUTH_Receive ──► submit: the target's DH threads run execute
+ *  Queue.sent:          a response marked closesQueue ──► this queue closes once it is out
  * </pre>
  * A queue must authenticate when its controller has credentials: the subsystem lists the host
  * in allowed_hosts and the host has a {@code dhchap_key} (never on the discovery subsystem or
  * with attr_allow_any_host=1, as nvmet's {@code nvmet_setup_auth}). Until then it runs only
  * fabrics commands (Property Get/Set on the admin queue, as nvmet, and the AUTH commands);
- * everything else fails with Authentication Required. A failed exchange on any queue fails the
- * controller, so every queue of it closes; so does a queue that has not authenticated within
- * {@link #DEADLINE_MS} of its Connect.
+ * everything else fails with Authentication Required.
  *
- * <p>Threads: {@link #execute} may run on any thread (the exchange synchronizes), the other
- * methods on the queue's event loop; {@link #admits} is a volatile read.
+ * <p>A failed exchange closes its own queue, and so does a queue that has not authenticated
+ * within {@link #DEADLINE_MS} of its Connect: never the controller's other queues, which
+ * proved themselves (nvmet fails the whole controller, so a host that knows only another's
+ * NQN and host ID could close that host's queues with one bad message on a queue of its own).
+ * The admin queue closing still takes its controller along, as any admin queue close does.
+ *
+ * <p>Threads: {@link #submit} and {@link #precheck} on the queue's event loop, the exchange
+ * on the target's authentication threads; {@link #admits} and {@link #authenticating} are
+ * volatile reads.
  */
 public final class QueueAuthentication {
     static final int TYPE_AUTH_SEND = 0x05;
@@ -51,6 +57,8 @@ public final class QueueAuthentication {
 
     private final boolean required;
     private final DhChapExchange exchange;
+    /** An AUTH command of this queue is with the DH threads: a second one is refused, not queued. */
+    private volatile boolean busy;
 
     private QueueAuthentication(boolean required, DhChapExchange exchange) {
         this.required = required;
@@ -73,18 +81,20 @@ public final class QueueAuthentication {
         return required ? CONNECT_AUTHENTICATION_REQUIRED : 0;
     }
 
-    /** After the Connect: a queue that has not authenticated by {@link #DEADLINE_MS} fails its controller. */
-    public void startDeadline(Controller c) {
-        if (!required) return;
-        c.target.after(DEADLINE_MS, () -> {
-            if (!exchange.authenticated()) c.fatal();
-        });
+    /** After the Connect: a queue that has not authenticated by the deadline closes ({@link Queue#authenticationExpired}). */
+    public void startDeadline(Queue queue) {
+        if (required) queue.target.after(queue.target.authenticationDeadlineMs, queue::authenticationExpired);
     }
 
     static boolean isExchange(CommandSlot slot) {
         if (Sqe.opcode(slot.sqe) != Sqe.OPCODE_FABRICS) return false;
         int type = slot.sqe.get(Sqe.FABRICS_TYPE);
         return type == TYPE_AUTH_SEND || type == TYPE_AUTH_RECEIVE;
+    }
+
+    /** The queue must authenticate and has not yet: the admin queue's keep-alive waits for it. */
+    boolean authenticating() {
+        return required && !exchange.authenticated();
     }
 
     /** Whether a command other than AUTH_Send/Receive may run on the queue now. */
@@ -100,17 +110,37 @@ public final class QueueAuthentication {
         }
         long length = Integer.toUnsignedLong(sqe.getInt(SQE_LENGTH));
         if (length == 0 || length > MAX_MESSAGE_BYTES) return Status.INVALID_FIELD | Status.DNR;
-        return slot.dataLength == length ? Status.SUCCESS : Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
+        if (slot.dataLength != length) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
+        return busy ? Status.COMMAND_SEQUENCE_ERROR | Status.DNR : Status.SUCCESS;     // a host waits for each answer
     }
 
-    /** Runs AUTH_Send or AUTH_Receive (its data is in the slot); a failed exchange marks the slot to fail the controller. */
-    int execute(CommandSlot slot) {
+    /**
+     * Hands AUTH_Send or AUTH_Receive (its data in the slot) to the DH threads, which answer
+     * through {@code queue.respond}; a queue closed meanwhile costs them no DH (its slot is only
+     * freed). Loop thread, after {@link #precheck}.
+     */
+    void submit(Queue queue, CommandSlot slot) {
+        busy = true;
+        queue.target.authenticate(() -> {
+            try {
+                slot.status = queue.isClosed() ? Status.ABORT_REQUESTED : execute(slot);
+            } catch (RuntimeException e) {
+                queue.target.authenticationFailed(e);
+                slot.status = Status.INTERNAL;
+            }
+            busy = false;
+            queue.respond(slot);
+        });
+    }
+
+    /** Runs AUTH_Send or AUTH_Receive (its data is in the slot); a failed exchange marks the slot to close the queue. */
+    private int execute(CommandSlot slot) {
         ByteBuffer data = slot.data();
         DhChapExchange.Outcome outcome = slot.sqe.get(Sqe.FABRICS_TYPE) == TYPE_AUTH_SEND ? exchange.send(data) : exchange.receive(data);
         return switch (outcome) {
             case TOO_SHORT -> Status.INVALID_FIELD | Status.DNR;
             case FAILED -> {
-                slot.failsController = true;
+                slot.closesQueue = true;
                 yield Status.SUCCESS;
             }
             case CONTINUE, AUTHENTICATED -> Status.SUCCESS;

@@ -52,12 +52,15 @@
  * <h2>5. Authentication</h2>
  * A host with a {@code dhchap_key} in a subsystem's allowed_hosts must run DH-HMAC-CHAP on every
  * queue before anything but fabrics commands runs there ({@link io.iotarget.frontend.nvmetcp.QueueAuthentication},
- * the one hook; the protocol is {@link io.iotarget.frontend.nvmetcp.auth}). Nothing asks for a
- * secure channel: there is no TLS, and the port attributes that would claim one are refused.
+ * the one hook; the protocol is {@link io.iotarget.frontend.nvmetcp.auth}). A queue that fails,
+ * or misses its deadline, closes alone; DH runs on the target's one DH thread, never on a loop.
+ * Nothing asks for a secure channel: there is no TLS, and the port attributes that would claim
+ * one are refused.
  *
  * <h2>6. Watch</h2>
  * {@link io.iotarget.frontend.nvmetcp.NvmeTcpCounter} through {@code NvmeTarget.counters()}:
- * protocol and digest errors, host terminations, requests aborted by a disconnect; the error
+ * protocol and digest errors, host terminations, requests aborted by a disconnect, keep-alive
+ * expiries and authentication failures; the error
  * log (log page 0x01) and SMART counters per controller. {@code Queue.describe()} gives
  * one line per connection (queue, digests, SQ flow control, auth), which the tests' control
  * server prints.

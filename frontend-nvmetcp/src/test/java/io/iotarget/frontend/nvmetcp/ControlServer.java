@@ -1,5 +1,9 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Status;
+
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
+
 import io.iotarget.frontend.nvmetcp.config.Port;
 
 import io.iotarget.engine.Engine;
@@ -25,6 +29,10 @@ import java.nio.charset.StandardCharsets;
  *   cg-write PATH VALUE...  write it
  *   nvmet-read PATH / nvmet-write PATH VALUE... / nvmet-mkdir PATH / nvmet-rmdir PATH
  *   nvmet-connections       one line per live connection (Queue.describe)
+ *   auth-attack CNTLID QID HOSTNQN HOSTID
+ *                           issue 19's hijack of a live controller by a client that knows its
+ *                           host's NQN and host ID but not its key: one line per attack,
+ *                           {@code attack-<name> ok|FAILED (detail)}
  * </pre>
  * Errors come back as {@code ERR <errno> <detail>}.
  */
@@ -86,11 +94,64 @@ final class ControlServer implements AutoCloseable {
                     yield "OK\n";
                 }
                 case "nvmet-connections" -> connections();
+                case "auth-attack" -> attack(Integer.parseInt(arg), value.split("\\s+"));
                 default -> "ERR EINVAL unknown command " + p[0] + "\n";
             };
         } catch (ControlException e) {
             return "ERR " + e.errno() + " " + e.detail() + "\n";
+        } catch (IOException | RuntimeException e) {
+            return "ERR EIO " + e + "\n";
         }
+    }
+
+    /**
+     * Adds IO queue {@code QID} to controller {@code cntlid} as the host the guest is: with
+     * another host ID (refused), with its own and an out-of-sequence AUTH_Send, and with its own
+     * and silence until the authentication deadline (3 s for this queue). Each attacker's queue
+     * must close and nothing else: what the guest then checks of its own controller.
+     */
+    private String attack(int cntlid, String[] args) throws IOException, ControlException {
+        int qid = Integer.parseInt(args[0]);
+        String hostNqn = args[1];
+        byte[] hostId = java.util.HexFormat.of().parseHex(args[2].replace("-", ""));
+        String subsystem = null;
+        target.lock();
+        try {
+            for (Subsystem s : target.subsystems.values()) if (s.controller(cntlid) != null && s.controller(cntlid).hostNqn.equals(hostNqn)) subsystem = s.nqn;
+        } finally {
+            target.unlock();
+        }
+        if (subsystem == null) return "ERR ENOENT no controller " + cntlid + " of " + hostNqn + "\n";
+        int port = Integer.parseInt(tree.read("ports/1/addr_trsvcid").strip());
+        StringBuilder out = new StringBuilder();
+        try (TestHost h = new TestHost(port, false, false)) {
+            byte[] otherId = hostId.clone();
+            otherId[15] ^= 1;
+            TestHost.Completion c = h.connect(subsystem, hostNqn, otherId, qid, cntlid, 32, 0, false);
+            result(out, "other-hostid-refused", c.status() == (Status.CONNECT_INVALID_PARAMETERS | Status.DNR), "status 0x" + Integer.toHexString(c.status()));
+        }
+        try (TestHost h = new TestHost(port, false, false)) {
+            TestHost.Completion c = h.connect(subsystem, hostNqn, hostId, qid, cntlid, 32, 0, false);
+            byte[] success2 = new byte[16];
+            success2[0] = 1;
+            success2[1] = 4;
+            boolean sent = c.status() == 0 && h.authSend(success2).status() == 0;
+            result(out, "out-of-sequence-closes-own-queue", sent && h.closedByTargetWithin(5000), "connect status 0x" + Integer.toHexString(c.status()));
+        }
+        long deadline = target.authenticationDeadlineMs;
+        target.authenticationDeadlineMs = 3000;
+        try (TestHost h = new TestHost(port, false, false)) {
+            TestHost.Completion c = h.connect(subsystem, hostNqn, hostId, qid, cntlid, 32, 0, false);
+            target.authenticationDeadlineMs = deadline;
+            result(out, "silent-closes-own-queue", c.status() == 0 && h.closedByTargetWithin(10_000), "connect status 0x" + Integer.toHexString(c.status()));
+        } finally {
+            target.authenticationDeadlineMs = deadline;
+        }
+        return out.toString();
+    }
+
+    private static void result(StringBuilder out, String name, boolean ok, String detail) {
+        out.append("attack-").append(name).append(ok ? " ok" : " FAILED").append(" (").append(detail).append(")\n");
     }
 
     private String connections() {

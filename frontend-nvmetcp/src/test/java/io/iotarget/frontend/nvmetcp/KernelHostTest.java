@@ -64,7 +64,8 @@ class KernelHostTest {
      * both directions in every DH group; a wrong host key, a wrong controller key and no key are
      * refused; an allowed host without a key connects; re-authentication with a rotated key; and
      * while the owner is connected, a host claiming its NQN with no key or the rotated-out key
-     * gets nothing and harms nothing. One boot runs it all.
+     * gets nothing and harms nothing, nor do IO queues that a Java client without the key adds to
+     * the owner's controller (issue 19). One boot runs it all.
      */
     @Test
     void linuxHostAuthenticatesWithDhHmacChap() throws Exception {
@@ -86,11 +87,15 @@ class KernelHostTest {
                     "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port()),
                     "SECURE_NQN", AuthenticationProtocolTest.SECURE, "KEYED_NQN", AuthenticationProtocolTest.KEYED,
                     "KEYLESS_NQN", AuthenticationProtocolTest.KEYLESS), List.<Path>of(), 600);
+            System.out.println("target: keep_alive_expired=" + f.target.counters().counter(NvmeTcpCounter.KEEP_ALIVE_EXPIRED)
+                               + " authentication_failures=" + f.target.counters().counter(NvmeTcpCounter.AUTHENTICATION_FAILURES));
             List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
             assertEquals(List.of(), failed);
             List<String> scenario = new ArrayList<>(List.of("no-key-refused", "keyless-host-connects", "right-key",
                     "every-queue-authenticated", "wrong-key-refused", "wrong-ctrl-key-refused", "reauthenticated",
-                    "spoofed-nqn-no-key-refused", "spoofed-nqn-old-key-refused", "owner-unharmed"));
+                    "spoofed-nqn-no-key-refused", "spoofed-nqn-old-key-refused", "owner-unharmed",
+                    "hijack-other-hostid-refused", "hijack-out-of-sequence-closes-own-queue", "hijack-silent-closes-own-queue",
+                    "owner-unharmed-by-hijack"));
             for (String hash : List.of("sha256", "sha384", "sha512")) scenario.add("negotiated-hmac(" + hash + ")");
             for (String group : List.of("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")) {
                 scenario.add("bidirectional-" + group);
@@ -99,6 +104,7 @@ class KernelHostTest {
             List<String> missing = scenario.stream().filter(label -> result.lines("CHECK " + label + " ok").isEmpty()).toList();
             assertEquals(List.of(), missing, "steps that did not report ok:\n" + result.text());
             assertEquals(0, result.exitCode(), result.text());
+            assertEquals(0, f.target.counters().counter(NvmeTcpCounter.KEEP_ALIVE_EXPIRED), "no controller lost to keep-alive while authenticating");
         }
     }
 

@@ -93,8 +93,16 @@ final class TestHost implements AutoCloseable {
         return sqe;
     }
 
-    /** Fabrics Connect on this connection's queue. */
+    /** The host ID every Connect of {@link #connect(String, String, int, int, int, int, boolean)} sends. */
+    static final byte[] HOST_ID = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+    /** Fabrics Connect on this connection's queue, as host {@link #HOST_ID}. */
     Completion connect(String subsystemNqn, String hostNqn, int qid, int cntlid, int queueSize, int katoMs, boolean noSqFlowControl) throws IOException {
+        return connect(subsystemNqn, hostNqn, HOST_ID, qid, cntlid, queueSize, katoMs, noSqFlowControl);
+    }
+
+    /** Fabrics Connect on this connection's queue with the given 16-byte host ID. */
+    Completion connect(String subsystemNqn, String hostNqn, byte[] hostId, int qid, int cntlid, int queueSize, int katoMs, boolean noSqFlowControl) throws IOException {
         ByteBuffer sqe = sqe(0x7F, 0);
         sqe.put(4, (byte) 0x01);
         sqe.putShort(42, (short) qid);
@@ -102,7 +110,7 @@ final class TestHost implements AutoCloseable {
         sqe.put(46, (byte) (noSqFlowControl ? 4 : 0));
         sqe.putInt(48, katoMs);
         ByteBuffer data = ByteBuffer.allocate(1024).order(ByteOrder.LITTLE_ENDIAN);
-        data.put(0, new byte[]{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+        data.put(0, hostId);
         data.putShort(16, (short) cntlid);
         data.put(256, subsystemNqn.getBytes(StandardCharsets.UTF_8));
         data.put(512, hostNqn.getBytes(StandardCharsets.UTF_8));
@@ -301,6 +309,18 @@ final class TestHost implements AutoCloseable {
     boolean closedByTarget() {
         try {
             return in.read() < 0;
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    /** True when the target closes the connection within {@code ms} (EOF or reset), false when it is still open then. */
+    boolean closedByTargetWithin(int ms) throws IOException {
+        socket.setSoTimeout(ms);
+        try {
+            return in.read() < 0;
+        } catch (java.net.SocketTimeoutException e) {
+            return false;
         } catch (IOException e) {
             return true;
         }

@@ -15,13 +15,13 @@ import java.util.function.Supplier;
  * <p>A failure found while taking a message (a bad Negotiate or Reply) is answered by the
  * next AUTH_Receive with a Failure1 message, as nvmet does; a message out of sequence, or the
  * host's own Failure2, fails at once. Either way the queue is unauthenticated from that moment
- * and the caller fails the controller once the command's response is out ({@link Outcome#FAILED}).
+ * and the caller closes the queue once the command's response is out ({@link Outcome#FAILED}).
  * Negotiate restarts the exchange at any step (re-authentication): the queue keeps its
  * authentication until the new exchange fails.
  *
  * <p>Threads: any thread, one call at a time per exchange (the methods synchronize; a host
  * that pipelines AUTH commands is served in arrival order of the calls). A call may take
- * milliseconds (DH for ffdhe8192). The credentials supplier is called with the exchange's
+ * tens of milliseconds (DH for ffdhe8192). The credentials supplier is called with the exchange's
  * monitor held.
  */
 public final class DhChapExchange {
@@ -31,7 +31,7 @@ public final class DhChapExchange {
         CONTINUE,
         /** The queue is authenticated from now on. */
         AUTHENTICATED,
-        /** Authentication failed: fail the controller after this command's response. */
+        /** Authentication failed: close the queue after this command's response. */
         FAILED,
         /** AUTH_Receive's buffer cannot hold the message: the command fails, the exchange is unchanged. */
         TOO_SHORT

@@ -28,7 +28,7 @@
  * {@code Ca = HMAC(H(Ks), C)}; with the null group {@code Ca = C}. A failure found in a Negotiate
  * or Reply comes back as a Failure1 message on the next AUTH_Receive; a message out of order,
  * or the host's Failure2, fails at once. Every failure leaves the queue unauthenticated, and the
- * front end then fails the whole controller, as nvmet does.
+ * front end then closes that queue (nvmet fails the whole controller: see section 5).
  *
  * <h2>4. Worked example</h2> Host key {@code DHHC-1:00:...} (32 bytes, no transform),
  * {@code dhchap_hash} hmac(sha256), group null: Challenge carries HL=32, S1 and 32 random bytes
@@ -43,11 +43,14 @@
  * Failure1 (hash / DH group unusable) where nvmet would pick another hash, so no host can
  * talk the controller down to a weaker choice than the one configured. Each challenge has a
  * fresh DH key pair (nvmet keeps one per controller). Secrets are checked whole (base64,
- * length, CRC) when they are configured, not first at a Connect.
+ * length, CRC) when they are configured, not first at a Connect. A failed exchange closes its
+ * own queue only, and an IO queue joins a controller only with the controller's host NQN and host
+ * ID (nvmet fails the controller, and checks the NQN alone: a host knowing another's NQN could end
+ * that host's session with one bad message).
  *
  * <h2>6. Tunables and what to watch</h2>
  * {@code dhchap_hash} (default hmac(sha256)), {@code dhchap_dhgroup} (default null; ffdhe8192
- * costs ~12 ms of CPU per queue, key pair and agreement; ffdhe2048 ~2.5 ms). Failures show as the host's
+ * costs ~16 ms of CPU per queue, key pair and agreement; ffdhe2048 ~2.5 ms). Failures show as the host's
  * "authentication failed" and a failed controller on the target.
  */
 package io.iotarget.frontend.nvmetcp.auth;

@@ -8,6 +8,7 @@ import io.iotarget.frontend.nvmetcp.QueueAuthentication;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 /**
  * Fabrics commands (opcode 0x7F, command type in byte 4): Connect, which turns a connection
@@ -26,7 +27,7 @@ public final class Fabrics {
      *  0 HOSTID[16]   16 CNTLID u16   256 SUBNQN[256]   512 HOSTNQN[256]   (NQNs NUL-terminated) */
     static final int DATA_BYTES = 1024;
     static final int DATA_HOSTID = 0;
-    static final int DATA_CNTLID = 16;
+    public static final int DATA_CNTLID = 16;
     static final int DATA_SUBNQN = 256;
     static final int DATA_HOSTNQN = 512;
     static final int NQN_FIELD_BYTES = 256;
@@ -40,7 +41,7 @@ public final class Fabrics {
     }
 
     /** Invalid-parameter location in the Connect result: bit 16 set = in the connect data; low bits = byte offset. */
-    static long inData(int offset) {
+    public static long inData(int offset) {
         return 1L << 16 | offset;
     }
 
@@ -93,7 +94,10 @@ public final class Fabrics {
                 s.controllers.add(c);
             } else {
                 c = s.controller(cntlid);
-                if (c == null || !c.hostNqn.equals(hostNqn) || c.port != queue.port) {
+                // Only the host that made the controller may add queues to it: its NQN and its host ID
+                // (nvmet checks the NQN alone). Which still proves nothing where a key is required: the
+                // queue then authenticates on its own, and a failure closes that queue alone.
+                if (c == null || !c.hostNqn.equals(hostNqn) || !Arrays.equals(c.hostId, hostId) || c.port != queue.port) {
                     slot.result = inData(DATA_CNTLID);
                     return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
                 }
@@ -115,7 +119,7 @@ public final class Fabrics {
             QueueAuthentication authentication = QueueAuthentication.forQueue(c, qid);
             queue.connected(c, qid, sqSize, noFlowControl, authentication);
             slot.result = c.cntlid | authentication.connectResult();
-            authentication.startDeadline(c);
+            authentication.startDeadline(queue);
             return Status.SUCCESS;
         } finally {
             target.unlock();

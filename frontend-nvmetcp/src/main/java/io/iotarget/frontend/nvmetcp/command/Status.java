@@ -13,7 +13,7 @@ public final class Status {
     public static final int INVALID_OPCODE = 0x001;
     public static final int INVALID_FIELD = 0x002;
     public static final int INTERNAL = 0x006;
-    static final int ABORT_REQUESTED = 0x007;
+    public static final int ABORT_REQUESTED = 0x007;
     public static final int INVALID_NAMESPACE = 0x00B;
     public static final int COMMAND_SEQUENCE_ERROR = 0x00C;
     public static final int SGL_DATA_LENGTH_INVALID = 0x00F;
