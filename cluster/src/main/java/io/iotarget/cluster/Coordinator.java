@@ -2,8 +2,8 @@ package io.iotarget.cluster;
 
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy.GlobalLimit;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy.GlobalLimit;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 

@@ -2,6 +2,7 @@ package io.iotarget.control.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.control.tree.ForwardingTree;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -53,7 +54,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * written (a full disk), the change stays made — the trees cannot take it back — and the
  * client gets EIO saying so; the next change then writes a whole snapshot. Any thread.
  */
-public final class PersistedTree implements ConfigTree, AutoCloseable {
+public final class PersistedTree extends ForwardingTree implements AutoCloseable {
     /** A journal shorter than this (about a hundred changes) is not compacted, however small the tree. */
     static final long MIN_COMPACT_BYTES = 4 << 10;
     private static final System.Logger LOG = System.getLogger(PersistedTree.class.getName());
@@ -231,11 +232,14 @@ public final class PersistedTree implements ConfigTree, AutoCloseable {
         }
     }
 
-    private interface Change {
-        void run() throws ControlException;
+    /** Every path is the tree's own: the journal names a change as the endpoint asked for it. */
+    @Override
+    public Target resolve(String path) {
+        return new Target(tree, path);
     }
 
-    private void change(Change change, String op, String... args) throws ControlException {
+    @Override
+    protected void change(Change change, String op, String... args) throws ControlException {
         lock.lock();
         try {
             change.run();
@@ -269,60 +273,5 @@ public final class PersistedTree implements ConfigTree, AutoCloseable {
         } finally {
             lock.unlock();
         }
-    }
-
-    @Override
-    public Kind kind(String path) throws ControlException {
-        return tree.kind(path);
-    }
-
-    @Override
-    public List<String> list(String path) throws ControlException {
-        return tree.list(path);
-    }
-
-    @Override
-    public String read(String path) throws ControlException {
-        return tree.read(path);
-    }
-
-    @Override
-    public List<String> replay(String path) throws ControlException {
-        return tree.replay(path);
-    }
-
-    @Override
-    public String readLink(String linkPath) throws ControlException {
-        return tree.readLink(linkPath);
-    }
-
-    @Override
-    public Watch watch(String path, String trigger) throws ControlException {
-        return tree.watch(path, trigger);
-    }
-
-    @Override
-    public void write(String path, String value) throws ControlException {
-        change(() -> tree.write(path, value), "write", path, value);
-    }
-
-    @Override
-    public void mkdir(String path) throws ControlException {
-        change(() -> tree.mkdir(path), "mkdir", path);
-    }
-
-    @Override
-    public void rmdir(String path) throws ControlException {
-        change(() -> tree.rmdir(path), "rmdir", path);
-    }
-
-    @Override
-    public void link(String target, String linkPath) throws ControlException {
-        change(() -> tree.link(target, linkPath), "link", target, linkPath);
-    }
-
-    @Override
-    public void unlink(String linkPath) throws ControlException {
-        change(() -> tree.unlink(linkPath), "unlink", linkPath);
     }
 }

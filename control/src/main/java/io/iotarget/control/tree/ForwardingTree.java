@@ -25,8 +25,11 @@ public abstract class ForwardingTree implements ConfigTree {
     /** @throws ControlException ENOENT when no tree answers for {@code path} */
     public abstract Target resolve(String path) throws ControlException;
 
-    /** Runs a change; what follows every successful change goes here. */
-    protected void change(Change change) throws ControlException {
+    /**
+     * Runs a change; what follows every successful change goes here. {@code op} and {@code args}
+     * name it as this tree was asked (e.g. "write", path, value), for a tree that records it.
+     */
+    protected void change(Change change, String op, String... args) throws ControlException {
         change.run();
     }
 
@@ -70,19 +73,19 @@ public abstract class ForwardingTree implements ConfigTree {
     @Override
     public void write(String path, String value) throws ControlException {
         Target t = resolve(path);
-        change(() -> t.tree.write(t.path, value));
+        change(() -> t.tree.write(t.path, value), "write", path, value);
     }
 
     @Override
     public void mkdir(String path) throws ControlException {
         Target t = resolve(path);
-        change(() -> t.tree.mkdir(t.path));
+        change(() -> t.tree.mkdir(t.path), "mkdir", path);
     }
 
     @Override
     public void rmdir(String path) throws ControlException {
         Target t = resolve(path);
-        change(() -> t.tree.rmdir(t.path));
+        change(() -> t.tree.rmdir(t.path), "rmdir", path);
     }
 
     /** Both paths resolved; a tree whose paths may lead to different trees checks they lead to one. */
@@ -90,12 +93,12 @@ public abstract class ForwardingTree implements ConfigTree {
     public void link(String target, String linkPath) throws ControlException {
         Target link = resolve(linkPath);
         Target to = resolve(target);
-        change(() -> link.tree.link(to.path, link.path));
+        change(() -> link.tree.link(to.path, link.path), "link", target, linkPath);
     }
 
     @Override
     public void unlink(String linkPath) throws ControlException {
         Target t = resolve(linkPath);
-        change(() -> t.tree.unlink(t.path));
+        change(() -> t.tree.unlink(t.path), "unlink", linkPath);
     }
 }
