@@ -214,8 +214,9 @@ public final class Main {
         List<String> rest = a.subList(1, a.size());
         if (command.equals("help") || command.equals("-h") || command.equals("--help")) return help(rest, out, err);
         if (command.equals("serve")) return serve(rest, ControlToken.directory(env), out, err);
-        try {
-            ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile);
+        // Closed at the end: the CLI runs in-process in tests and tools, where an open connection
+        // would stay proven on the server until its idle timeout.
+        try (ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile)) {
             ControlClient.Reply reply = switch (command) {
                 case "read" -> client.get("read", one(rest, "read PATH"));
                 case "ls" -> {
