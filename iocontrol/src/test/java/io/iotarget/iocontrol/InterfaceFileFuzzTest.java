@@ -40,7 +40,8 @@ class InterfaceFileFuzzTest {
                 continue;
             }
             String after = readOrNull(h, path);
-            if (after == null || !path.substring(path.lastIndexOf('/') + 1).startsWith("io.")) continue;
+            // An empty write is taken by every file, read-only ones too (as Linux 6.1's), and changes nothing: no text to round-trip.
+            if (value.isEmpty() || after == null || !path.substring(path.lastIndexOf('/') + 1).startsWith("io.")) continue;
             for (String line : after.split("\n")) {
                 if (line.isEmpty()) continue;
                 try {
