@@ -15,6 +15,7 @@ import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
@@ -87,7 +88,7 @@ public final class Port {
 
     /** The ids of ana_groups/ (the default group included), ascending. Configuration lock held. */
     public Set<Integer> anaGroupIds() {
-        return java.util.Collections.unmodifiableSet(anaGroups);
+        return Collections.unmodifiableSet(anaGroups);
     }
 
     /** Configuration lock held. */
