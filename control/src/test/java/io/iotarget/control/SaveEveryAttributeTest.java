@@ -181,7 +181,7 @@ class SaveEveryAttributeTest {
                 "memory", "64M", "259:9", "tenant x's disk", "127.0.0.2", "4421", "ipv6", "not required",
                 "1.2", "serial-42", "model-42", "fw42", "-1", "8192", "64", "nqn.2026-11.io.iotarget:discovery-renamed",
                 "0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70", "0102030405060708090a0b0c0d0e0f10", "hmac(sha512)", "ffdhe4096", KEY,
-                "CN=client,O=tenant", "/srv/iotarget/disk.img"));
+                "CN=client,O=tenant", "/srv/iotarget/disk.img", "inaccessible"));
         return c;
     }
 }

@@ -45,9 +45,11 @@ public final class Controller {
     /** Asynchronous event configuration bits (Set Features 0x0B) this controller can raise. */
     static final int AEN_SMART_WARNINGS = 0x1F;
     public static final int AEN_NAMESPACE_ATTRIBUTE = 1 << 8;
+    public static final int AEN_ANA_CHANGE = 1 << 11;
     public static final int AEN_DISCOVERY_LOG = 1 << 31;
     /** AER completion DW0: type 2 (notice) | info << 8 | log page << 16. */
     static final int EVENT_NAMESPACE_CHANGED = 0x02 | 0x00 << 8 | 0x04 << 16;
+    static final int EVENT_ANA_CHANGED = 0x02 | 0x03 << 8 | 0x0C << 16;
     static final int EVENT_DISCOVERY_CHANGED = 0x02 | 0xF0 << 8 | 0x70 << 16;
     /** NVMET_ASYNC_EVENTS: outstanding AERs per controller. */
     public static final int MAX_ASYNC_EVENT_REQUESTS = 4;
@@ -93,6 +95,7 @@ public final class Controller {
     private final ArrayDeque<Integer> pendingEvents = new ArrayDeque<>();
     /** Event kinds delivered and not yet acknowledged by reading their log page without RAE. */
     private boolean namespaceEventMasked;
+    private boolean anaEventMasked;
     private boolean discoveryEventMasked;
     private final int[] changedNamespaces = new int[CHANGED_NAMESPACES_MAX];
     private int changedCount;
@@ -305,7 +308,7 @@ public final class Controller {
 
     /** Async event configuration (Set Features 0x0B); false when it asks for events this controller cannot raise. */
     public boolean aenConfig(int value) {
-        int supported = discovery() ? AEN_DISCOVERY_LOG : AEN_SMART_WARNINGS | AEN_NAMESPACE_ATTRIBUTE;
+        int supported = discovery() ? AEN_DISCOVERY_LOG : AEN_SMART_WARNINGS | AEN_NAMESPACE_ATTRIBUTE | AEN_ANA_CHANGE;
         if ((value & ~supported) != 0) return false;
         lock.lock();
         try {
@@ -354,6 +357,31 @@ public final class Controller {
                 pendingEvents.add(EVENT_NAMESPACE_CHANGED);
                 deliverEvents();
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** An ANA state or group this controller reports changed (nvmet_send_ana_event): one event until the ANA log is read. */
+    public void anaChanged() {
+        lock.lock();
+        try {
+            if ((aenConfig & AEN_ANA_CHANGE) != 0 && !anaEventMasked) {
+                anaEventMasked = true;
+                pendingEvents.add(EVENT_ANA_CHANGED);
+                deliverEvents();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The ANA log was read without RAE: the next change raises an event again. */
+    public void anaLogRead(boolean retainEvent) {
+        if (retainEvent) return;
+        lock.lock();
+        try {
+            anaEventMasked = false;
         } finally {
             lock.unlock();
         }

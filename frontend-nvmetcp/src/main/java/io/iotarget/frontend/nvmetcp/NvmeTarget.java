@@ -22,7 +22,9 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -79,6 +81,8 @@ public final class NvmeTarget implements AutoCloseable {
     public final Subsystem discovery = new Subsystem(Subsystem.WELL_KNOWN_DISCOVERY_NQN, true);
     /** GENCTR of the discovery log: bumped whenever what a host may discover changes. */
     private long discoveryGeneration;
+    /** nvmet_ana_chgcnt: node-wide, bumped by every ana_state and ana_grpid write. Lock held. */
+    private long anaChangeCount;
     private final NvmetTree tree;
 
     /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
@@ -211,6 +215,27 @@ public final class NvmeTarget implements AutoCloseable {
     public void discoveryChanged() {
         discoveryGeneration++;
         for (Controller c : discovery.controllers) c.discoveryChanged();
+    }
+
+    /** An ANA state or a namespace's ANA group changed. Lock held. */
+    public void anaChanged() {
+        anaChangeCount++;
+    }
+
+    /** Lock held. */
+    public long anaChangeCount() {
+        return anaChangeCount;
+    }
+
+    /**
+     * The ANA groups a log page reports, ascending (nvmet_ana_group_enabled): the default group,
+     * every group some port has a directory for, and every group some namespace is in. Lock held.
+     */
+    public SortedSet<Integer> anaGroupsInUse() {
+        SortedSet<Integer> groups = new TreeSet<>();
+        for (Port p : ports.values()) groups.addAll(p.anaGroupIds());
+        for (Subsystem s : subsystems.values()) for (int g : s.anaGroupIds()) groups.add(g);
+        return groups;
     }
 
     /** A controller's admin queue closed. */

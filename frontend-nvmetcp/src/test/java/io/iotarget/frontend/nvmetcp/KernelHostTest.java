@@ -59,6 +59,26 @@ class KernelHostTest {
     }
 
     /**
+     * ANA with the kernel host's native multipath (src/test/vm/ana-host.sh): each state written
+     * to the port's group reaches the path's sysfs ana_state through the ANA change event, a read
+     * issued while the path is inaccessible waits and completes once it is optimized again, and
+     * the host never reconnects.
+     */
+    @Test
+    void linuxHostFollowsTheAnaStateWithoutReconnecting() throws Exception {
+        GuestVm.require();
+        try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
+            GuestVm.Result result = GuestVm.run(GuestVm.script("ana-host.sh"), Map.of(
+                    "NQN", TargetFixture.NQN, "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port())),
+                    List.<Path>of(), 300);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed, result.text());
+            assertEquals(12, result.lines("CHECK").size(), "every step reported: " + result.text());
+            assertEquals(0, result.exitCode(), result.text());
+        }
+    }
+
+    /**
      * DH-HMAC-CHAP with the kernel host (src/test/vm/auth-host.sh), on the 6.12 guest whose host
      * driver can authenticate (Debian's 6.1 cannot): the right key in every transform and hash,
      * both directions in every DH group; a wrong host key, a wrong controller key and no key are

@@ -60,7 +60,7 @@ class NvmetTreeTest {
         assertEquals(List.of("hosts/", "subsystems/", "ports/", "discovery_nqn"), tree.list(""));
         assertEquals(List.of("attr_allow_any_host", "attr_version", "attr_serial", "attr_model", "attr_firmware",
                 "attr_cntlid_min", "attr_cntlid_max", "attr_qid_max", "allowed_hosts/", "namespaces/"), tree.list(S));
-        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "cgroup_id", "cgroup", "enable"),
+        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "enable"),
                 tree.list(NS));
         assertEquals(ConfigTree.Kind.LINKS, tree.kind(S + "/allowed_hosts"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind(NS + "/enable"));
@@ -291,7 +291,7 @@ class NvmetTreeTest {
         tree.write("ports/5/addr_tsas", "none");
         assertEquals("not specified\n", tree.read("ports/5/addr_treq"), "writing addr_tsas resets addr_treq, as nvmet");
         assertEquals(List.of("addr_trtype", "addr_adrfam", "addr_traddr", "addr_trsvcid", "addr_tsas", "addr_treq",
-                "param_inline_data_size", "param_max_queue_size", "subsystems/"), tree.list("ports/5"));
+                "param_inline_data_size", "param_max_queue_size", "ana_groups/", "subsystems/"), tree.list("ports/5"));
     }
 
     @Test
@@ -316,5 +316,51 @@ class NvmetTreeTest {
             refused(Errno.EINVAL, () -> f.tree.write(s + "/attr_serial", "NEW"));
             refused(Errno.EINVAL, () -> f.tree.write(s + "/attr_model", "NEW"));
         }
+    }
+
+    @Test
+    void shouldKeepAnaGroupsPerPortAsNvmetDoes() throws Exception {
+        tree.mkdir("ports/2");
+        String groups = "ports/2/ana_groups";
+        assertEquals(ConfigTree.Kind.DIRECTORY, tree.kind(groups));
+        assertEquals(List.of("1/"), tree.list(groups), "the default group exists on every port");
+        assertEquals(List.of("ana_state"), tree.list(groups + "/1"));
+        assertEquals("optimized\n", tree.read(groups + "/1/ana_state"));
+        refused(Errno.EEXIST, () -> tree.mkdir(groups + "/1"));
+        refused(Errno.EPERM, () -> tree.rmdir(groups + "/1"));
+        refused(Errno.EINVAL, () -> tree.mkdir(groups + "/0"));
+        refused(Errno.EINVAL, () -> tree.mkdir(groups + "/129"));
+        refused(Errno.EINVAL, () -> tree.mkdir(groups + "/x"));
+        tree.mkdir(groups + "/128");
+        tree.mkdir(groups + "/0x2");                       // kstrtou32 with base 0, as nvmet
+        assertEquals(List.of("1/", "2/", "128/"), tree.list(groups));
+        assertEquals("inaccessible\n", tree.read(groups + "/2/ana_state"), "a new group starts inaccessible, as nvmet's");
+        for (String state : List.of("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")) {
+            tree.write(groups + "/2/ana_state", state + "\n");
+            assertEquals(state + "\n", tree.read(groups + "/2/ana_state"));
+        }
+        refused(Errno.EINVAL, () -> tree.write(groups + "/2/ana_state", "Optimized"));
+        refused(Errno.EINVAL, () -> tree.write(groups + "/2/ana_state", "4"));
+        tree.write(groups + "/2/ana_state", "optimized");
+        tree.rmdir(groups + "/2");
+        refused(Errno.ENOENT, () -> tree.read(groups + "/2/ana_state"));
+        tree.mkdir(groups + "/2");
+        assertEquals("inaccessible\n", tree.read(groups + "/2/ana_state"), "rmdir resets the port's state for the group");
+        tree.mkdir("ports/3");
+        assertEquals(List.of("1/"), tree.list("ports/3/ana_groups"), "groups are per port");
+    }
+
+    @Test
+    void shouldTakeAnyAnaGroupIdForANamespaceAsNvmetDoes() throws Exception {
+        assertEquals("1\n", tree.read(NS + "/ana_grpid"));
+        refused(Errno.EINVAL, () -> tree.write(NS + "/ana_grpid", "0"));
+        refused(Errno.EINVAL, () -> tree.write(NS + "/ana_grpid", "129"));
+        refused(Errno.EINVAL, () -> tree.write(NS + "/ana_grpid", "x"));
+        tree.write(NS + "/ana_grpid", "128");              // nvmet 6.7+ lands this in group 0 (array_index_nospec); iotarget keeps 128
+        assertEquals("128\n", tree.read(NS + "/ana_grpid"));
+        tree.write(NS + "/device_path", "default");
+        tree.write(NS + "/enable", "1");
+        tree.write(NS + "/ana_grpid", "5");                // a group no port has yet; writable while enabled
+        assertEquals("5\n", tree.read(NS + "/ana_grpid"));
     }
 }

@@ -102,7 +102,7 @@ class TargetProtocolTest {
             assertEquals(0x8D, b.getShort(520) & 0xFFFF, "ONCS compare, DSM, write zeroes, verify");
             assertEquals(1, id[525], "VWC");
             assertEquals(3, id[259], "AERL");
-            assertEquals(1 << 8, b.getInt(92), "OAES namespace attribute notices");
+            assertEquals(1 << 8 | 1 << 11, b.getInt(92), "OAES namespace attribute and ANA change notices");
             assertEquals(0x010300, b.getInt(80), "VER");
 
             assertEquals(127 | 127 << 16, h.setFeatures(0x07, 0x00010001).result(), "128 IO queues granted");

@@ -8,6 +8,8 @@ import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 
+import io.iotarget.frontend.nvmetcp.config.AnaState;
+import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import io.iotarget.frontend.nvmetcp.CommandSlot;
@@ -40,6 +42,7 @@ public final class Identify {
      *  0 VID u16   2 SSVID u16   4 SN[20]   24 MN[40]   64 FR[8]   72 RAB   76 CMIC   77 MDTS
      *  78 CNTLID u16   80 VER u32   92 OAES u32   96 CTRATT u32   111 CNTRLTYPE
      *  256 OACS u16   258 ACL   259 AERL   260 FRMW   261 LPA   262 ELPE   263 NPSS   320 KAS u16
+     *  342 ANATT   343 ANACAP   344 ANAGRPMAX u32   348 NANAGRPID u32
      *  512 SQES   513 CQES   514 MAXCMD u16   516 NN u32   520 ONCS u16   525 VWC   536 SGLS u32
      *  540 MNAN u32   768 SUBNQN[256]   1792 IOCCSZ u32   1796 IORCSZ u32   1800 ICDOFF u16
      *  1802 FCATT   1803 MSDBD   2048 PSD0 (max power u16 @0, entry latency u32 @4, exit latency u32 @8)
@@ -61,6 +64,10 @@ public final class Identify {
     static final int CTRL_LPA = 261;
     static final int CTRL_ELPE = 262;
     static final int CTRL_KAS = 320;
+    static final int CTRL_ANATT = 342;
+    static final int CTRL_ANACAP = 343;
+    static final int CTRL_ANAGRPMAX = 344;
+    static final int CTRL_NANAGRPID = 348;
     static final int CTRL_SQES = 512;
     static final int CTRL_CQES = 513;
     static final int CTRL_MAXCMD = 514;
@@ -79,6 +86,11 @@ public final class Identify {
 
     static final int CMIC_MULTI_PORT = 1;
     static final int CMIC_MULTI_CONTROLLER = 1 << 1;
+    static final int CMIC_ANA_REPORTING = 1 << 3;
+    /** ANATT in seconds: nvmet's value (a host resets a controller that stays in "change" for 2 × ANATT). */
+    static final int ANATT = 10;
+    /** ANACAP: every state is reported (optimized, non-optimized, inaccessible, persistent loss, change). */
+    static final int ANACAP_ALL_STATES = 0x1F;
     static final int CTRATT_HOST_ID_128 = 1;
     static final int CTRATT_TRAFFIC_BASED_KEEP_ALIVE = 1 << 6;
     static final int CNTRLTYPE_IO = 1;
@@ -108,6 +120,7 @@ public final class Identify {
     static final int NS_NLBAF = 25;
     static final int NS_FLBAS = 26;
     static final int NS_NMIC = 30;
+    static final int NS_ANAGRPID = 92;
     static final int NS_DLFEAT = 33;
     static final int NS_NSATTR = 99;
     static final int NS_NGUID = 104;
@@ -117,8 +130,9 @@ public final class Identify {
     static final int DLFEAT_READ_ZEROES_AND_DEAC = 0x01 | 1 << 3;
     static final int NSATTR_WRITE_PROTECTED = 1;
 
-    /*  CS-independent Identify Namespace (CNS 0x08): 0 NSFEAT  1 NMIC  8 NSATTR  14 NSTAT (bit 0 ready) */
+    /*  CS-independent Identify Namespace (CNS 0x08): 0 NSFEAT  1 NMIC  4 ANAGRPID u32  8 NSATTR  14 NSTAT (bit 0 ready) */
     static final int INDEP_NMIC = 1;
+    static final int INDEP_ANAGRPID = 4;
     static final int INDEP_NSATTR = 8;
     static final int INDEP_NSTAT = 14;
 
@@ -183,9 +197,13 @@ public final class Identify {
         }
         out.put(CTRL_CNTRLTYPE, (byte) CNTRLTYPE_IO);
         out.put(CTRL_RAB, (byte) 6);
-        out.put(CTRL_CMIC, (byte) (CMIC_MULTI_PORT | CMIC_MULTI_CONTROLLER));
+        out.put(CTRL_CMIC, (byte) (CMIC_MULTI_PORT | CMIC_MULTI_CONTROLLER | CMIC_ANA_REPORTING));
         out.put(CTRL_MDTS, (byte) Queue.MDTS);
-        out.putInt(CTRL_OAES, Controller.AEN_NAMESPACE_ATTRIBUTE);
+        out.putInt(CTRL_OAES, Controller.AEN_NAMESPACE_ATTRIBUTE | Controller.AEN_ANA_CHANGE);
+        out.put(CTRL_ANATT, (byte) ANATT);
+        out.put(CTRL_ANACAP, (byte) ANACAP_ALL_STATES);
+        out.putInt(CTRL_ANAGRPMAX, Port.MAX_ANA_GROUPS);
+        out.putInt(CTRL_NANAGRPID, Port.MAX_ANA_GROUPS);
         out.put(CTRL_ACL, (byte) 3);
         out.put(CTRL_FRMW, (byte) (1 | 1 << 1));         // slot 1 read-only, one slot
         out.put(CTRL_ELPE, (byte) ELPE);
@@ -204,17 +222,22 @@ public final class Identify {
         return Status.SUCCESS;
     }
 
-    /** An enabled namespace; a zero structure (success) for any other valid nsid, as nvmet. */
+    /**
+     * An enabled namespace; a zero structure (success) for any other valid nsid, as nvmet. NUSE
+     * is 0 while its ANA group is inaccessible or lost on the admin queue's port.
+     */
     private static int namespace(Controller c, int nsid, ByteBuffer out) {
         if (nsid == 0 || nsid == -1) return Status.INVALID_NAMESPACE | Status.DNR;
         ActiveNamespace ns = c.subsystem.table.find(nsid);
         if (ns == null) return Status.SUCCESS;
         out.putLong(NS_NSZE, ns.blocks());
         out.putLong(NS_NCAP, ns.blocks());
-        out.putLong(NS_NUSE, ns.blocks());
+        AnaState state = c.port.anaState(ns.anaGroup());
+        if (state != AnaState.INACCESSIBLE && state != AnaState.PERSISTENT_LOSS) out.putLong(NS_NUSE, ns.blocks());
         out.put(NS_NLBAF, (byte) 0);
         out.put(NS_FLBAS, (byte) 0);
         out.put(NS_NMIC, (byte) NMIC_SHARED);
+        out.putInt(NS_ANAGRPID, ns.anaGroup());
         out.put(NS_DLFEAT, (byte) DLFEAT_READ_ZEROES_AND_DEAC);
         out.put(NS_NSATTR, (byte) (ns.readOnly() ? NSATTR_WRITE_PROTECTED : 0));
         out.put(NS_NGUID, ns.nguid());
@@ -257,6 +280,7 @@ public final class Identify {
         ActiveNamespace ns = c.subsystem.table.find(nsid);
         if (ns == null) return Status.SUCCESS;
         out.put(INDEP_NMIC, (byte) NMIC_SHARED);
+        out.putInt(INDEP_ANAGRPID, ns.anaGroup());
         out.put(INDEP_NSATTR, (byte) (ns.readOnly() ? NSATTR_WRITE_PROTECTED : 0));
         out.put(INDEP_NSTAT, (byte) 1);
         return Status.SUCCESS;

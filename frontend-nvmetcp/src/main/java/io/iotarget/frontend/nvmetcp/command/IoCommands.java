@@ -73,6 +73,8 @@ public final class IoCommands {
         ByteBuffer sqe = slot.sqe;
         ActiveNamespace ns = c.subsystem.table.find(Sqe.nsid(sqe));
         if (ns == null) return Status.INVALID_NAMESPACE | Status.DNR;
+        int path = Status.of(connection.port.anaState(ns.anaGroup()));
+        if (path != Status.SUCCESS) return path;
         slot.namespace = ns;
         int opcode = Sqe.opcode(sqe);
         return switch (opcode) {

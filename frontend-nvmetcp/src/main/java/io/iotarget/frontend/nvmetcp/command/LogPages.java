@@ -4,6 +4,7 @@ import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import io.iotarget.frontend.nvmetcp.Queue;
 
+import io.iotarget.frontend.nvmetcp.config.NamespaceTable;
 import io.iotarget.frontend.nvmetcp.config.Port;
 
 import io.iotarget.frontend.nvmetcp.CommandSlot;
@@ -12,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.SortedSet;
 
 /**
  * Get Log Page (admin opcode 0x02). CDW10: LID bits 7:0, RAE bit 15, NUMDL bits 31:16; CDW11:
@@ -24,8 +26,20 @@ public final class LogPages {
     static final int LID_FIRMWARE_SLOT = 0x03;
     static final int LID_CHANGED_NAMESPACES = 0x04;
     static final int LID_COMMAND_EFFECTS = 0x05;
+    static final int LID_ANA = 0x0C;
     static final int LID_DISCOVERY = 0x70;
     static final int CDW10_RAE = 1 << 15;
+    /** LSP (CDW10 bits 11:8) bit 0 of the ANA log: return groups only, no NSID lists. */
+    static final int CDW10_ANA_RGO = 1 << 8;
+
+    /*  ANA (asymmetric namespace access), header (16 bytes): 0 CHGCNT u64, 8 NGRPS u16; then per group
+     *  a descriptor: 0 ANAGRPID u32, 4 NNSIDS u32, 8 CHGCNT u64, 16 ANA state (bits 3:0), 32 NSID list u32[NNSIDS] */
+    static final int ANA_HEADER_BYTES = 16;
+    static final int ANA_NGRPS = 8;
+    static final int ANA_DESCRIPTOR_BYTES = 32;
+    static final int ANA_DESC_NNSIDS = 4;
+    static final int ANA_DESC_CHGCNT = 8;
+    static final int ANA_DESC_STATE = 16;
 
     /*  SMART / Health (512 bytes): 0 critical warning, 1 temperature u16 (K), 3 available spare %,
      *  4 spare threshold %, 32 data units read u128 (1000 × 512 B), 48 data units written,
@@ -95,6 +109,11 @@ public final class LogPages {
                 yield b;
             }
             case LID_COMMAND_EFFECTS -> commandEffects();
+            case LID_ANA -> {
+                ByteBuffer b = ana(c, (cdw10 & CDW10_ANA_RGO) != 0);
+                c.anaLogRead(retain);
+                yield b;
+            }
             case LID_DISCOVERY -> {
                 ByteBuffer b = c.target.discoveryLog(c);
                 c.discoveryLogRead(retain);
@@ -133,6 +152,41 @@ public final class LogPages {
     private static long dataUnits(long bytes) {
         long sectors = (bytes + 511) / 512;
         return (sectors + 999) / 1000;
+    }
+
+    /**
+     * nvmet_execute_get_log_page_ana: every group in use, ascending, in the state the admin
+     * queue's port gives it, each with the subsystem's enabled namespaces in it (ascending, as
+     * the Linux host requires) unless RGO; one node-wide change count in the header and each
+     * descriptor.
+     */
+    private static ByteBuffer ana(Controller c, boolean groupsOnly) {
+        c.target.lock();
+        try {
+            SortedSet<Integer> groups = c.target.anaGroupsInUse();
+            NamespaceTable table = c.subsystem.table;
+            ByteBuffer b = page(ANA_HEADER_BYTES + groups.size() * ANA_DESCRIPTOR_BYTES + (groupsOnly ? 0 : 4 * table.size()));
+            long changeCount = c.target.anaChangeCount();
+            b.putLong(0, changeCount);
+            b.putShort(ANA_NGRPS, (short) groups.size());
+            int at = ANA_HEADER_BYTES;
+            for (int grpid : groups) {
+                int nsids = 0;
+                if (!groupsOnly) {
+                    for (int i = 0; i < table.size(); i++) {
+                        if (table.get(i).anaGroup() == grpid) b.putInt(at + ANA_DESCRIPTOR_BYTES + 4 * nsids++, table.get(i).nsid());
+                    }
+                }
+                b.putInt(at, grpid);
+                b.putInt(at + ANA_DESC_NNSIDS, nsids);
+                b.putLong(at + ANA_DESC_CHGCNT, changeCount);
+                b.put(at + ANA_DESC_STATE, (byte) c.port.anaState(grpid).code);
+                at += ANA_DESCRIPTOR_BYTES + 4 * nsids;
+            }
+            return b;
+        } finally {
+            c.target.unlock();
+        }
     }
 
     private static ByteBuffer firmwareSlot(Controller c) {

@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.config.AnaState;
 import io.iotarget.model.IoStatus;
 
 /**
@@ -33,10 +34,24 @@ public final class Status {
     public static final int AUTH_REQUIRED = 0x191;
     // Media and data integrity errors (SCT 2).
     public static final int COMPARE_FAILURE = 0x285;
+    // Path related status (SCT 3): sent without DNR, so that a multipath host fails over.
+    public static final int ANA_PERSISTENT_LOSS = 0x301;
+    public static final int ANA_INACCESSIBLE = 0x302;
+    public static final int ANA_TRANSITION = 0x303;
 
     public static final int DNR = 0x4000;
 
     private Status() {
+    }
+
+    /** nvmet_check_ana_state: what an IO command to a namespace of a group in {@code state} gets, SUCCESS when it may run. */
+    public static int of(AnaState state) {
+        return switch (state) {
+            case OPTIMIZED, NON_OPTIMIZED -> SUCCESS;
+            case INACCESSIBLE -> ANA_INACCESSIBLE;
+            case PERSISTENT_LOSS -> ANA_PERSISTENT_LOSS;
+            case CHANGE -> ANA_TRANSITION;
+        };
     }
 
     /** How an engine completion reads to an NVMe host; every failure but an abort is final (DNR). */

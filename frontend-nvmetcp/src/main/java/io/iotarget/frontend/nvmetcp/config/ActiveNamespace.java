@@ -20,10 +20,16 @@ import io.iotarget.model.IoGroup;
  * @param buffers  its group's share of the buffer pool, where its commands' data buffers come from
  * @param sharesReads its backend hands every read over as views (memory, null): a READ that
  *                 offers views needs no buffer of its own
+ * @param anaGroup its ANA group id (1..128): the port's state for it decides whether IO is served
  */
 public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
-                       BufferAccount buffers, boolean sharesReads) {
+                       BufferAccount buffers, boolean sharesReads, int anaGroup) {
+    /** The same namespace in another ANA group (ana_grpid is writable while enabled, as in nvmet). */
+    ActiveNamespace inAnaGroup(int grpid) {
+        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid);
+    }
+
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     public boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;

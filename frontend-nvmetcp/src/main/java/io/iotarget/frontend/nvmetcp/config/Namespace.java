@@ -40,6 +40,8 @@ public final class Namespace {
     byte[] nguid = new byte[16];
     boolean readOnly;
     boolean bufferedIo;
+    /** ana_grpid: 1..128, the default group unless written. */
+    int anaGroup = Port.DEFAULT_ANA_GROUP;
     /** The bound group; null = unbound, charged to the root group (nvmet with the cgroup_id patch, cgroup_id 0). */
     Group group;
 
@@ -62,6 +64,12 @@ public final class Namespace {
 
     boolean enabled() {
         return active != null;
+    }
+
+    /** Moves the namespace to ANA group {@code grpid}; an enabled one is republished by the caller. */
+    void anaGroup(int grpid) {
+        anaGroup = grpid;
+        if (active != null) active = active.inAnaGroup(grpid);
     }
 
     boolean draining() {
@@ -93,7 +101,7 @@ public final class Namespace {
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         active = new ActiveNamespace(nsid, device, lease.payer(),
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
-                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads());
+                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup);
     }
 
     /**

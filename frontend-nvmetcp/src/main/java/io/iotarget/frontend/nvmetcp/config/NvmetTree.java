@@ -30,9 +30,10 @@ import java.util.UUID;
  *                        attr_cntlid_min attr_cntlid_max attr_qid_max
  *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
  *      namespaces/&lt;nsid&gt;/  device_path device_uuid device_nguid readonly buffered_io
- *                            cgroup_id cgroup enable
+ *                            ana_grpid cgroup_id cgroup enable
  *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_tsas addr_treq
  *                        param_inline_data_size param_max_queue_size
+ *      ana_groups/&lt;grpid&gt;/ ana_state        (group 1 always there; mkdir 2..128)
  *      subsystems/&lt;name&gt; -&gt; subsystems/&lt;nqn&gt;              (links; the first starts listening)
  *  discovery_nqn
  * </pre>
@@ -51,6 +52,12 @@ import java.util.UUID;
  * errors about a key never quote it. {@code addr_treq} and {@code addr_tsas} take only what
  * iotarget honours: no value that asks for TLS.
  *
+ * <p>ANA is nvmet's: a group's state is per port, {@code ana_state} and {@code ana_grpid} writes
+ * bump the node-wide change count, and the controllers concerned get an ANA change event
+ * (those on the port for a port's group, all of the subsystem's for a namespace). As in
+ * nvmet, {@code ana_grpid} takes any group id 1..128, made on a port or not: a listing replays
+ * namespaces before ports.
+ *
  * <p>Any thread; every operation runs under the target's configuration lock.
  */
 public final class NvmetTree implements ConfigTree {
@@ -60,6 +67,7 @@ public final class NvmetTree implements ConfigTree {
     private static final String NAMESPACES = "namespaces";
     private static final String ALLOWED_HOSTS = "allowed_hosts";
     private static final String DISCOVERY_NQN = "discovery_nqn";
+    private static final String ANA_GROUPS = "ana_groups";
 
     /** What a path names. */
     private sealed interface Node {
@@ -89,6 +97,12 @@ public final class NvmetTree implements ConfigTree {
     private record PortSubsystems(Port port) implements Node {
     }
 
+    private record AnaGroups(Port port) implements Node {
+    }
+
+    private record AnaGroupDir(Port port, int grpid) implements Node {
+    }
+
     private record HostDir(Host host) implements Node {
     }
 
@@ -103,6 +117,7 @@ public final class NvmetTree implements ConfigTree {
     private final Attributes<NvmeTarget> rootAttributes;
     private final Attributes<Subsystem> subsystemAttributes;
     private final Attributes<Namespace> namespaceAttributes;
+    private final Attributes<AnaGroupDir> anaGroupAttributes;
 
     public NvmetTree(NvmeTarget target) {
         this.target = target;
@@ -123,9 +138,12 @@ public final class NvmetTree implements ConfigTree {
                 Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
                 Attribute.flag("readonly", ns -> ns.readOnly, NvmetTree::writeReadOnly),
                 Attribute.flag("buffered_io", ns -> ns.bufferedIo, NvmetTree::writeBufferedIo),
+                Attribute.text("ana_grpid", ns -> Integer.toString(ns.anaGroup), this::writeAnaGroup),
                 GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
+        this.anaGroupAttributes = Attributes.of(List.of(
+                Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
     }
 
     // ---------------------------------------------------------------- ConfigTree
@@ -176,8 +194,11 @@ public final class NvmetTree implements ConfigTree {
                 case NamespaceDir n -> out.addAll(namespaceAttributes.names());
                 case PortDir p -> {
                     out.addAll(PortAttributes.ALL.names());
+                    out.add(ANA_GROUPS + "/");
                     out.add(SUBSYSTEMS + "/");
                 }
+                case AnaGroups a -> a.port().anaGroups.forEach(g -> out.add(g + "/"));
+                case AnaGroupDir g -> out.addAll(anaGroupAttributes.names());
                 case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
                 case HostDir h -> out.addAll(HostAttributes.ALL.names());
                 case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
@@ -270,6 +291,14 @@ public final class NvmetTree implements ConfigTree {
                     }
                     n.subsystem().namespaces.put((int) nsid, new Namespace(n.subsystem(), (int) nsid));
                 }
+                case AnaGroups a -> {
+                    int grpid = (int) parseUnsigned("ana_groups/" + name, name, 0xFFFFFFFFL, "a group id 2.." + Port.MAX_ANA_GROUPS);
+                    if (grpid <= Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) {
+                        throw KernelParse.invalid("ana_groups/" + name, name, "a group id 2.." + Port.MAX_ANA_GROUPS);
+                    }
+                    if (!a.port().anaGroups.add(grpid)) throw new ControlException(Errno.EEXIST, "ana_groups/" + grpid + " exists");
+                    portAnaEvent(a.port());
+                }
                 default -> throw new ControlException(Errno.EPERM, path + ": cannot create directories here");
             }
         } finally {
@@ -311,6 +340,12 @@ public final class NvmetTree implements ConfigTree {
                     disable(ns);
                     ns.subsystem.namespaces.remove(ns.nsid);
                     if (wasEnabled) namespaceChanged(ns);
+                }
+                case AnaGroupDir g -> {
+                    if (g.grpid() == Port.DEFAULT_ANA_GROUP) throw new ControlException(Errno.EPERM, path + ": the default ANA group cannot be removed");
+                    g.port().anaGroups.remove(g.grpid());
+                    g.port().anaState(g.grpid(), AnaState.INACCESSIBLE);
+                    portAnaEvent(g.port());
                 }
                 case PortDir pd -> {
                     if (!pd.port().subsystems.isEmpty()) throw new ControlException(Errno.ENOTEMPTY, path + " has linked subsystems");
@@ -449,7 +484,16 @@ public final class NvmetTree implements ConfigTree {
                 yield ns == null ? null : new NamespaceDir(ns);
             }
             case NamespaceDir n -> file(n.namespace(), namespaceAttributes, name);
-            case PortDir p -> name.equals(SUBSYSTEMS) ? new PortSubsystems(p.port()) : file(p.port(), PortAttributes.ALL, name);
+            case PortDir p -> switch (name) {
+                case SUBSYSTEMS -> new PortSubsystems(p.port());
+                case ANA_GROUPS -> new AnaGroups(p.port());
+                default -> file(p.port(), PortAttributes.ALL, name);
+            };
+            case AnaGroups a -> {
+                Integer grpid = portId(name);
+                yield grpid != null && a.port().anaGroups.contains(grpid) ? new AnaGroupDir(a.port(), grpid) : null;
+            }
+            case AnaGroupDir g -> file(g, anaGroupAttributes, name);
             case PortSubsystems p -> {
                 Subsystem s = p.port().subsystems.get(name);
                 yield s == null ? null : new Link(p, name, SUBSYSTEMS + "/" + s.nqn);
@@ -644,6 +688,31 @@ public final class NvmetTree implements ConfigTree {
             throw new ControlException(Errno.EBUSY, path + ": namespace " + Integer.toUnsignedString(ns.nsid)
                     + " is being disabled (waiting for its commands in flight)");
         }
+    }
+
+    /** nvmet's ana_grpid: any group id 1..128; the subsystem's controllers are told. */
+    private void writeAnaGroup(Namespace ns, String value) throws ControlException {
+        long grpid = parseUnsigned("ana_grpid", value, 0xFFFFFFFFL, "a group id 1.." + Port.MAX_ANA_GROUPS);
+        if (grpid < Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) throw KernelParse.invalid("ana_grpid", value, "a group id 1.." + Port.MAX_ANA_GROUPS);
+        ns.anaGroup((int) grpid);
+        ns.subsystem.publishTable();
+        target.anaChanged();
+        for (Controller c : ns.subsystem.controllers) c.anaChanged();
+    }
+
+    // ---------------------------------------------------------------- ANA groups
+
+    private void writeAnaState(AnaGroupDir g, String value) throws ControlException {
+        AnaState state = AnaState.named(value);
+        if (state == null) throw KernelParse.invalid("ana_state", value, "optimized, non-optimized, inaccessible, persistent-loss or change");
+        g.port().anaState(g.grpid(), state);
+        target.anaChanged();
+        portAnaEvent(g.port());
+    }
+
+    /** nvmet_port_send_ana_event: the controllers that came in through {@code port} hear of an ANA change. */
+    private static void portAnaEvent(Port port) {
+        for (Subsystem s : port.subsystems.values()) for (Controller c : s.controllers) if (c.port == port) c.anaChanged();
     }
 
     /** The subsystem's table changes and its controllers' hosts are told (AEN, changed namespace list). */

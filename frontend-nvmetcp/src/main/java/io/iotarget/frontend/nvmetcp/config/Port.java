@@ -14,7 +14,10 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -39,6 +42,10 @@ public final class Port {
     static final int TREQ_NOT_SPECIFIED = 0;
     static final int TREQ_NOT_REQUIRED = 2;
     public static final int TREQ_DISABLE_SQFLOW = 4;
+    /** NVMET_MAX_ANAGRPS: ANA group ids are 1..128. */
+    public static final int MAX_ANA_GROUPS = 128;
+    /** NVMET_DEFAULT_ANA_GRPID: the group every port has and every namespace starts in. */
+    public static final int DEFAULT_ANA_GROUP = 1;
 
     public final int id;
     String trtype = "";
@@ -51,12 +58,44 @@ public final class Port {
     int maxQueueSize = -1;
     /** subsystems/: link name → subsystem. */
     public final Map<String, Subsystem> subsystems = new LinkedHashMap<>();
+    /** ana_groups/: the groups made on this port; the default group always. */
+    final TreeSet<Integer> anaGroups = new TreeSet<>(Set.of(DEFAULT_ANA_GROUP));
+    /**
+     * The state of each group id on this port, as nvmet's {@code port->ana_state}: optimized for
+     * the default group, inaccessible for every other until its directory's state is written.
+     * Replaced whole under the configuration lock; read by the IO path.
+     */
+    private volatile AnaState[] anaStates = initialAnaStates();
 
     private Listener listener;
     public final Set<Queue> connections = ConcurrentHashMap.newKeySet();
 
     Port(int id) {
         this.id = id;
+    }
+
+    private static AnaState[] initialAnaStates() {
+        AnaState[] states = new AnaState[MAX_ANA_GROUPS + 1];
+        Arrays.fill(states, AnaState.INACCESSIBLE);
+        states[DEFAULT_ANA_GROUP] = AnaState.OPTIMIZED;
+        return states;
+    }
+
+    /** The state of group {@code grpid} (1..128) on this port. Any thread. */
+    public AnaState anaState(int grpid) {
+        return anaStates[grpid];
+    }
+
+    /** The ids of ana_groups/ (the default group included), ascending. Configuration lock held. */
+    public Set<Integer> anaGroupIds() {
+        return Collections.unmodifiableSet(anaGroups);
+    }
+
+    /** Configuration lock held. */
+    void anaState(int grpid, AnaState state) {
+        AnaState[] next = anaStates.clone();
+        next[grpid] = state;
+        anaStates = next;
     }
 
     public boolean listening() {

@@ -70,6 +70,11 @@ public final class Subsystem {
         table = NamespaceTable.of(active);
     }
 
+    /** The ANA group of each namespace, enabled or not (nvmet counts a group in use from the namespace's mkdir). Lock held. */
+    public int[] anaGroupIds() {
+        return namespaces.values().stream().mapToInt(ns -> ns.anaGroup).toArray();
+    }
+
     /** The live controller with this id, or null. */
     public Controller controller(int cntlid) {
         for (Controller c : controllers) if (c.cntlid == cntlid) return c;
