@@ -251,7 +251,9 @@ class WebViewTest {
     @Test
     void shouldShowTheGroupsAndTheirMovingRatesWhileFioRuns() throws Exception {
         Tools.requireFioNbd();
-        List<Process> fio = List.of(fio("a", "randread", "4k"), fio("b", "randwrite", "16k"), fio("scratch", "read", "64k"));
+        // a at depth 32: its io.max (riops=2000), not fio's round trips, must bound it even when the
+        // machine is loaded: 2000/s at depth 8 needs round trips under 4 ms, at depth 32 under 16 ms.
+        List<Process> fio = List.of(fio("a", "randread", "4k", 32), fio("b", "randwrite", "16k", 8), fio("scratch", "read", "64k", 8));
         try (Chromium chromium = Chromium.start(1400, 1060)) {
             chromium.navigate("http://127.0.0.1:" + port + "/");
             assertTrue(chromium.evaluate("document.body.innerText").asText().contains("This page needs a login."), "no session yet");
@@ -278,11 +280,8 @@ class WebViewTest {
             }
             assertNotEquals(first, second);
             // A one-second rate between two of the page's fetches, timed by the browser: on a busy
-            // machine a fetch that comes late or early moves it by some 10% either way. The limit
-            // holds it below 2000/s; what fio reaches under it depends on the machine's load (at a
-            // load of 10-20 it gets 1,100-1,500/s), which is not the page's doing: the page's
-            // arithmetic is checked exactly above, io.max's accuracy by Seed001ExperimentTest.
-            for (long v : new long[]{first, second}) assertTrue(v > 1000 && v <= 2500, "io.max riops=2000 holds a below 2000/s, busy: " + v);
+            // machine a fetch that comes late or early moves it by some 10% either way.
+            for (long v : new long[]{first, second}) assertTrue(v >= 1500 && v <= 2500, "io.max riops=2000 holds a near 2000/s: " + v);
             assertFalse(chromium.evaluate("document.querySelector('#status').classList.contains('error')").asBoolean(),
                     chromium.evaluate("document.querySelector('#status').textContent").asText());
             Thread.sleep(System.getProperty(SCREENSHOTS) == null ? 8_000 : 75_000);      // lines for the picture; longer for docs/
@@ -310,10 +309,10 @@ class WebViewTest {
         return fail("not seen within 15 s: " + expression + " = " + v);
     }
 
-    private Process fio(String export, String rw, String bs) throws IOException {
+    private Process fio(String export, String rw, String bs, int depth) throws IOException {
         String uri = "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/" + export;
         return new ProcessBuilder("fio", "--name=web", "--ioengine=nbd", "--uri=" + uri, "--rw=" + rw, "--bs=" + bs,
-                "--iodepth=8", "--size=64M", "--time_based", "--runtime=120", "--output-format=terse")
+                "--iodepth=" + depth, "--size=64M", "--time_based", "--runtime=120", "--output-format=terse")
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 }
