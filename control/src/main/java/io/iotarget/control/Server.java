@@ -83,8 +83,7 @@ public final class Server implements AutoCloseable {
      * ({@link io.iotarget.control.http.ControlToken#directory}).
      */
     public static Server start(JsonNode config, Path tokenDirectory) throws ConfigException, IOException {
-        ServerSettings settings = ConfigLoader.serverSettings(config);
-        checkDescriptors(settings, descriptorLimit());
+        ServerSettings settings = fitDescriptors(ConfigLoader.serverSettings(config), config.path("server").has("max_connections"), descriptorLimit());
         // What a log line needs, the time zones read from a file among it, loaded now rather than at
         // the first warning, perhaps when no descriptor is left (ControlAcceptTest): a class that
         // failed to initialize stays failed, and every later log line of the process would throw.
@@ -187,6 +186,24 @@ public final class Server implements AutoCloseable {
                                       + " (raise the hard limit: ulimit -Hn, systemd's LimitNOFILE=; or lower server.max_connections to at most "
                                       + Math.max(0, limit - ControlEndpoint.MAX_CONNECTIONS - RESERVED_DESCRIPTORS) + ")");
         }
+    }
+
+    /**
+     * {@link #checkDescriptors}, after lowering a default {@code server.max_connections} (one the
+     * config does not set) to what the limit holds: the embedded config must start on a machine
+     * whose hard limit is the kernel's 4096. A value the config sets is never changed: it is
+     * refused when it does not fit.
+     */
+    static ServerSettings fitDescriptors(ServerSettings settings, boolean set, long limit) throws ConfigException {
+        Transport.Settings t = settings.transport();
+        long room = limit - ControlEndpoint.MAX_CONNECTIONS - RESERVED_DESCRIPTORS;
+        if (!set && room >= 1 && t.maxConnections() > room) {
+            int max = (int) room;
+            t = new Transport.Settings(t.loops(), t.sendTimeout(), max, Math.min(t.maxConnectionsPerHost(), max), t.sendBufferBytes(), t.poll());
+            settings = new ServerSettings(settings.control(), settings.nbd(), settings.tls(), t, settings.engine(), settings.state());
+        }
+        checkDescriptors(settings, limit);
+        return settings;
     }
 
     /** RLIMIT_NOFILE in effect (the JVM has raised the soft limit to the hard one). */

@@ -70,6 +70,15 @@ class ConfigMistakesTest {
                      + "or lower server.max_connections to at most 2560)", e.getMessage());
     }
 
+    /** The default cap (none in the config) fits itself under a small limit; a cap the config sets is refused instead. */
+    @Test
+    void shouldFitOnlyTheDefaultConnectionCapUnderTheDescriptorLimit() throws Exception {
+        var defaults = io.iotarget.control.config.ConfigLoader.serverSettings(json.readTree("{ \"server\": {} }"));
+        assertEquals(2560, Server.fitDescriptors(defaults, false, 4096).transport().maxConnections(), "4096 - 1024 - 512");
+        assertEquals(defaults.transport().maxConnections(), Server.fitDescriptors(defaults, false, 1 << 20).transport().maxConnections());
+        assertThrows(ConfigException.class, () -> Server.fitDescriptors(defaults, true, 4096));
+    }
+
     @Test
     void shouldRefuseABooleanSizeNamingSize() {
         assertEquals("backends.m.size = true: expected a positive size in bytes, or with K, M, G or T (an integer or a string), got a boolean "
