@@ -2,7 +2,6 @@ package io.iotarget.control.http;
 
 import java.net.InetAddress;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.function.Consumer;
@@ -14,12 +13,15 @@ import java.util.function.Consumer;
  * <p>A connection is <em>unproven</em> until one of its requests carries the token or a web
  * session; opening one needs nothing, so a peer without the token can only ever hold unproven
  * ones. At a cap the newcomer is not refused while an unproven connection is there to make
- * room: the oldest unproven one (of that peer at the per-peer cap, of all at the total cap) is
- * closed instead. A real client sends its request as soon as it has connected and is proven
- * within a loop turn; a stalled one is the oldest soon after. So a flood of stalled
- * connections, from any number of processes or users behind one address (every local user is
- * 127.0.0.1), holds at most the caps and never locks out the CLI. Only when every connection
- * at the cap is proven is the newcomer refused (closed at once).
+ * room: an unproven one (of that peer at the per-peer cap, of all at the total cap) is closed
+ * instead — the oldest of those that never sent a whole request, else the oldest of those that
+ * did ({@link #engage}). A real client sends its request as soon as it has connected; the CLI
+ * first asks the server for its proof and shows the token in its second request, so between the
+ * two its connection is engaged but unproven, and a flood of stalled connections from its own
+ * address (every local user is 127.0.0.1) must not push it out then. So a flood of stalled
+ * connections, from any number of processes or users behind one address, holds at most the caps
+ * and never locks out the CLI. Only when every connection at the cap is proven is the newcomer
+ * refused (closed at once).
  *
  * <p>Owner: the endpoint's one event loop thread; not thread-safe.
  *
@@ -31,15 +33,42 @@ final class ConnectionBudget<C> {
     private final Consumer<C> close;
     /** Every admitted connection, with its peer. */
     private final Map<C, InetAddress> members = new HashMap<>();
-    /** Unproven connections of all peers, oldest first. */
-    private final LinkedHashSet<C> unproven = new LinkedHashSet<>();
+    /** Unproven connections of all peers. */
+    private final Unproven all = new Unproven();
     private final Map<InetAddress, Peer> peers = new HashMap<>();
 
     /** One peer address's connections. */
     private final class Peer {
         int count;
-        /** Its unproven connections, oldest first. */
-        final LinkedHashSet<C> unproven = new LinkedHashSet<>();
+        final Unproven unproven = new Unproven();
+    }
+
+    /** Unproven connections in eviction order: those that never sent a whole request, then the engaged; oldest first in each. */
+    private final class Unproven {
+        final LinkedHashSet<C> silent = new LinkedHashSet<>();
+        final LinkedHashSet<C> engaged = new LinkedHashSet<>();
+
+        boolean remove(C connection) {
+            return silent.remove(connection) | engaged.remove(connection);
+        }
+
+        boolean contains(C connection) {
+            return silent.contains(connection) || engaged.contains(connection);
+        }
+
+        int size() {
+            return silent.size() + engaged.size();
+        }
+
+        /** Closes the first in eviction order; false when there is none. */
+        boolean evictFirst() {
+            LinkedHashSet<C> from = silent.isEmpty() ? engaged : silent;
+            if (from.isEmpty()) return false;
+            C victim = from.getFirst();
+            release(victim);
+            close.accept(victim);
+            return true;
+        }
     }
 
     ConnectionBudget(int max, int maxPerPeer, Consumer<C> close) {
@@ -55,44 +84,49 @@ final class ConnectionBudget<C> {
      */
     boolean admit(C connection, InetAddress peer) {
         Peer p = peers.get(peer);
-        if (p != null && p.count >= maxPerPeer && !evictOldest(p.unproven.iterator())) return false;
-        if (members.size() >= max && !evictOldest(unproven.iterator())) return false;
+        if (p != null && p.count >= maxPerPeer && !p.unproven.evictFirst()) return false;
+        if (members.size() >= max && !all.evictFirst()) return false;
         p = peers.computeIfAbsent(peer, k -> new Peer());
         p.count++;
-        p.unproven.add(connection);
-        unproven.add(connection);
+        p.unproven.silent.add(connection);
+        all.silent.add(connection);
         members.put(connection, peer);
         return true;
+    }
+
+    /**
+     * An unproven connection sent a whole request without the token: it is evicted only after
+     * every unproven connection that never did. Idempotent; nothing for a proven connection.
+     */
+    void engage(C connection) {
+        InetAddress peer = members.get(connection);
+        if (peer == null || !all.silent.remove(connection)) return;
+        all.engaged.add(connection);
+        Unproven own = peers.get(peer).unproven;
+        own.silent.remove(connection);
+        own.engaged.add(connection);
     }
 
     /** A request of this connection carried the token or a session: no newcomer may push it out. */
     void prove(C connection) {
         InetAddress peer = members.get(connection);
-        if (peer == null || !unproven.remove(connection)) return;
+        if (peer == null || !all.remove(connection)) return;
         peers.get(peer).unproven.remove(connection);
     }
 
     /** Whether a request of this connection has shown the token or a session. */
     boolean proven(C connection) {
-        return members.containsKey(connection) && !unproven.contains(connection);
+        return members.containsKey(connection) && !all.contains(connection);
     }
 
     /** The connection closed (or was never admitted): idempotent. */
     void release(C connection) {
         InetAddress peer = members.remove(connection);
         if (peer == null) return;
-        unproven.remove(connection);
+        all.remove(connection);
         Peer p = peers.get(peer);
         p.unproven.remove(connection);
         if (--p.count == 0) peers.remove(peer);
-    }
-
-    private boolean evictOldest(Iterator<C> oldestFirst) {
-        if (!oldestFirst.hasNext()) return false;
-        C victim = oldestFirst.next();
-        release(victim);
-        close.accept(victim);
-        return true;
     }
 
     /** Connections counted now. */
@@ -102,6 +136,6 @@ final class ConnectionBudget<C> {
 
     /** Unproven connections counted now. */
     int unproven() {
-        return unproven.size();
+        return all.size();
     }
 }

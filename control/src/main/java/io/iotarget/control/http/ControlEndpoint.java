@@ -123,9 +123,10 @@ import java.util.function.Supplier;
  * and Jetty's):
  * <ul>
  *   <li>{@link #MAX_CONNECTIONS} connections in all and {@link #MAX_CONNECTIONS_PER_PEER} from one
- *       address; at a cap the oldest connection that has not yet shown the token or a session is
- *       closed to make room ({@link ConnectionBudget}), so a flood of stalled connections cannot
- *       keep out a client that sends its request as soon as it has connected;
+ *       address; at a cap a connection that has not yet shown the token or a session is closed
+ *       to make room, the oldest that never sent a whole request first ({@link ConnectionBudget}),
+ *       so a flood of stalled connections cannot keep out a client that sends its requests as
+ *       soon as it has connected, nor push out the CLI between its proof and its token;
  *   <li>the request line and headers within {@link #HEAD_TIMEOUT_NS} of connecting (TLS
  *       handshake included) or of the first byte of a kept-alive connection's next request,
  *       {@link #MAX_LINE_BYTES} and {@link #MAX_HEADER_BYTES} long at most; the body within

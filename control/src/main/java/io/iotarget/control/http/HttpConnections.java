@@ -266,6 +266,7 @@ final class HttpConnections {
                 return;
             }
             if (proves.test(r.headers())) budget.prove(channel);
+            else budget.engage(channel);
             Exchange ex = new Exchange(r.method().name(), uri, r.headers(), body.toByteArray(), channel, HttpUtil.isKeepAlive(r));
             body = null;
             requests.execute(() -> handle(ex, this));

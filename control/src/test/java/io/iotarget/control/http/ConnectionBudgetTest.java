@@ -40,6 +40,19 @@ class ConnectionBudgetTest {
     }
 
     @Test
+    void shouldCloseAConnectionThatNeverSentAWholeRequestBeforeOneThatAskedForTheProof() {
+        budget.admit("cli", a);
+        budget.engage("cli");       // the CLI asked for the server's proof; its token comes next
+        budget.admit("stalled1", a);
+        assertTrue(budget.admit("stalled2", a));
+        assertEquals(List.of("stalled1"), closed, "the CLI's connection is older but engaged");
+        budget.engage("stalled2");
+        assertTrue(budget.admit("stalled3", a));
+        assertEquals(List.of("stalled1", "cli"), closed, "among the engaged, the oldest goes first");
+        assertEquals(2, budget.unproven());
+    }
+
+    @Test
     void shouldRefuseWhenEveryConnectionAtTheCapIsProven() {
         budget.admit("a1", a);
         budget.admit("a2", a);
