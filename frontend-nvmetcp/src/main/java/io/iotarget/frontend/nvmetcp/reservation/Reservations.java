@@ -97,8 +97,7 @@ public final class Reservations implements AutoCloseable {
             state = store.read(key);
             contact(startNs);
         } catch (ReservationStore.StoreException e) {
-            LOG.log(System.Logger.Level.WARNING, "reservations of " + key + ": the store cannot be read (" + e.getMessage()
-                                                 + "): its commands are refused until it can");
+            failed(e);
         }
         NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, state);
         open.put(key, r);
@@ -238,7 +237,7 @@ public final class Reservations implements AutoCloseable {
     private void contact(long sentNs) {
         if (!store.shared()) return;
         lastContactNs = Math.max(lastContactNs, sentNs);
-        if (fenced) LOG.log(System.Logger.Level.INFO, "reservation store reachable again: IO on namespaces with resv_enable is served");
+        if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (fenced ? ": IO on namespaces with resv_enable is served again" : ""));
         fenced = false;
         lost = false;
     }
