@@ -99,7 +99,7 @@ class TargetProtocolTest {
             assertEquals(1, id[111], "CNTRLTYPE I/O");
             assertEquals(8, id[77], "MDTS 1 MiB");
             assertEquals(1, b.getInt(536) & 1, "SGLS");
-            assertEquals(0x8D, b.getShort(520) & 0xFFFF, "ONCS compare, DSM, write zeroes, verify");
+            assertEquals(0xAD, b.getShort(520) & 0xFFFF, "ONCS compare, DSM, write zeroes, reservations, verify");
             assertEquals(1, id[525], "VWC");
             assertEquals(3, id[259], "AERL");
             assertEquals(1 << 8 | 1 << 11, b.getInt(92), "OAES namespace attribute and ANA change notices");
