@@ -62,13 +62,9 @@ public record ReservationState(long version, int generation, int type, long hold
 
     /**
      * What a command did: its NVMe status, the state after it ({@code next == before} when
-     * nothing changed: a refusal, or a success without effect), the notices it raised and the
-     * hosts it preempted (preempt-and-abort waits for their commands).
+     * nothing changed: a refusal, or a success without effect) and the notices it raised.
      */
     public record Outcome(int status, ReservationState next, List<Notice> notices) {
-        boolean changed(ReservationState before) {
-            return next != before;
-        }
     }
 
     public ReservationState {
