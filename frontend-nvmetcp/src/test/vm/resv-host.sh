@@ -63,7 +63,7 @@ write1 20; refused $?; check b-write-conflict $? "$(tail -1 /tmp/dd.err)"
 nvme resv-acquire "$NS" -n 1 -c 0xb -t 1 -a 0 > /tmp/acq.txt 2>&1; refused $?; check b-acquire-refused-unregistered $? "$(cat /tmp/acq.txt)"
 nvme resv-register "$NS" -n 1 -k 0xb -r 0; check b-register $?
 nvme resv-acquire "$NS" -n 1 -c 0xb -t 1 -a 0 > /tmp/acq.txt 2>&1; refused $?; check b-acquire-conflict $? "$(cat /tmp/acq.txt)"
-grep -q "Reservation Conflict" /tmp/acq.txt; check b-nvme-cli-says-conflict $?
+grep -qi "reservation.conflict" /tmp/acq.txt; check b-nvme-cli-says-conflict $?
 
 # 3 node 1 dies
 [ "$(ctl kill-node1)" = ok ]; check node1-killed $?
