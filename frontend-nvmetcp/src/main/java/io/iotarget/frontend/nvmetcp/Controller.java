@@ -444,6 +444,17 @@ public final class Controller {
         }
     }
 
+    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (preempt-and-abort's wait). Any thread. */
+    public boolean busyOn(int nsid) {
+        lock.lock();
+        try {
+            for (Queue q : queues) if (q != null && q.busyOn(nsid)) return true;
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Feature 0x82 of namespace {@code nsid}: the notice types suppressed. */
     public int reservationMask(int nsid) {
         lock.lock();

@@ -198,6 +198,37 @@ class ReservationProtocolTest {
     }
 
     @Test
+    void shouldAnswerPreemptAndAbortOnlyOnceThePreemptedHostsCommandsAreDone() throws Exception {
+        var cg = fixture.engine.controller();
+        cg.write("cgroup.subtree_control", "+io");
+        io.iotarget.iocontrol.Group tenant = cg.mkdir("a");
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup_id", Long.toString(tenant.id()));
+        enableReservations();
+        cg.write("a/io.max", fixture.engine.device("default").number() + " wiops=2");
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (ReservationHost a = host(0xA1); ReservationHost b = host(0xB2)) {
+            assertEquals(0, a.register(KEY_A));
+            assertEquals(0, a.acquire(0, WE, KEY_A, 0));
+            assertEquals(0, b.register(KEY_B));
+            Controller ca = fixture.target.subsystems.get(TargetFixture.NQN).controller(a.cntlid);
+            java.util.concurrent.Future<Integer> parked;
+            int writes = 0;
+            do {                                                     // until io.max holds one of A's writes (the bucket is empty)
+                assertEquals(true, writes++ < 50, "io.max at wiops=2 holds one of 50 writes");
+                parked = pool.submit(a::write);
+                while (!parked.isDone() && !ca.busyOn(1)) Thread.sleep(1);
+            } while (parked.isDone());
+            assertEquals(0, b.acquire(2, WE, KEY_B, KEY_A), "preempt-and-abort");
+            org.junit.jupiter.api.Assertions.assertTrue(parked.isDone(), "answered only after A's write in flight completed");
+            assertEquals(0, parked.get(), "admitted before the preempt, so it completes");
+            assertEquals(CONFLICT, a.write(), "after it, A is refused");
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void shouldKeepAReservationWithPtplAcrossARestart(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("server.state.reservations");
         fixture.target.reservations().use(new LocalReservationStore(file), 200, 1000);

@@ -84,7 +84,8 @@ public final class ReservationCommands {
             case ACQUIRE -> {
                 if (slot.dataLength != 16) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
                 long current = slot.data().getLong(0), preempt = slot.data().getLong(8);
-                service.change(slot, r, s -> s.acquire(high, low, action, ignoreKey, type, current, preempt));
+                service.change(slot, r, s -> s.acquire(high, low, action, ignoreKey, type, current, preempt),
+                               action == ReservationState.PREEMPT_AND_ABORT);
             }
             case RELEASE -> {
                 if (slot.dataLength != 8) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;

@@ -28,6 +28,8 @@ import java.util.function.IntSupplier;
 public final class Reservations implements AutoCloseable {
     /** A command whose compare-and-set loses this many times in a row (other nodes keep changing the state) fails, to be retried by the host. */
     static final int MAX_ATTEMPTS = 16;
+    /** The longest preempt-and-abort waits for the preempted hosts' commands: io.max may hold one for long, and the host's own timeout is 30 s. */
+    static final long ABORT_WAIT_MS = 10_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final NvmeTarget target;
@@ -118,8 +120,17 @@ public final class Reservations implements AutoCloseable {
      * (ANA Inaccessible: try another path). The queue's loop, which gives the slot up here.
      */
     public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command) {
+        change(slot, r, command, false);
+    }
+
+    /**
+     * {@link #change}, then with {@code abort} (preempt-and-abort) waits, as nvmet does, until
+     * the preempted hosts' controllers on this node have no command on the namespace left on
+     * the engine (at most {@link #ABORT_WAIT_MS}); other nodes' are not waited for.
+     */
+    public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         slot.leaveLoop();
-        thread.execute(() -> slot.finish(guarded(() -> apply(r, command))));
+        thread.execute(() -> slot.finish(guarded(() -> apply(r, command, abort))));
     }
 
     /** Runs {@code fill} (which writes the command's data) with the store's current state, on the reservation thread. */
@@ -146,7 +157,7 @@ public final class Reservations implements AutoCloseable {
         }
     }
 
-    private int apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command) {
+    private int apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 long startNs = System.nanoTime();
@@ -160,6 +171,7 @@ public final class Reservations implements AutoCloseable {
                 if (store.replace(r.key, o.next(), o.notices())) {
                     r.state(o.next());
                     deliver(r, o.notices());
+                    if (abort) awaitPreempted(r, o.notices());
                     return o.status();
                 }
             }
@@ -167,6 +179,33 @@ public final class Reservations implements AutoCloseable {
         } catch (ReservationStore.StoreException e) {
             failed(e);
             return Status.ANA_INACCESSIBLE;
+        }
+    }
+
+    /** Preempt-and-abort: until the preempted hosts' commands on the namespace here are done, or ABORT_WAIT_MS. Reservation thread. */
+    private void awaitPreempted(NamespaceReservation r, List<ReservationState.Notice> notices) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ABORT_WAIT_MS);
+        while (System.nanoTime() < deadline) {
+            List<Controller> preempted = new java.util.ArrayList<>();
+            target.lock();
+            try {
+                for (Controller c : r.subsystem.controllers) {
+                    for (ReservationState.Notice n : notices) {
+                        if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED && n.hostHigh() == c.hostIdHigh && n.hostLow() == c.hostIdLow) preempted.add(c);
+                    }
+                }
+            } finally {
+                target.unlock();
+            }
+            boolean busy = false;
+            for (Controller c : preempted) busy |= c.busyOn(r.nsid);
+            if (!busy) return;
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
         }
     }
 
