@@ -30,9 +30,19 @@ connect_as() {
   for _p in "$@"; do nvme connect -t tcp -a "$ADDR" -s "$_p" -n "$NQN" -q "$_q" -I "$_i" || return 1; done
   NS="$(wait_nvme_ns "$NQN" 20)" || return 1
   _w=0; while [ "$(paths)" -lt "$#" ] && [ $_w -lt 100 ]; do sleep 0.1; _w=$((_w + 1)); done
-  log "$_q: $NS, paths: $(ls /sys/block/${NS##*/}/multipath 2>/dev/null | tr '\n' ' ')"
+  log "$_q: $NS, live paths: $(paths)"
 }
-paths() { ls /sys/block/${NS##*/}/multipath 2>/dev/null | wc -l; }
+# paths: live controllers of NQN with a path to namespace 1 (nvmeXcYn1 under the controller)
+paths() {
+  _n=0
+  for _c in /sys/class/nvme/nvme*; do
+    [ "$(cat "$_c/subsysnqn" 2>/dev/null)" = "$NQN" ] && [ "$(cat "$_c/state" 2>/dev/null)" = live ] && ls -d "$_c"/nvme*c*n1 >/dev/null 2>&1 && _n=$((_n + 1))
+  done
+  echo $_n
+}
+# heads: block devices (not per-path ones) of NQN
+heads() { _n=0; for _b in /sys/block/nvme*n*; do case "${_b##*/}" in nvme*c*n*) continue ;; esac
+  [ "$(cat "$_b/device/subsysnqn" 2>/dev/null)" = "$NQN" ] && _n=$((_n + 1)); done; echo $_n; }
 # disconnect: every controller of the subsystem, and wait until its device is gone
 disconnect() {
   nvme disconnect -n "$NQN" >/dev/null 2>&1
@@ -48,7 +58,7 @@ log "kernel $(uname -r), multipath $(cat /sys/module/nvme_core/parameters/multip
 
 # 1 A through both nodes
 connect_as "$A_NQN" "$A_ID" "$PORT1" "$PORT2"; check a-connect-two-paths $?
-[ "$(paths)" = 2 ]; check a-one-device-two-paths $? "$(ls /sys/block/${NS##*/}/multipath | tr '\n' ' ')"
+[ "$(paths)" = 2 ] && [ "$(heads)" = 1 ]; check a-one-device-two-paths $? "$(heads) device(s), $(paths) live paths"
 nvme resv-register "$NS" -n 1 -k 0xa -r 0; check a-register $?
 nvme resv-acquire "$NS" -n 1 -c 0xa -t 1 -a 0; check a-acquire-write-exclusive $?
 write1 10; check a-holder-writes $? "$(cat /tmp/dd.err | tail -1)"
