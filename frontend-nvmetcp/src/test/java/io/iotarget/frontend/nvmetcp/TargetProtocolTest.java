@@ -446,6 +446,10 @@ class TargetProtocolTest {
         var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         long[] original = ProcessResources.fileLimit(-1);
         fixture.admin(false, false).close();                               // the classes a connection needs are loaded
+        // And what a log line needs (the time zones, read from a file): the accept failure below logs,
+        // and a class that fails to initialize for want of a descriptor stays failed for every later
+        // test in this JVM (as Server.start preloads it).
+        new java.util.logging.SimpleFormatter().format(new java.util.logging.LogRecord(java.util.logging.Level.INFO, "loaded"));
         try (SocketChannel client = SocketChannel.open()) {
             long cpuNs = os.getProcessCpuTime();                           // loaded too: nothing may open a file below
             // No descriptor can be allocated now: the target's accept() fails with EMFILE.
