@@ -332,6 +332,11 @@ final class CostDevice implements DevicePolicy {
         now.take(absCost);
     }
 
+    /** 1% of the period, ns: how late a wait timer may fire (and a minimum's tag be taken up) with nothing lost. */
+    long timerSlackNs() {
+        return timerSlackNs;
+    }
+
     /** The current period's number; Minimums stamps what happened in it. */
     long currentPeriod() {
         return curPeriod;
@@ -448,7 +453,7 @@ final class CostDevice implements DevicePolicy {
         g.cursor = io.offset() + io.length();
         // dmClock's constraint phase first: a request that fits its minimum goes whatever the budget.
         if (g.waiters.isEmpty() && minimums.ready(g, io, nowNs)) {
-            minimums.commit(g, io, absCost, false, timerSlackNs, curPeriod, now);
+            minimums.commit(g, io, absCost, false, now);
             return true;
         }
         long vtime = g.vtime;
@@ -596,7 +601,7 @@ final class CostDevice implements DevicePolicy {
             if (minimums.ready(g, next, now.nowNs())) {
                 g.waiters.pollFirst();
                 waiting--;
-                minimums.commit(g, next, absCost, true, timerSlackNs, curPeriod, now);
+                minimums.commit(g, next, absCost, true, now);
                 vbudget -= absCost;
             } else {
                 long cost = absCostToCost(absCost, hwi);

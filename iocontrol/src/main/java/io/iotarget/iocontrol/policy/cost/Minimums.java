@@ -68,34 +68,51 @@ final class Minimums {
         return Math.max(interval, 1);
     }
 
-    /** May {@code io} go on a minimum now: some group from {@code g} up has one for its direction, and every such tag has come. */
+    /** May {@code io} go on a minimum now ({@link #readyNs}). */
     boolean ready(CostGroup g, IoRequest io, long nowNs) {
         return readyNs(g, io) <= nowNs;
     }
 
-    /** When {@code io} may go on a minimum (engine ns); {@link Long#MAX_VALUE} when no group on its way has one. */
+    /**
+     * When {@code io} may go on a minimum (engine ns): when every group from {@code g} up with a
+     * minimum for its direction has its tag come; {@link Long#MAX_VALUE} when none has one. A
+     * group's own minimum comes before its ancestors' cover of groups without one: below a
+     * group with a minimum of its own, an ancestor's tag may run up to one interval and a timer
+     * slack ahead, so a child with {@code riops=4000} under a parent's 5000 gets its 4000 and
+     * a sibling without one the other 1000, whoever asks first.
+     */
     long readyNs(CostGroup g, IoRequest io) {
         if (groupsWithMinimum == 0) return Long.MAX_VALUE;
         int dir = LinearModel.direction(io.op());
         long ready = Long.MAX_VALUE;
-        for (int level = 1; level <= g.level; level++) {
+        boolean ownBelow = false;
+        for (int level = g.level; level >= 1; level--) {
             CostGroup a = g.ancestors[level];
             if (!a.hasMinimum(dir)) continue;
-            ready = ready == Long.MAX_VALUE ? a.minTagNs[dir] : Math.max(ready, a.minTagNs[dir]);
+            long lead = ownBelow ? device.timerSlackNs() + intervalNs(a, dir, io.length()) : 0;
+            ready = ready == Long.MAX_VALUE ? a.minTagNs[dir] - lead : Math.max(ready, a.minTagNs[dir] - lead);
+            ownBelow = true;
         }
         return ready;
     }
 
+    /** The interval of a request on {@code a}'s minimum now: the base interval stretched by the scale. */
+    private long intervalNs(CostGroup a, int dir, long length) {
+        return MulDiv.ceil(baseIntervalNs(a, dir, length), scalePpm, MILLION);
+    }
+
     /**
      * The request goes on the minimums: each group on its way with a minimum moves its tag on by
-     * the request's interval (stretched by the scale), from at most {@code graceNs} ago, so a
+     * the request's interval (stretched by the scale), from at most a timer slack ago, so a
      * request released a little late loses nothing and an idle group banks nothing more; its
      * absolute cost is taken off the device clock.
      *
      * @param waited the request had waited for a tag
      */
-    void commit(CostGroup g, IoRequest io, long absCost, boolean waited, long graceNs, long period, DeviceNow now) {
+    void commit(CostGroup g, IoRequest io, long absCost, boolean waited, DeviceNow now) {
         int dir = LinearModel.direction(io.op());
+        long graceNs = device.timerSlackNs();
+        long period = device.currentPeriod();
         long devNs = MulDiv.ceil(absCost, NS_PER_US, device.vtimeBaseRate);
         CostGroup top = null;
         for (int level = 1; level <= g.level; level++) {
@@ -104,7 +121,7 @@ final class Minimums {
             if (!a.hasMinimum(dir)) continue;
             if (top == null) top = a;
             long base = baseIntervalNs(a, dir, io.length());
-            a.minTagNs[dir] = Math.max(a.minTagNs[dir], now.nowNs() - graceNs) + MulDiv.ceil(base, scalePpm, MILLION);
+            a.minTagNs[dir] = Math.max(a.minTagNs[dir], now.nowNs() - graceNs) + intervalNs(a, dir, io.length());
             a.minClaimPpm[dir] = MulDiv.ceil(devNs, MILLION, base);
             a.minPeriod[dir] = period;
             a.minPeriodAbs += absCost;
@@ -152,6 +169,12 @@ final class Minimums {
         rescale();
     }
 
+    /** No ancestor of {@code g} has a minimum for {@code dir}: its own claim counts (an ancestor's covers it otherwise). */
+    private static boolean outermost(CostGroup g, int dir) {
+        for (int level = 1; level < g.level; level++) if (g.ancestors[level].hasMinimum(dir)) return false;
+        return true;
+    }
+
     /** The group goes (io.min cleared, group removed, idle a period). */
     void leave(CostGroup g) {
         if (!g.onReserverList) return;
@@ -162,7 +185,9 @@ final class Minimums {
 
     private void rescale() {
         long claimed = 0;
-        for (CostGroup g : reservers) claimed += g.minClaimPpm[LinearModel.READ] + g.minClaimPpm[LinearModel.WRITE];
+        for (CostGroup g : reservers) {
+            for (int dir = LinearModel.READ; dir <= LinearModel.WRITE; dir++) if (outermost(g, dir)) claimed += g.minClaimPpm[dir];
+        }
         scalePpm = Math.max(claimed, MILLION);
         grantedPpm = MulDiv.floor(MILLION, MILLION, scalePpm);
     }

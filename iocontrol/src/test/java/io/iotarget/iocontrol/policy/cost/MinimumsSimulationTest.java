@@ -103,6 +103,25 @@ class MinimumsSimulationTest {
     }
 
     @Test
+    void shouldCoverAndBoundChildrenWithTheParentsMinimum() throws ControlException {
+        // t's riops=5000 covers t/x, which has none, and bounds t/y's own riops=4000, which comes
+        // first: y gets 4000, x the other 1000. c (weight 1000) floods beside t (weight 1): t's
+        // children also split t's 1/1001 of what the minimums leave (5000), c gets the rest.
+        group("t", 1, "riops=5000");
+        controller.write("t/cgroup.subtree_control", "+io");
+        var x = sim.stream(group("t/x", 100, null), IoOp.READ, 4096, 32);
+        var y = sim.stream(group("t/y", 100, "riops=4000"), IoOp.READ, 4096, 32);
+        var c = sim.stream(group("c", 1000, null), IoOp.READ, 4096, 32);
+        double[] rates = measure(x, y, c);
+        report("t riops=5000 {x, y riops=4000} (weight 1), c weight 1000: x %.1f/s y %.1f/s c %.1f/s", rates[0], rates[1], rates[2]);
+        assertNear(5005, rates[0] + rates[1], 0.02, "t's children together");
+        assertNear(4002.5, rates[1], 0.02, "y: its own minimum first");
+        assertNear(1002.5, rates[0], 0.02, "x: the rest of t's");
+        assertNear(4995, rates[2], 0.02, "c, the rest");
+        assertTrue(controller.read("t/iotarget.io.stat").contains(" min_pct=100.00 "), "5000 fits the device");
+    }
+
+    @Test
     void shouldReadBackWhatWasWritten() throws ControlException {
         group("a", 100, "riops=3000");
         controller.write("a/io.min", "259:0 wbps=1048576");
