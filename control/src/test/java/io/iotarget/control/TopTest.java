@@ -134,7 +134,7 @@ class TopTest {
     private static String[] row(String screen, String group) {
         for (String line : screen.lines().toList()) {
             String[] f = line.strip().split(" +");
-            if (f.length == 10 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
+            if (f.length == 11 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
         }
         return null;
     }
