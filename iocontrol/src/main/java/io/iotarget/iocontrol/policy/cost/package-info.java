@@ -250,7 +250,10 @@
  * device (EOPNOTSUPP otherwise), since the model is the capacity; it does nothing while iocost
  * is disabled. Watch iotarget.io.stat's {@code min_pct} (below 100.00: the minimums in use
  * claim more than the device) and {@code min_ios} (requests that went on a minimum), and the
- * time requests waited for their tag in {@code cost_usec}.
+ * time requests waited for their tag in {@code cost_usec}. Like the weights, minimums hold only
+ * while the device keeps up with vnow: a model that overrates the device with vrate pinned
+ * leaves a standing queue in the device, which serves requests in arrival order whatever
+ * iocost decided; let the QoS loop find vrate (latency targets) instead.
  *
  * <p>Threads: all state of a device lives under the device's lock (the kernel's ioc lock and
  * waitq locks in one); io.stat and the io.cost.* reads take published snapshots.

@@ -122,6 +122,18 @@ class MinimumsSimulationTest {
     }
 
     @Test
+    void shouldStillCapAMinimumWithIoMax() throws ControlException {
+        // io.max runs first: a's riops=1000 ceiling holds under its riops=3000 floor; b gets the rest.
+        var a = sim.stream(group("a", 1, "riops=3000"), IoOp.READ, 4096, 32);
+        controller.write("a/io.max", sim.device.number() + " riops=1000");
+        var b = sim.stream(group("b", 1000, null), IoOp.READ, 4096, 32);
+        double[] rates = measure(a, b);
+        report("a riops=3000 under io.max riops=1000, b weight 1000: a %.1f/s b %.1f/s", rates[0], rates[1]);
+        assertNear(1000, rates[0], 0.02, "a at its io.max");
+        assertNear(9000, rates[1], 0.02, "b, the rest");
+    }
+
+    @Test
     void shouldReadBackWhatWasWritten() throws ControlException {
         group("a", 100, "riops=3000");
         controller.write("a/io.min", "259:0 wbps=1048576");
