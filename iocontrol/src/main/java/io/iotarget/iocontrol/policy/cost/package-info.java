@@ -205,8 +205,9 @@
  *       tag has come: a parent's minimum covers its children and bounds theirs together, as
  *       io.max's limits nest. A child's own minimum comes first: below it, the parent's tag may
  *       run one interval and a timer slack ahead (t {@code riops=5000} with y {@code riops=4000}
- *       and x without: y 4000, x 1000, whoever asks first). This is checked first (dmClock's constraint phase), on admission
- *       and for the head of the group's FIFO; a waiter's timer is set to its tag to the ns.</li>
+ *       and x without: y 4000, x 1000, whoever asks first). This is checked first (dmClock's
+ *       constraint phase), on admission and for the head of the group's FIFO; a waiter's timer
+ *       is set to its tag to the ns.</li>
  *   <li><b>Capacity.</b> A request on a minimum does not advance its group's vtime: its absolute
  *       cost comes off the device clock instead (vnow moves back by it), so every active group's
  *       budget loses it in proportion to its hweight, and the weights share exactly what the
@@ -237,8 +238,9 @@
  *       and 6/14 of the device; min_pct = ⌊10^12 / 1400013⌋ = 714279 ppm, shown 71.42. Their
  *       reads take all of vnow, so their weights add nothing.</li>
  *   <li>t {@code riops=5000} (weight 1) with children x (none) and y {@code riops=4000}, against
- *       c (weight 1000): y 4000, x 1000, and they share t's 7 a second of weight: x 1002.5,
- *       y 4002.5, c 4995 (measured: 1002.5, 4002.5, 4995.8).</li>
+ *       c (weight 1000): y 4000, x 1000; the weights share the 5000 left, t 1/1001 of it (5 a
+ *       second, split by x and y), c the rest: x 1002.5, y 4002.5, c 4995 (measured: 1002.5,
+ *       4002.5, 4995.8).</li>
  *   <li>a {@code riops=3000} alone: 3000 on its minimum and, at hweight 1, the 7000 left by
  *       weight: the whole device (work conserving). A group with {@code riops=8000} that reads
  *       nothing leaves b (no minimum) the whole device.</li>
