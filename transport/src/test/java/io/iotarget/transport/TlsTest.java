@@ -62,7 +62,7 @@ class TlsTest {
     static void credentials() throws Exception {
         pki = TestPki.create(dir.resolve("ca"), "transport test CA");
         Path s = pki.server("server");
-        server = Pem.serverContext(s.resolve(TestPki.SERVER_CERT), s.resolve(TestPki.SERVER_KEY), s.resolve(TestPki.CA_CERT), null);
+        server = Pem.serverContext(s.resolve(TestPki.SERVER_CERT), s.resolve(TestPki.SERVER_KEY), null, s.resolve(TestPki.CA_CERT), null);
         client = pki.client("client", "/O=tenant-a/CN=client");
         anonymous = pki.anonymousClient("anonymous");
         stranger = TestPki.create(dir.resolve("other-ca"), "another CA").client("stranger", "/CN=stranger");
