@@ -68,7 +68,7 @@ public final class Pem {
     private Pem() {
     }
 
-    /** A bad PEM file: which one and what is wrong with it. */
+    /** A bad PEM file (or pre-shared key file, {@link TlsPsk}): which one and what is wrong with it. */
     public static final class PemException extends Exception {
         private static final long serialVersionUID = 1L;
         private final String file;

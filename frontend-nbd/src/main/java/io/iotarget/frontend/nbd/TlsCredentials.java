@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Pem;
+import io.iotarget.transport.TlsPsk;
 
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
@@ -11,7 +12,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The NBD server's X.509 credentials, read from one directory laid out as QEMU's
+ * The NBD server's TLS credentials: pre-shared keys ({@code tls/psk_file}, {@link TlsPsk}),
+ * X.509 credentials, or both. The X.509 ones are read from one directory laid out as QEMU's
  * {@code tls-creds-x509} for a server endpoint (nbdkit's {@code --tls-certificates} reads the
  * same names):
  * <pre>
@@ -43,12 +45,22 @@ final class TlsCredentials {
             "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
             "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"};
 
+    /** The certificates' directory, or null: pre-shared keys only. */
     private final Path directory;
     private final SSLContext context;
+    /** The pre-shared keys ({@code tls/psk_file}), or null: certificates only. */
+    private final TlsPsk psk;
 
-    private TlsCredentials(Path directory, SSLContext context) {
+    private TlsCredentials(Path directory, SSLContext context, TlsPsk psk) {
         this.directory = directory;
         this.context = context;
+        this.psk = psk;
+    }
+
+    /** The server's credentials from certificates (may be null) and pre-shared keys (may be null); null when neither. */
+    static TlsCredentials of(TlsCredentials certificates, TlsPsk psk) {
+        if (certificates == null && psk == null) return null;
+        return certificates == null ? new TlsCredentials(null, null, psk) : new TlsCredentials(certificates.directory, certificates.context, psk);
     }
 
     /** Loads and checks the directory's files; the error names the file and what is wrong with it. */
@@ -71,18 +83,33 @@ final class TlsCredentials {
         try {
             SSLContext context = Pem.serverContext(directory.resolve(SERVER_CERT), directory.resolve(SERVER_KEY),
                     Files.exists(passphrase) ? passphrase : null, directory.resolve(CA_CERT), Files.exists(crl) ? crl : null);
-            return new TlsCredentials(directory, context);
+            return new TlsCredentials(directory, context, null);
         } catch (Pem.PemException e) {
             throw new ControlException(Errno.EINVAL, "certificates=" + directory + ": " + e.getMessage());
         }
     }
 
+    /** The certificates' directory, or null. */
     Path directory() {
         return directory;
     }
 
-    /** A server-side engine for one connection: TLS 1.3 or 1.2, asking for (not requiring) a client certificate. */
+    /** The pre-shared keys, or null. */
+    TlsPsk psk() {
+        return psk;
+    }
+
+    /**
+     * A server-side engine for one connection: with certificates, TLS 1.3 or 1.2, asking for (not
+     * requiring) a client certificate; with pre-shared keys, TLS 1.3 with a key; with both, the
+     * client's ClientHello picks ({@link TlsPsk#newEngine}).
+     */
     SSLEngine newEngine() {
+        if (context == null) return psk.newEngine(null);
+        return psk == null ? certificateEngine() : psk.newEngine(this::certificateEngine);
+    }
+
+    private SSLEngine certificateEngine() {
         SSLEngine engine = context.createSSLEngine();
         engine.setUseClientMode(false);
         SSLParameters parameters = engine.getSSLParameters();
