@@ -60,10 +60,15 @@ final class ChoosingEngine extends SSLEngine {
     @Override
     public SSLEngineResult unwrap(ByteBuffer src, ByteBuffer[] dsts, int offset, int length) throws SSLException {
         if (chosen == null) {
-            if (src.remaining() < 5 || src.remaining() < 5 + u16(src, src.position() + 3)) {
+            if (src.remaining() < 5) return new SSLEngineResult(SSLEngineResult.Status.BUFFER_UNDERFLOW, getHandshakeStatus(), 0, 0);
+            int bytes = 5 + u16(src, src.position() + 3);
+            if (bytes > PskEngine.MAX_RECORD_BYTES) {
+                chosen = certificates;                      // no TLS record is that long: the JDK's engine says so
+            } else if (src.remaining() < bytes) {
                 return new SSLEngineResult(SSLEngineResult.Status.BUFFER_UNDERFLOW, getHandshakeStatus(), 0, 0);
+            } else {
+                chosen = offersPsk(src) ? psk : certificates;
             }
-            chosen = offersPsk(src) ? psk : certificates;
             if (begun) chosen.beginHandshake();
             if (outboundDone) chosen.closeOutbound();
         }
