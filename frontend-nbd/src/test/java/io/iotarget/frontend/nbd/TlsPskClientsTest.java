@@ -152,6 +152,24 @@ class TlsPskClientsTest {
         }
     }
 
+    /** Keys alone: the certificates can go while exports need TLS (the keys keep it up); a certificate client then fails. */
+    @Test
+    void keysAloneServeTls() throws Exception {
+        Tools.require("nbdinfo", "/usr/bin/nbdinfo");
+        String certificates = target.server.tree().read("tls/certificates").strip();
+        target.server.tree().write("tls/certificates", "");
+        try {
+            assertEquals(List.of("a", "public"), listed(Tools.ok(60, "nbdinfo", "--list", "--json", uri("", "alice", keys))));
+            Tools.Result certificate = Tools.run(60, List.of("nbdinfo", "--list",
+                    "nbds://127.0.0.1:" + target.port + "/?tls-certificates=" + certificateClient));
+            assertNotEquals(0, certificate.exit(), certificate.out());
+            ControlException e = assertThrows(ControlException.class, () -> target.server.tree().write("tls/psk_file", ""));
+            assertEquals("tls/psk_file: enabled exports need TLS: a, mixed (write their tls 0, or disable them, first)", e.detail());
+        } finally {
+            target.server.tree().write("tls/certificates", certificates);
+        }
+    }
+
     @Test
     void aBadPskFileOrEntryIsNamed() throws Exception {
         Path bad = Files.writeString(dir.resolve("bad.psk"), "alice:00ff\nbob 1234\n");
