@@ -251,9 +251,10 @@ public final class Server implements AutoCloseable {
     private static SSLContext tls(ServerSettings settings) throws ConfigException {
         if (settings.tls() == null) return null;
         try {
-            return Pem.serverContext(settings.tls().cert(), settings.tls().key());
+            return Pem.serverContext(settings.tls().cert(), settings.tls().key(), settings.tls().keyPassphrase());
         } catch (Pem.PemException e) {
-            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert" : "server.control_key";
+            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert"
+                    : e.file().equals(settings.tls().key()) ? "server.control_key" : "server.control_key_passphrase_file";
             throw new ConfigException(key + " = \"" + e.file() + "\": " + e.problem());
         }
     }
