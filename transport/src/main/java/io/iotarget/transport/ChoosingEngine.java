@@ -16,52 +16,27 @@ import java.nio.ByteBuffer;
  * over without the ticket.) Loop thread only.
  */
 final class ChoosingEngine extends SSLEngine {
-    private static final int HANDSHAKE = 22;
-    private static final int CLIENT_HELLO = 1;
-    private static final int PRE_SHARED_KEY = 41;
-
-    private final PskEngine psk;
+    private final SSLEngine psk;
     private final SSLEngine certificates;
     private SSLEngine chosen;
     private boolean begun;
     private boolean outboundDone;
 
-    ChoosingEngine(PskEngine psk, SSLEngine certificates) {
+    ChoosingEngine(SSLEngine psk, SSLEngine certificates) {
         this.psk = psk;
         this.certificates = certificates;
     }
 
     /** Whether the whole record at {@code src}'s position is a ClientHello with a pre_shared_key extension. */
     static boolean offersPsk(ByteBuffer src) {
-        try {
-            int p = src.position();
-            if ((src.get(p) & 0xff) != HANDSHAKE) return false;
-            int end = p + 5 + u16(src, p + 3);
-            int q = p + 5;
-            if ((src.get(q) & 0xff) != CLIENT_HELLO) return false;
-            q += 4 + 2 + 32;                                // handshake header, legacy_version, random
-            q += 1 + (src.get(q) & 0xff);                   // legacy_session_id
-            q += 2 + u16(src, q);                           // cipher_suites
-            q += 1 + (src.get(q) & 0xff);                   // legacy_compression_methods
-            int extensionsEnd = Math.min(end, q + 2 + u16(src, q));
-            for (q += 2; q + 4 <= extensionsEnd; q += 4 + u16(src, q + 2)) {
-                if (u16(src, q) == PRE_SHARED_KEY) return true;
-            }
-            return false;
-        } catch (IndexOutOfBoundsException truncated) {
-            return false;                                   // the certificate engine will name what is wrong
-        }
-    }
-
-    private static int u16(ByteBuffer b, int at) {
-        return (b.get(at) & 0xff) << 8 | (b.get(at + 1) & 0xff);
+        return ClientHello.extension(src, ClientHello.PRE_SHARED_KEY) >= 0;
     }
 
     @Override
     public SSLEngineResult unwrap(ByteBuffer src, ByteBuffer[] dsts, int offset, int length) throws SSLException {
         if (chosen == null) {
             if (src.remaining() < 5) return new SSLEngineResult(SSLEngineResult.Status.BUFFER_UNDERFLOW, getHandshakeStatus(), 0, 0);
-            int bytes = 5 + u16(src, src.position() + 3);
+            int bytes = 5 + ClientHello.u16(src, src.position() + 3);
             if (bytes > PskEngine.MAX_RECORD_BYTES) {
                 chosen = certificates;                      // no TLS record is that long: the JDK's engine says so
             } else if (src.remaining() < bytes) {

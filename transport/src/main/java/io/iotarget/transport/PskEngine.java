@@ -31,9 +31,11 @@ import java.util.Vector;
  * Castle's TLS protocol does the work here, in its non-blocking mode (ciphertext offered,
  * plaintext and records read back), with the JDK's AES-GCM and key agreement underneath.
  *
- * <p>What GnuTLS clients (libnbd, qemu) offer: psktool keys with a SHA-256 binder, so the one
- * suite is TLS_AES_128_GCM_SHA256. A client whose identity is not in {@link TlsPsk}, or whose
- * binder does not verify (a wrong key), fails the handshake.
+ * <p>Suites: TLS_AES_128_GCM_SHA256 for SHA-256 keys — what GnuTLS clients (libnbd, qemu) offer
+ * with psktool keys, and NVMe/TCP's for HMAC-SHA-256 keys — and TLS_AES_256_GCM_SHA384 for
+ * SHA-384 keys (NVMe/TCP's HMAC-SHA-384 keys); the key's hash decides, as the suite's hash must
+ * be the PSK's. A client whose identity {@link PskKeys} does not know, or whose binder does not
+ * verify (a wrong key), fails the handshake.
  *
  * <p>Records go in one at a time, and only when the destination has room for a whole record's
  * plaintext, so no plaintext is ever left inside the protocol between calls — the JDK engine's
@@ -45,8 +47,9 @@ final class PskEngine extends SSLEngine {
     private static final int MAX_PLAINTEXT_BYTES = 1 << 14;
     /** The largest record a TLS 1.3 peer may send: header, then at most 2^14 + 256 bytes. */
     static final int MAX_RECORD_BYTES = HEADER_BYTES + MAX_PLAINTEXT_BYTES + 256;
-    private static final int[] CIPHER_SUITES = {CipherSuite.TLS_AES_128_GCM_SHA256};
-    private static final String[] SUITE_NAMES = {"TLS_AES_128_GCM_SHA256"};
+    private static final int[] SHA256_SUITES = {CipherSuite.TLS_AES_128_GCM_SHA256};
+    private static final int[] SHA384_SUITES = {CipherSuite.TLS_AES_256_GCM_SHA384};
+    private static final String[] SUITE_NAMES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384"};
     private static final String[] PROTOCOLS = {"TLSv1.3"};
 
     private final TlsServerProtocol protocol = new TlsServerProtocol();
@@ -55,19 +58,22 @@ final class PskEngine extends SSLEngine {
     private final byte[] record = new byte[MAX_RECORD_BYTES];
     private boolean begun;
     private boolean finishedReported;
+    private boolean helloSeen;
     private boolean inboundDone;
     private boolean outboundDone;
-    /** The identity whose key the client proved, once the handshake chose it. */
+    /** The identity of the key found in the client's hello; proved once the handshake is done. */
     private String identity;
 
-    PskEngine(TlsCrypto crypto, TlsPsk keys) {
+    PskEngine(TlsCrypto crypto, PskKeys keys) {
         this.server = new Server(crypto, keys);
     }
 
     private final class Server extends AbstractTlsServer {
-        private final TlsPsk keys;
+        private final PskKeys keys;
+        /** The key of the first offered identity {@link PskKeys} knows, found before Bouncy Castle reads the hello; null: none. */
+        private PskKeys.Psk psk;
 
-        Server(TlsCrypto crypto, TlsPsk keys) {
+        Server(TlsCrypto crypto, PskKeys keys) {
             super(crypto);
             this.keys = keys;
         }
@@ -79,7 +85,34 @@ final class PskEngine extends SSLEngine {
 
         @Override
         protected int[] getSupportedCipherSuites() {
-            return CIPHER_SUITES;
+            return getCipherSuites();
+        }
+
+        /** Asked when the suite is chosen (the inherited one keeps what it was at the start). */
+        @Override
+        public int[] getCipherSuites() {
+            return psk != null && psk.sha384() ? SHA384_SUITES : SHA256_SUITES;
+        }
+
+        /**
+         * Bouncy Castle picks the suite before it asks for the key, and does not check that their
+         * hashes agree: so the key is looked up first, from the hello itself.
+         */
+        void choose(ByteBuffer hello) {
+            for (String name : ClientHello.pskIdentities(hello)) {
+                psk = keys.find(name);
+                if (psk != null) {
+                    identity = name;
+                    return;
+                }
+            }
+        }
+
+        /** The suite chosen, by name, or null before. */
+        String cipherSuite() {
+            if (context == null || context.getSecurityParametersConnection() == null) return null;
+            int suite = context.getSecurityParametersConnection().getCipherSuite();
+            return suite == CipherSuite.TLS_AES_256_GCM_SHA384 ? SUITE_NAMES[1] : SUITE_NAMES[0];
         }
 
         @Override
@@ -90,13 +123,12 @@ final class PskEngine extends SSLEngine {
         @Override
         @SuppressWarnings("rawtypes")                       // Bouncy Castle's signature
         public TlsPSKExternal getExternalPSK(Vector identities) {
+            if (psk == null) return null;
             for (Object o : identities) {
                 byte[] id = ((PskIdentity) o).getIdentity();
-                String name = new String(id, StandardCharsets.UTF_8);
-                byte[] key = keys.key(name);
-                if (key != null) {
-                    identity = name;
-                    return new BasicTlsPSKExternal(id, getCrypto().createSecret(key), PRFAlgorithm.tls13_hkdf_sha256);
+                if (identity.equals(new String(id, StandardCharsets.UTF_8))) {
+                    return new BasicTlsPSKExternal(id, getCrypto().createSecret(psk.key()),
+                            psk.sha384() ? PRFAlgorithm.tls13_hkdf_sha384 : PRFAlgorithm.tls13_hkdf_sha256);
                 }
             }
             return null;
@@ -150,6 +182,10 @@ final class PskEngine extends SSLEngine {
         long room = 0;
         for (int i = offset; i < offset + length; i++) room += dsts[i].remaining();
         if (room < MAX_PLAINTEXT_BYTES) return result(SSLEngineResult.Status.BUFFER_OVERFLOW, 0, 0);
+        if (!helloSeen) {
+            helloSeen = true;
+            server.choose(src);
+        }
         src.get(record, 0, bytes);
         try {
             protocol.offerInput(record, 0, bytes);
@@ -227,7 +263,7 @@ final class PskEngine extends SSLEngine {
 
     @Override
     public void setEnabledCipherSuites(String[] suites) {
-        throw new UnsupportedOperationException("the PSK engine has one suite, TLS_AES_128_GCM_SHA256");
+        throw new UnsupportedOperationException("the PSK engine's suite follows the key's hash");
     }
 
     @Override
@@ -308,7 +344,7 @@ final class PskEngine extends SSLEngine {
 
         @Override
         public String getCipherSuite() {
-            return SUITE_NAMES[0];
+            return server.cipherSuite();
         }
 
         @Override

@@ -24,9 +24,9 @@ import java.util.regex.Pattern;
  * handshake ({@link PskEngine}); the username is then its identity ({@link Identity}).
  * Immutable once read; any thread.
  */
-public final class TlsPsk {
+public final class TlsPsk implements PskKeys {
     private static final Pattern LINE = Pattern.compile("([^:\\s]+):((?:[0-9a-fA-F]{2})+)");
-    private static final TlsCrypto CRYPTO = new JcaTlsCryptoProvider().create(new SecureRandom());
+    static final TlsCrypto CRYPTO = new JcaTlsCryptoProvider().create(new SecureRandom());
 
     private final Path file;
     private final Map<String, byte[]> keys;
@@ -72,9 +72,11 @@ public final class TlsPsk {
         return file;
     }
 
-    /** The key filed under {@code username}, or null. */
-    byte[] key(String username) {
-        return keys.get(username);
+    /** The key filed under {@code username}, or null; psktool keys have a SHA-256 binder (GnuTLS's only one). */
+    @Override
+    public Psk find(String username) {
+        byte[] key = keys.get(username);
+        return key == null ? null : new Psk(key, false);
     }
 
     /**
@@ -84,7 +86,7 @@ public final class TlsPsk {
      * ({@link ChoosingEngine}).
      */
     public SSLEngine newEngine(Supplier<SSLEngine> certificates) {
-        PskEngine psk = new PskEngine(CRYPTO, this);
+        SSLEngine psk = newEngine();
         return certificates == null ? psk : new ChoosingEngine(psk, certificates.get());
     }
 }

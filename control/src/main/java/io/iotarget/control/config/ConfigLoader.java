@@ -69,8 +69,8 @@ public final class ConfigLoader {
     private static final Map<String, String> LINK_TARGETS = Map.of("subsystems", "subsystems", "allowed_hosts", "hosts");
     /** Written after everything else in their directory, subdirectories included, in this order. */
     public static final List<String> LAST = List.of("cgroup.max.descendants", "cgroup.max.depth", "enable");
-    /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys): an error names the field but never shows the value. */
-    private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
+    /** Attributes whose values are secrets (nvmet's DH-HMAC-CHAP keys, NVMe/TCP TLS keys): an error names the field but never shows the value. */
+    private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key", "tls_key");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
     private static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host", "tls",
                                                     "allow_any_client");

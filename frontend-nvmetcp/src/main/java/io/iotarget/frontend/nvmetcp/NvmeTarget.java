@@ -32,6 +32,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import io.iotarget.frontend.nvmetcp.auth.TlsKey;
+import io.iotarget.transport.PskKeys;
 
 /**
  * The NVMe/TCP target: nvmet's model (subsystems, namespaces, ports, hosts and the discovery
@@ -202,6 +204,31 @@ public final class NvmeTarget implements AutoCloseable {
         if (s.discovery || s.allowAnyHost) return null;
         for (Host h : s.allowedHosts.values()) if (h.nqn.equals(hostNqn)) return h.credentials();
         return null;
+    }
+
+    /**
+     * The TLS pre-shared key for the PSK identity a host offers on {@code port}
+     * ({@code NVMe<0|1>R<01|02> hostNQN subNQN [digest]}, {@link TlsKey}), or null: the
+     * host has no {@code tls_key}, the subsystem is not reachable through the port, or the
+     * identity is not the one the host's key gives (another hash, another digest). A host that
+     * offers an unknown identity fails the handshake. Loop thread, during a handshake.
+     */
+    PskKeys.Psk tlsPsk(Port port, String identity) {
+        String[] parts = identity.split(" ", -1);
+        if (parts.length < 3 || parts.length > 4 || !parts[0].matches("NVMe[01]R0[12]")) return null;
+        int version = parts[0].charAt(4) - '0';
+        lock();
+        try {
+            Host host = hosts.get(parts[1]);
+            TlsKey key = host == null ? null : host.tlsKey;
+            if (key == null || subsystemForConnect(port, parts[2]) == null) return null;
+            if (!identity.equals(key.identity(version, parts[1], parts[2]))) return null;
+            return new PskKeys.Psk(key.tlsPsk(identity, parts[1]), key.sha384());
+        } catch (IllegalArgumentException tooLong) {
+            return null;                                    // NQNs too long for an HKDF context
+        } finally {
+            unlock();
+        }
     }
 
     /** The discovery log as {@code c}'s host sees it through {@code c}'s port. */

@@ -28,7 +28,12 @@ import io.iotarget.transport.IssuerDelay;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import io.iotarget.transport.PskKeys;
+import io.iotarget.transport.TlsPsk;
 import java.nio.ByteOrder;
 import java.util.IdentityHashMap;
 import java.util.Map;
@@ -80,6 +85,10 @@ public final class Queue implements PduHandler, ConnectionHandler {
     private final io.iotarget.transport.Connection socket;
     private final PduDecoder decoder = new PduDecoder(this);
     private final SlotQueue responses = new SlotQueue();
+    /** TLS record type of a handshake: the first byte of a ClientHello. */
+    private static final byte TLS_HANDSHAKE_RECORD = 0x16;
+    /** Whether the queue is past choosing plaintext or TLS (a port with TLS not required lets the host's first byte decide). */
+    private boolean channelChosen;
     private final Runnable flushTask = this::flushTask;
     private final CommandSlot[] slots;
     private final IoCommands io;
@@ -139,6 +148,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     @Override
     public void opened(io.iotarget.transport.Connection c) {
+        channelChosen = !port.tls;
         connectLimit = socket.loop().schedule(CONNECT_LIMIT_NS, () -> {
             if (controller == null) socket.close(null);
         });
@@ -146,6 +156,29 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     Controller controller() {
         return controller;
+    }
+
+    /**
+     * TLS from the first byte, before ICReq, as nvmet-tcp: the whole NVMe/TCP stream runs inside
+     * it. The host's PSK identity picks its key ({@link NvmeTarget#tlsPsk}).
+     */
+    private void startTls() {
+        channelChosen = true;
+        try {
+            socket.startTls(((PskKeys) identity -> target.tlsPsk(port, identity)).newEngine());
+        } catch (SSLException e) {
+            socket.close(e);
+        }
+    }
+
+    /** The PSK identity this queue's host proved over TLS, or null: a plaintext queue. */
+    public String tlsIdentity() {
+        var session = socket.tlsSession();
+        try {
+            return session != null && session.getPeerPrincipal() instanceof TlsPsk.Identity id ? id.name() : null;
+        } catch (SSLPeerUnverifiedException e) {
+            return null;
+        }
     }
 
     int qid() {
@@ -156,6 +189,20 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     @Override
     public void received(io.iotarget.transport.Connection c, ByteBuffer in) {
+        if (!channelChosen) {
+            // A TLS port: a TLS record (a ClientHello) or, where TLS is not required, an ICReq PDU (type 0).
+            if (!in.hasRemaining()) return;
+            if (in.get(in.position()) == TLS_HANDSHAKE_RECORD) {
+                startTls();                                 // the hello stays in the buffer for the handshake
+                return;
+            }
+            if (port.treq == Port.TREQ_REQUIRED) {
+                // nvmet hands the bytes to the TLS handshake, which fails on them (after tlshd's timeout); at once here.
+                socket.close(new IOException("ports/" + port.id + " requires TLS (addr_treq required); the host sent plaintext"));
+                return;
+            }
+            channelChosen = true;
+        }
         if (decoder.halted()) {
             in.position(in.limit());
             return;

@@ -49,12 +49,23 @@ final class TestHost implements AutoCloseable {
     }
 
     TestHost(String address, int port, boolean headerDigest, boolean dataDigest) throws IOException {
+        this(address, port, headerDigest, dataDigest, null);
+    }
+
+    /** Over TLS with {@code tls}'s key from the first byte, before ICReq, as NVMe/TCP puts it; null: plaintext. */
+    TestHost(String address, int port, boolean headerDigest, boolean dataDigest, TlsPskClient tls) throws IOException {
         this.socket = new Socket();
         socket.connect(new InetSocketAddress(address, port), 5000);
         socket.setSoTimeout(10_000);
         socket.setTcpNoDelay(true);
-        this.in = new DataInputStream(socket.getInputStream());
-        this.out = socket.getOutputStream();
+        if (tls == null) {
+            this.in = new DataInputStream(socket.getInputStream());
+            this.out = socket.getOutputStream();
+        } else {
+            var protocol = tls.handshake(socket);
+            this.in = new DataInputStream(protocol.getInputStream());
+            this.out = protocol.getOutputStream();
+        }
         this.headerDigest = headerDigest;
         this.dataDigest = dataDigest;
         out.write(HostPdus.icRequest((headerDigest ? Pdu.IC_DIGEST_HEADER : 0) | (dataDigest ? Pdu.IC_DIGEST_DATA : 0)));

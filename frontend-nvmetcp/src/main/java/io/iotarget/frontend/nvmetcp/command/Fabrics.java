@@ -74,6 +74,13 @@ public final class Fabrics {
                 slot.result = inData(DATA_SUBNQN);
                 return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
             }
+            String tlsIdentity = queue.tlsIdentity();
+            String named = tlsIdentity == null ? null : tlsIdentity.substring(0, "NVMe1R01 ".length()) + hostNqn + " " + subsystemNqn;
+            if (tlsIdentity != null && !tlsIdentity.equals(named) && !tlsIdentity.startsWith(named + " ")) {
+                // The key the host proved is another host's or for another subsystem (nvmet does not check).
+                slot.result = inData(DATA_HOSTNQN);
+                return Status.CONNECT_INVALID_HOST | Status.DNR;
+            }
             if (!s.allows(hostNqn)) {
                 slot.result = inData(DATA_HOSTNQN);
                 return Status.CONNECT_INVALID_HOST | Status.DNR;

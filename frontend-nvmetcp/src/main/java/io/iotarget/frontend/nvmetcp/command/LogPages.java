@@ -64,7 +64,7 @@ public final class LogPages {
 
     /*  Discovery log: header (1024 bytes): 0 GENCTR u64, 8 NUMREC u64, 16 RECFMT u16; then 1024-byte entries:
      *  0 TRTYPE  1 ADRFAM  2 SUBTYPE  3 TREQ  4 PORTID u16  6 CNTLID u16  8 ASQSZ u16  10 EFLAGS u16
-     *  32 TRSVCID[32]  256 SUBNQN[256]  512 TRADDR[256]  768 TSAS[256] (tcp: byte 0 = security type)
+     *  32 TRSVCID[32]  256 SUBNQN[256]  512 TRADDR[256]  768 TSAS[256] (tcp: byte 0 = security type, 0 none, 2 TLS 1.3)
      */
     static final int DISCOVERY_RECORD_BYTES = 1024;
     static final int DISC_GENCTR = 0;
@@ -73,6 +73,9 @@ public final class LogPages {
     static final int ENTRY_ADRFAM = 1;
     static final int ENTRY_SUBTYPE = 2;
     static final int ENTRY_TREQ = 3;
+    static final int ENTRY_TSAS = 768;
+    /** NVMF_TCP_SECTYPE_TLS13. */
+    static final int TCP_SECTYPE_TLS13 = 2;
     static final int ENTRY_PORTID = 4;
     static final int ENTRY_CNTLID = 6;
     static final int ENTRY_ASQSZ = 8;
@@ -233,6 +236,7 @@ public final class LogPages {
         b.putShort(at + ENTRY_PORTID, (short) port.id);
         b.putShort(at + ENTRY_CNTLID, (short) 0xFFFF);
         b.putShort(at + ENTRY_ASQSZ, (short) ADMIN_QUEUE_DEPTH);
+        b.put(at + ENTRY_TSAS, (byte) (port.tls ? TCP_SECTYPE_TLS13 : 0));
         field(b, at + ENTRY_TRSVCID, port.trsvcid, 32);
         field(b, at + ENTRY_SUBNQN, nqn, 256);
         field(b, at + ENTRY_TRADDR, port.traddr, 256);

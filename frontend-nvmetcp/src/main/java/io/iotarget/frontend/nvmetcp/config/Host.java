@@ -4,10 +4,12 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
 import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 
 /**
  * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP
- * configuration. Guarded by the target's configuration lock.
+ * and TLS configuration. Guarded by the target's configuration lock, except {@link #tlsKey}, which TLS
+ * handshakes read.
  */
 public final class Host {
     public final String nqn;
@@ -18,6 +20,8 @@ public final class Host {
     /** dhchap_hash, dhchap_dhgroup: nvmet's defaults. */
     DhChapHash hash = DhChapHash.SHA256;
     DhGroup group = DhGroup.NULL;
+    /** tls_key: the configured PSK the host's TLS identities derive from; null: it cannot connect over TLS. */
+    public volatile TlsKey tlsKey;
 
     Host(String nqn) {
         this.nqn = nqn;

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nvmetcp.config;
 import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
 import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.Attribute;
@@ -11,14 +12,19 @@ import io.iotarget.model.tree.KernelParse;
 
 import java.util.List;
 
-/** A host's DH-HMAC-CHAP attributes ({@code hosts/NQN/dhchap_*}), as nvmet reads and shows them. */
+/**
+ * A host's DH-HMAC-CHAP attributes ({@code hosts/NQN/dhchap_*}), as nvmet reads and shows them,
+ * and its TLS pre-shared key ({@code tls_key}, iotarget's: nvmet takes TLS keys from the kernel
+ * keyring, where {@code nvme gen-tls-key --insert} puts the derived key).
+ */
 final class HostAttributes {
     static final Attributes<Host> ALL = Attributes.of(List.of(
             Attribute.text("dhchap_key", h -> h.key == null ? "" : h.key.text(), (h, v) -> h.key = secret("dhchap_key", v)),
             Attribute.text("dhchap_ctrl_key", h -> h.controllerKey == null ? "" : h.controllerKey.text(),
                     (h, v) -> h.controllerKey = secret("dhchap_ctrl_key", v)),
             Attribute.text("dhchap_hash", h -> h.hash.configName(), HostAttributes::writeDhchapHash),
-            Attribute.text("dhchap_dhgroup", h -> h.group.configName(), HostAttributes::writeDhchapGroup)));
+            Attribute.text("dhchap_dhgroup", h -> h.group.configName(), HostAttributes::writeDhchapGroup),
+            Attribute.text("tls_key", h -> h.tlsKey == null ? "" : h.tlsKey.text(), HostAttributes::writeTlsKey)));
 
     private HostAttributes() {}
 
@@ -29,6 +35,19 @@ final class HostAttributes {
             return DhChapSecret.parse(value);
         } catch (IllegalArgumentException e) {
             throw new ControlException(Errno.EINVAL, attribute + ": " + e.getMessage());
+        }
+    }
+
+    /** An NVMe TLS PSK in interchange format ({@link TlsKey}); "" removes it. The message never quotes the key. */
+    private static void writeTlsKey(Host h, String value) throws ControlException {
+        if (value.isBlank()) {
+            h.tlsKey = null;
+            return;
+        }
+        try {
+            h.tlsKey = TlsKey.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new ControlException(Errno.EINVAL, "tls_key: " + e.getMessage());
         }
     }
 

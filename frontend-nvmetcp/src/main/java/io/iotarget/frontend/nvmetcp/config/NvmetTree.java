@@ -25,7 +25,7 @@ import java.util.UUID;
  * names, value formats and errnos:
  *
  * <pre>
- *  hosts/&lt;hostnqn&gt;/      dhchap_key dhchap_ctrl_key dhchap_hash dhchap_dhgroup
+ *  hosts/&lt;hostnqn&gt;/      dhchap_key dhchap_ctrl_key dhchap_hash dhchap_dhgroup tls_key
  *  subsystems/&lt;nqn&gt;/   attr_allow_any_host attr_version attr_serial attr_model attr_firmware
  *                        attr_cntlid_min attr_cntlid_max attr_qid_max
  *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
@@ -49,8 +49,9 @@ import java.util.UUID;
  *
  * <p>{@code dhchap_key} and {@code dhchap_ctrl_key} read back the secret as written, as nvmet's
  * do; an empty write removes the key (nvmet refuses it, but a listing must replay), and
- * errors about a key never quote it. {@code addr_treq} and {@code addr_tsas} take only what
- * iotarget honours: no value that asks for TLS.
+ * errors about a key never quote it. {@code tls_key} (iotarget's; nvmet reads TLS keys from the
+ * kernel keyring) is the host's NVMe/TCP TLS PSK in interchange format, handled the same way.
+ * {@code addr_tsas} tls1.3 and {@code addr_treq} are nvmet's, except that "required" needs tls1.3.
  *
  * <p>ANA is nvmet's: a group's state is per port, {@code ana_state} and {@code ana_grpid} writes
  * bump the node-wide change count, and the controllers concerned get an ANA change event

@@ -37,9 +37,10 @@ public final class Port {
     static final int ADRFAM_IPV6 = 2;
     /**
      * TREQ values: bits 1:0 secure channel, bit 2 "SQ flow control disable supported" (always
-     * set, as nvmet does). Secure channel "required" (1) is never set: iotarget has no TLS.
+     * set, as nvmet does). "required" only with TLS ({@link #tls}).
      */
     static final int TREQ_NOT_SPECIFIED = 0;
+    public static final int TREQ_REQUIRED = 1;
     static final int TREQ_NOT_REQUIRED = 2;
     public static final int TREQ_DISABLE_SQFLOW = 4;
     /** NVMET_MAX_ANAGRPS: ANA group ids are 1..128. */
@@ -53,6 +54,8 @@ public final class Port {
     public String traddr = "";
     public String trsvcid = "";
     public int treq = TREQ_NOT_SPECIFIED;
+    /** addr_tsas tls1.3: hosts connect over TLS 1.3 with a pre-shared key (only, when {@link #treq} is required). */
+    public boolean tls;
     /** -1 = the transport's choice, as nvmet's param_* attributes. */
     int inlineDataSize = -1;
     int maxQueueSize = -1;

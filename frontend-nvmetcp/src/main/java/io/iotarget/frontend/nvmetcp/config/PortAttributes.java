@@ -22,8 +22,8 @@ final class PortAttributes {
             Attribute.text("addr_adrfam", p -> p.adrfam, PortAttributes::writeAdrfam),
             Attribute.text("addr_traddr", p -> p.traddr, PortAttributes::writeTraddr),
             Attribute.text("addr_trsvcid", p -> p.trsvcid, PortAttributes::writeTrsvcid),
-            // What addr_tsas reads follows addr_trtype, and its one value changes nothing a save must keep.
-            Attribute.text("addr_tsas", PortAttributes::tsasText, PortAttributes::writeTsas).replayedAs(Attribute::nothing),
+            // What addr_tsas reads follows addr_trtype; a save keeps tls1.3 alone (before addr_treq, which it resets).
+            Attribute.text("addr_tsas", PortAttributes::tsasText, PortAttributes::writeTsas).replayedAs(p -> p.tls ? List.of("tls1.3") : List.of()),
             Attribute.text("addr_treq", PortAttributes::treqText, PortAttributes::writeTreq),
             Attribute.text("param_inline_data_size", p -> Integer.toString(p.inlineDataSize), PortAttributes::writeInlineDataSize),
             Attribute.text("param_max_queue_size", p -> Integer.toString(p.maxQueueSize), PortAttributes::writeMaxQueueSize)));
@@ -66,34 +66,56 @@ final class PortAttributes {
     }
 
     private static String treqText(Port p) {
-        return p.treq == Port.TREQ_NOT_REQUIRED ? "not required" : "not specified";
+        return switch (p.treq) {
+            case Port.TREQ_REQUIRED -> "required";
+            case Port.TREQ_NOT_REQUIRED -> "not required";
+            default -> "not specified";
+        };
     }
 
-    /** nvmet's values, less "required": that asks for a secure channel (TLS), which iotarget's NVMe/TCP does not have. */
+    /**
+     * nvmet's values and checks: with addr_tsas=tls1.3 "not specified" is EINVAL and "not
+     * required" lets plaintext hosts in too. "required" without tls1.3 is EINVAL here (nvmet
+     * takes it, and then tells hosts a secure channel is required that the port does not have).
+     */
     private static void writeTreq(Port p, String value) throws ControlException {
         requireStopped(p, "addr_treq", value);
         p.treq = switch (value.strip()) {
-            case "not specified" -> Port.TREQ_NOT_SPECIFIED;
+            case "not specified" -> {
+                if (p.tls) throw new ControlException(Errno.EINVAL, "addr_treq=not specified: addr_tsas is tls1.3 (expected: required or not required)");
+                yield Port.TREQ_NOT_SPECIFIED;
+            }
             case "not required" -> Port.TREQ_NOT_REQUIRED;
-            case "required" -> throw new ControlException(Errno.EINVAL, "addr_treq=required: hosts would have to use a secure channel (TLS),"
-                    + " which iotarget's NVMe/TCP does not provide (expected: not specified or not required)");
-            default -> throw KernelParse.invalid("addr_treq", value, "not specified or not required");
+            case "required" -> {
+                if (!p.tls) throw new ControlException(Errno.EINVAL, "addr_treq=required: addr_tsas is none, the port has no secure channel (write addr_tsas=tls1.3 first)");
+                yield Port.TREQ_REQUIRED;
+            }
+            default -> throw KernelParse.invalid("addr_treq", value, "not specified, required or not required");
         };
     }
 
     /** nvmet shows the TCP security type once the transport is tcp, "reserved" before. */
     private static String tsasText(Port p) {
-        return p.trtype.equals("tcp") ? "none" : "reserved";
+        return !p.trtype.equals("tcp") ? "reserved" : p.tls ? "tls1.3" : "none";
     }
 
-    /** Only "none": tls1.3 is refused, as by an nvmet built without TLS. Like nvmet, the write resets addr_treq. */
+    /**
+     * "none" or "tls1.3" (TLS 1.3 with pre-shared keys, {@code hosts/NQN/tls_key}). As in nvmet,
+     * tls1.3 turns addr_treq "not specified" into "required", and none resets it.
+     */
     private static void writeTsas(Port p, String value) throws ControlException {
         requireStopped(p, "addr_tsas", value);
         if (!p.trtype.equals("tcp")) throw new ControlException(Errno.EINVAL, "addr_tsas=" + value.strip() + ": addr_trtype is not tcp (write it first)");
         switch (value.strip()) {
-            case "none" -> p.treq = Port.TREQ_NOT_SPECIFIED;
-            case "tls1.3" -> throw new ControlException(Errno.EINVAL, "addr_tsas=tls1.3: iotarget's NVMe/TCP has no TLS (expected: none)");
-            default -> throw KernelParse.invalid("addr_tsas", value, "none");
+            case "none" -> {
+                p.tls = false;
+                p.treq = Port.TREQ_NOT_SPECIFIED;
+            }
+            case "tls1.3" -> {
+                p.tls = true;
+                if (p.treq == Port.TREQ_NOT_SPECIFIED) p.treq = Port.TREQ_REQUIRED;
+            }
+            default -> throw KernelParse.invalid("addr_tsas", value, "none or tls1.3");
         }
     }
 
