@@ -21,9 +21,9 @@ import java.util.Vector;
  * its identity, psk_dhe_ke, the suite the key's hash pairs with (what tlshd does for a Linux
  * host: TLS_AES_128_GCM_SHA256 for SHA-256 keys, TLS_AES_256_GCM_SHA384 for SHA-384 ones).
  */
-record TlsPskClient(String identity, byte[] key, boolean sha384) {
+public record TlsPskClient(String identity, byte[] key, boolean sha384) {
     /** Runs the handshake on {@code socket}; the protocol's streams then carry NVMe/TCP. */
-    TlsClientProtocol handshake(Socket socket) throws IOException {
+    public TlsClientProtocol handshake(Socket socket) throws IOException {
         TlsClientProtocol protocol = new TlsClientProtocol(socket.getInputStream(), socket.getOutputStream());
         protocol.connect(new AbstractTlsClient(new JcaTlsCryptoProvider().create(new SecureRandom())) {
             @Override

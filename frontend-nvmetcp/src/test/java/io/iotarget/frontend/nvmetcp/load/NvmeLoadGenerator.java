@@ -4,6 +4,8 @@ import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.TlsPskClient;
+import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.model.ConfigTree;
 
 import java.io.IOException;
@@ -28,6 +30,10 @@ import java.util.zip.CRC32C;
  * target in the same JVM on a null, memory or file ({@code --backend file:PATH}, O_DIRECT)
  * backend, optionally charged to a group with io.max ({@code --io-max 'riops=20000'}), and also
  * reports the whole process's heap allocation per IO. The steady state allocates nothing on the generator's side.
+ * With {@code --tls-key} (a host key in interchange format, {@code hosts/NQN/tls_key} of the
+ * generator's host NQN, {@code --hostnqn}) every queue runs over TLS 1.3 with the identity and PSK derived from it
+ * (Bouncy Castle's blocking client, one more copy per read and write on this side); with
+ * {@code --server-pid} it reports that process's CPU (utime+stime) per IO over the measured window.
  *
  * <pre>
  *   bench/nvme-load.sh --backend null --queues 2 --depth 32 --bs 4096 --rw randread --seconds 10
@@ -41,14 +47,16 @@ public final class NvmeLoadGenerator {
     private static final String DEFAULT_NQN = "nqn.2026-11.io.iotarget:bench";
 
     record Options(String target, String nqn, String backend, long sizeBytes, int queues, int depth, int blockSize,
-                   String rw, int readPercent, double seconds, double warmup, boolean digests, int inlineLimit, String ioMax) {
+                   String rw, int readPercent, double seconds, double warmup, boolean digests, int inlineLimit, String ioMax,
+                   String tlsKey, long serverPid, String hostNqn) {
         static Options parse(String[] args) {
             String target = null, nqn = DEFAULT_NQN, backend = "null", rw = "randread";
             long size = 1L << 30;
             int queues = 2, depth = 32, bs = 4096, readPercent = 70, inline = 16384;
             double seconds = 10, warmup = 2;
             boolean digests = false;
-            String ioMax = null;
+            String ioMax = null, tlsKey = null, hostNqn = HOST_NQN;
+            long serverPid = 0;
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
                 switch (a) {
@@ -66,15 +74,19 @@ public final class NvmeLoadGenerator {
                     case "--digests" -> digests = true;
                     case "--inline" -> inline = Integer.parseInt(args[++i]);
                     case "--io-max" -> ioMax = args[++i];
+                    case "--tls-key" -> tlsKey = args[++i];
+                    case "--server-pid" -> serverPid = Long.parseLong(args[++i]);
+                    case "--hostnqn" -> hostNqn = args[++i];
                     default -> throw new IllegalArgumentException("unknown option " + a + " (expected: --target HOST:PORT --nqn NQN "
                             + "--backend null|memory|file:PATH --size BYTES --queues N --depth N --bs BYTES "
                             + "--rw read|write|randread|randwrite|randrw --read-percent P --seconds S --warmup S --digests --inline BYTES "
-                            + "--io-max 'riops=N wbps=N ...')");
+                            + "--io-max 'riops=N wbps=N ...' --tls-key NVMeTLSkey-1:.. --server-pid PID --hostnqn NQN)");
                 }
             }
             if (!List.of("read", "write", "randread", "randwrite", "randrw").contains(rw)) throw new IllegalArgumentException("--rw " + rw);
             if (ioMax != null && target != null) throw new IllegalArgumentException("--io-max needs the in-process target");
-            return new Options(target, nqn, backend, size, queues, depth, bs, rw, readPercent, seconds, warmup, digests, inline, ioMax);
+            return new Options(target, nqn, backend, size, queues, depth, bs, rw, readPercent, seconds, warmup, digests, inline, ioMax,
+                    tlsKey, serverPid, hostNqn);
         }
     }
 
@@ -165,10 +177,12 @@ public final class NvmeLoadGenerator {
         for (Queue q : queues) threads.add(Thread.ofPlatform().name("load-q" + q.qid).start(q::loop));
         Thread.sleep((long) (o.warmup() * 1000));
         long allocated0 = memory.getTotalThreadAllocatedBytes(), cpu0 = os.getProcessCpuTime(), t0 = System.nanoTime();
+        long server0 = serverCpuTicks(o.serverPid());
         for (Queue q : queues) q.startMeasuring();
         Thread.sleep((long) (o.seconds() * 1000));
         for (Queue q : queues) q.stopMeasuring();
         long elapsedNs = System.nanoTime() - t0, cpuNs = os.getProcessCpuTime() - cpu0, allocated = memory.getTotalThreadAllocatedBytes() - allocated0;
+        long serverTicks = serverCpuTicks(o.serverPid()) - server0;
         for (Queue q : queues) q.stop();
         for (Thread t : threads) t.join(10_000);
         Histogram all = new Histogram();
@@ -181,13 +195,25 @@ public final class NvmeLoadGenerator {
         }
         double s = elapsedNs / 1e9;
         System.out.printf(Locale.ROOT, "RESULT rw=%s bs=%d queues=%d depth=%d digests=%s backend=%s%s iops=%.0f MiBps=%.1f "
-                        + "lat_us_p50=%.1f p99=%.1f p99.9=%.1f cpu_us_per_io=%.2f alloc_bytes_per_io=%s seconds=%.1f%n",
+                        + "lat_us_p50=%.1f p99=%.1f p99.9=%.1f cpu_us_per_io=%.2f alloc_bytes_per_io=%s server_cpu_us_per_io=%s tls=%s seconds=%.1f%n",
                 o.rw(), o.blockSize(), o.queues(), o.depth(), o.digests(), o.target() == null ? o.backend() : "external",
                 o.ioMax() == null ? "" : " io.max='" + o.ioMax() + "'",
                 ios / s, bytes / s / (1 << 20), all.percentile(50) / 1e3, all.percentile(99) / 1e3, all.percentile(99.9) / 1e3,
-                cpuNs / 1e3 / ios, o.target() == null ? String.format(Locale.ROOT, "%.1f", (double) allocated / ios) : "n/a", s);
+                cpuNs / 1e3 / ios, o.target() == null ? String.format(Locale.ROOT, "%.1f", (double) allocated / ios) : "n/a",
+                o.serverPid() == 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", serverTicks * 1e6 / CLOCK_TICKS / ios), o.tlsKey() != null, s);
         admin.close();
         for (Queue q : queues) q.close();
+    }
+
+    /** USER_HZ, which /proc/PID/stat counts in on Linux. */
+    private static final double CLOCK_TICKS = 100;
+
+    /** utime + stime of {@code pid} in clock ticks (/proc/PID/stat fields 14 and 15), or 0 without a pid. */
+    private static long serverCpuTicks(long pid) throws IOException {
+        if (pid == 0) return 0;
+        String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
     private static ByteBuffer fabrics(int type, int offset, long value, boolean eightBytes) {
@@ -236,6 +262,10 @@ public final class NvmeLoadGenerator {
         final int qid;
         final int depth;
         private final SocketChannel channel;
+        /** The TLS streams over the channel, or null: plaintext. */
+        private java.io.InputStream tlsIn;
+        private java.io.OutputStream tlsOut;
+        private byte[] tlsScratch;
         private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 21).order(ByteOrder.LITTLE_ENDIAN);
         private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 21).order(ByteOrder.LITTLE_ENDIAN);
         private final ByteBuffer writeData;
@@ -259,6 +289,14 @@ public final class NvmeLoadGenerator {
             this.depth = depth;
             channel = SocketChannel.open(new InetSocketAddress(host, port));
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            if (o.tlsKey() != null) {
+                TlsKey key = TlsKey.parse(o.tlsKey());
+                String identity = key.identity(1, o.hostNqn(), o.nqn());
+                var protocol = new TlsPskClient(identity, key.tlsPsk(identity, o.hostNqn()), key.sha384()).handshake(channel.socket());
+                tlsIn = protocol.getInputStream();
+                tlsOut = protocol.getOutputStream();
+                tlsScratch = new byte[1 << 21];
+            }
             byte[] data = new byte[Math.max(o.blockSize(), 4096)];
             new SplittableRandom(qid).nextBytes(data);
             writeData = ByteBuffer.allocateDirect(data.length).put(data).flip();
@@ -277,7 +315,7 @@ public final class NvmeLoadGenerator {
             sqe.putShort(42, (short) qid).putShort(44, (short) (depth - 1)).putInt(48, qid == 0 ? 30_000 : 0);
             ByteBuffer data = ByteBuffer.allocate(1024);
             data.put(16, (byte) cntlid).put(17, (byte) (cntlid >>> 8));
-            data.put(256, nqn.getBytes(StandardCharsets.UTF_8)).put(512, HOST_NQN.getBytes(StandardCharsets.UTF_8));
+            data.put(256, nqn.getBytes(StandardCharsets.UTF_8)).put(512, o.hostNqn().getBytes(StandardCharsets.UTF_8));
             return (int) command(sqe, data, 0) & 0xFFFF;
         }
 
@@ -479,6 +517,12 @@ public final class NvmeLoadGenerator {
         }
 
         private void writeAll(ByteBuffer b) throws IOException {
+            if (tlsOut != null) {
+                int n = b.remaining();
+                b.get(tlsScratch, 0, n);
+                tlsOut.write(tlsScratch, 0, n);
+                return;
+            }
             while (b.hasRemaining()) channel.write(b);
         }
 
@@ -511,10 +555,17 @@ public final class NvmeLoadGenerator {
             }
             while (filled < n) {
                 in.limit(in.capacity()).position(filled);
-                int r = channel.read(in);
+                int r = read(in);
                 if (r < 0) throw new IOException("target closed the connection");
                 filled += r;
             }
+        }
+
+        private int read(ByteBuffer into) throws IOException {
+            if (tlsIn == null) return channel.read(into);
+            int r = tlsIn.read(tlsScratch, 0, Math.min(into.remaining(), tlsScratch.length));
+            if (r > 0) into.put(tlsScratch, 0, r);
+            return r;
         }
 
         private ByteBuffer readExactly(int n) throws IOException {
