@@ -54,8 +54,9 @@
  * queue before anything but fabrics commands runs there ({@link io.iotarget.frontend.nvmetcp.QueueAuthentication},
  * the one hook; the protocol is {@link io.iotarget.frontend.nvmetcp.auth}). A queue that fails,
  * or misses its deadline, closes alone; DH runs on the target's one DH thread, never on a loop.
- * Nothing asks for a secure channel: there is no TLS, and the port attributes that would claim
- * one are refused.
+ * A port with {@code addr_tsas tls1.3} runs its queues over TLS 1.3 with pre-shared keys from
+ * the first byte ({@code Queue}; keys: {@code hosts/NQN/tls_key},
+ * {@link io.iotarget.frontend.nvmetcp.auth.TlsKey}); DH-HMAC-CHAP then runs inside TLS.
  *
  * <h2>6. Watch</h2>
  * {@link io.iotarget.frontend.nvmetcp.NvmeTcpCounter} through {@code NvmeTarget.counters()}:
