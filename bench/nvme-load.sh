@@ -12,5 +12,8 @@ cd "$IOTARGET_HOME"
 CP=""
 for m in model buffers backends iocontrol dispatch engine transport frontend-nvmetcp; do CP="$CP:$m/target/classes"; done
 CP="${CP#:}:frontend-nvmetcp/target/test-classes"
+# Bouncy Castle's TLS (the transport's PSK engine, the generator's --tls-key client), from the local repository.
+BC_VERSION="$(sed -n 's:.*<bouncycastle.version>\(.*\)</bouncycastle.version>.*:\1:p' pom.xml)"
+for a in bctls bcprov bcutil; do CP="$CP:$HOME/.m2/repository/org/bouncycastle/$a-jdk18on/$BC_VERSION/$a-jdk18on-$BC_VERSION.jar"; done
 exec java --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xms1g -Xmx1g -cp "$CP" \
   io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator "$@"
