@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.auth.TestChapHost;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
@@ -174,6 +175,30 @@ class NvmeTlsTest {
                     assertArrayEquals(small, io.execute(io.lbaCommand(0x02, 1, 8, 8, 0), null, 4096, false).data());
                 }
             }
+        }
+    }
+
+    /** DH-HMAC-CHAP inside TLS: the host authenticates its queue as it would in plaintext, then runs commands. */
+    @Test
+    void dhHmacChapRunsInsideTls() throws Exception {
+        String secure = "nqn.2026-11.io.iotarget:secure";
+        f.tree.mkdir("subsystems/" + secure);
+        f.tree.mkdir("subsystems/" + secure + "/namespaces/1");
+        f.tree.write("subsystems/" + secure + "/namespaces/1/device_path", "default");
+        f.tree.write("subsystems/" + secure + "/namespaces/1/enable", "1");
+        f.tree.link("hosts/" + HOST, "subsystems/" + secure + "/allowed_hosts/" + HOST);
+        String secret = TestChapHost.newSecret(1, 32);
+        f.tree.write("hosts/" + HOST + "/dhchap_key", secret);
+        String key = configureKey(48);
+        f.tree.write("ports/2/addr_treq", "required");
+        tlsPort = TargetFixture.listen(f.tree, "subsystems/" + secure, "ports/2", secure);
+        try (TestHost h = new TestHost("127.0.0.1", tlsPort, false, false, client(key, 1, HOST, secure))) {
+            TestHost.Completion c = h.connect(secure, HOST, 0, 0xFFFF, 32, 5000, false);
+            assertEquals(0, c.status(), "admin Connect");
+            assertEquals(1, c.result() >>> 17 & 1, "AUTHREQ.ATR (bit 17): authentication still required inside TLS");
+            assertEquals(0, h.propertySet(0x14, 0x460001).status());
+            h.authenticate(new TestChapHost(HOST, secure, secret, null), false);
+            assertEquals(0, h.identify(1, 0).status(), "Identify once authenticated");
         }
     }
 
