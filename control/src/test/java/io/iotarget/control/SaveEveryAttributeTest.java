@@ -34,6 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SaveEveryAttributeTest {
     private static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555";
     private static final String KEY = "DHHC-1:01:FZutw06N2trA/TvbhG4i6jXua32pSJce08/ZmPlk0jMEPvkB:";
+    /** libnvme's test key (test/psk.c) in NVMe TLS PSK interchange format. */
+    private static final String TLS_KEY = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
     private static final String NQN = "nqn.2026-11.io.iotarget:every";
     /** Live numbers, not configuration: they differ after a restart by nature (and io.pressure's writes are triggers, kept by no file). */
     private static final Set<String> LIVE = Set.of("io.stat", "io.pressure");
@@ -182,9 +184,9 @@ class SaveEveryAttributeTest {
                 dev + " enable=1 ctrl=user rpct=90.00 rlat=4000 wpct=90.00 wlat=4000 min=40.00 max=140.00",
                 dev + " ctrl=user model=linear rbps=100000000 rseqiops=10000 rrandiops=5000 wbps=90000000 wseqiops=9000 wrandiops=4000",
                 dev + " target=10000",
-                "memory", "64M", "259:9", "tenant x's disk", "127.0.0.2", "4421", "ipv6", "not required",
+                "memory", "64M", "259:9", "tenant x's disk", "127.0.0.2", "4421", "ipv6", "tls1.3", "not required",
                 "1.2", "serial-42", "model-42", "fw42", "-1", "8192", "64", "nqn.2026-11.io.iotarget:discovery-renamed",
-                "0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70", "0102030405060708090a0b0c0d0e0f10", "hmac(sha512)", "ffdhe4096", KEY,
+                "0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70", "0102030405060708090a0b0c0d0e0f10", "hmac(sha512)", "ffdhe4096", KEY, TLS_KEY,
                 "CN=client,O=tenant", "/srv/iotarget/disk.img", "inaccessible"));
         return c;
     }
