@@ -53,12 +53,16 @@ class ChoosingEngineTest {
     @Test
     void shouldNeverThrowOnTruncatedOrRandomBytes() throws Exception {
         byte[] hello = withExtension(jdkClientHello(), 41);
-        for (int n = 0; n < hello.length; n++) ChoosingEngine.offersPsk(ByteBuffer.wrap(Arrays.copyOf(hello, n)));
+        for (int n = 0; n < hello.length; n++) {
+            ChoosingEngine.offersPsk(ByteBuffer.wrap(Arrays.copyOf(hello, n)));
+            ClientHello.pskIdentities(ByteBuffer.wrap(Arrays.copyOf(hello, n)));
+        }
         Random random = new Random(7);
         for (int i = 0; i < 10_000; i++) {
             byte[] mutated = hello.clone();
             for (int k = 0; k < 4; k++) mutated[random.nextInt(mutated.length)] = (byte) random.nextInt(256);
             ChoosingEngine.offersPsk(ByteBuffer.wrap(mutated));
+            ClientHello.pskIdentities(ByteBuffer.wrap(mutated));
         }
     }
 }
