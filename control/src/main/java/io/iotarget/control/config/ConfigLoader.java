@@ -293,9 +293,12 @@ public final class ConfigLoader {
         };
     }
 
-    /** Smallest pool that still serves a few of the largest transfers (NBD's 32 MiB). */
+    /** Smallest pool that still serves a few transfers of the spec's default maximum (32 MiB). */
     private static final long MIN_BUFFER_MEMORY = 64L << 20;
-    /** A group must be able to hold one NBD transfer of the largest size. */
+    /**
+     * A group must be able to hold one NBD transfer of the spec's default maximum, what a client
+     * assumes when nothing is advertised; nbd/max_request (default 64 MiB) is held to the share.
+     */
     private static final long MIN_BUFFER_SHARE = 32L << 20;
 
     /** A size setting of the server section ({@code "2G"} or bytes), or its default when absent. */
