@@ -134,7 +134,9 @@ class NbdReconnectTest {
             assertTrue(r.text().contains("CHECK before-restart ok"), r.text());
             assertTrue(r.text().contains("CHECK persist-readback ok"), r.text());
             assertTrue(r.text().contains("CHECK after-restart ok"), r.text());
+            assertTrue(r.text().contains("CHECK before-restart-data ok"), r.text());
             assertEquals(1, r.lines("SUMMARY").size(), r.text());
+            for (String prefix : List.of("WRITE", "CHECK persist", "RECONNECT", "SUMMARY")) r.lines(prefix).forEach(l -> System.out.println("NBD reconnect (kernel): " + l));
         } finally {
             server.close();
         }
