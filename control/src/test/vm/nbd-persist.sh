@@ -36,9 +36,9 @@ modprobe nbd nbds_max=2 || die "modprobe nbd"
 wait_for_dev "$DEV" || die "$DEV missing"
 nbd-client -N "$EXPORT" "$HOST" "$PORT" "$DEV" -b 512 -t 10 -persist -nonetlink -nofork > /tmp/nbd-client.log 2>&1 &
 CLIENT=$!
-i=0
-while [ "$(cat /sys/block/nbd0/size)" = 0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-[ "$(cat /sys/block/nbd0/size)" = 0 ] && { cat /tmp/nbd-client.log; die "nbd-client did not connect"; }
+# The device runs once nbd-client is in NBD_DO_IT, which makes /sys/block/nbd0/pid.
+running() { i=0; while [ ! -e /sys/block/nbd0/pid ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -e /sys/block/nbd0/pid ]; }
+running || { cat /tmp/nbd-client.log; die "nbd-client did not connect"; }
 log "connected: size=$(blockdev --getsize64 "$DEV")"
 
 RC=0
@@ -86,6 +86,7 @@ elif ! client_alive; then
     n=$((n + 1)); [ $n -ge 120 ] && { cat /tmp/nbd-client2.log; die "could not connect again"; }
     sleep 0.5
   done
+  running || die "the new nbd-client did not start the device"
   echo "RECONNECT by a new nbd-client after $(awk -v a="$failed_at" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}') s from the first failed write ($n attempts while the server was down)"
 else
   PERSIST=stuck
