@@ -54,7 +54,7 @@ class ExportTreeTest {
 
     @Test
     void shouldListAndReadDefaults() throws Exception {
-        assertEquals(List.of("tls/", "exports/"), tree.list(""));
+        assertEquals(List.of("max_request", "tls/", "exports/"), tree.list(""));
         assertEquals(List.of("default/"), tree.list("exports"));
         assertEquals(List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id", "description", "enable", "max_connections",
                 "readonly", "tls"),
