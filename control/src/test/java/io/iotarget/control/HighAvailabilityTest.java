@@ -298,6 +298,8 @@ class HighAvailabilityTest {
             // 20.4: each node charged what it served; together exactly what the host moved, both nodes serving.
             assertEquals(MOVED, charged[1][0] + charged[2][0], "rbytes on both nodes");
             assertEquals(MOVED, charged[1][1] + charged[2][1], "wbytes on both nodes");
+            assertEquals(MOVED / (64 << 10), charged[1][2] + charged[2][2], "rios on both nodes: one per 64 KiB read");
+            assertEquals(MOVED / (64 << 10), charged[1][3] + charged[2][3], "wios on both nodes: one per 64 KiB write, no flush");
             for (int i = 1; i <= 2; i++) assertTrue(charged[i][0] > 0 && charged[i][1] > 0, "round-robin reached node " + i + ": " + result.lines("CHARGE"));
         } finally {
             n1.server.close();
