@@ -101,8 +101,11 @@ public final class ConfigLoader {
         }
     }
 
-    /** The control endpoint's certificate chain and private key (PEM files), when it serves TLS. */
-    public record Tls(Path cert, Path key) {
+    /**
+     * The control endpoint's certificate chain and private key (PEM files), when it serves TLS,
+     * and the file holding the key's passphrase (null: the key is not encrypted).
+     */
+    public record Tls(Path cert, Path key, Path keyPassphrase) {
     }
 
     /**
@@ -190,7 +193,7 @@ public final class ConfigLoader {
         }
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
-        List<String> keys = List.of("control", "control_cert", "control_key", "nbd", "event_loops", "send_timeout_ms",
+        List<String> keys = List.of("control", "control_cert", "control_key", "control_key_passphrase_file", "nbd", "event_loops", "send_timeout_ms",
                                     "send_buffer", "poll_us", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
         for (var it = server.fieldNames(); it.hasNext(); ) {
             String key = it.next();
@@ -202,6 +205,11 @@ public final class ConfigLoader {
                              ControlEndpoint.DEFAULT_ADDRESS);
         Path cert = pemFile("server.control_cert", server.get("control_cert"));
         Path key = pemFile("server.control_key", server.get("control_key"));
+        Path keyPassphrase = absolutePath("server.control_key_passphrase_file", server.get("control_key_passphrase_file"),
+                                          "a file whose first line is the passphrase of server.control_key");
+        if (keyPassphrase != null && key == null) {
+            throw new ConfigException("server.control_key_passphrase_file: set without server.control_key");
+        }
         if ((cert == null) != (key == null)) {
             throw new ConfigException((cert == null ? "server.control_cert" : "server.control_key")
                                       + ": missing (TLS needs both server.control_cert and server.control_key)");
@@ -241,7 +249,7 @@ public final class ConfigLoader {
                                       + " (one group's largest NBD transfer) to server.buffer_memory, " + Sizes.describe(bufferMemory));
         }
         IoEngine.Kind ioEngine = ioEngine(server.get("io_engine"));
-        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key), transport,
+        return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key, keyPassphrase), transport,
                                   new Engine.Settings(bufferMemory, bufferShare, ioEngine), absolutePath("server.state", server.get("state"), "a file"));
     }
 

@@ -60,7 +60,7 @@ class ExportTreeTest {
                 "readonly", "tls"),
                 tree.list("exports/default"));
         assertEquals("1\n", tree.read("exports/default/allow_any_client"));
-        assertEquals(List.of("certificates"), tree.list("tls"));
+        assertEquals(List.of("certificates", "psk_file"), tree.list("tls"));
         assertEquals("\n", tree.read("tls/certificates"));
         assertEquals("0\n", tree.read("exports/default/tls"));
         assertEquals("", tree.read("exports/default/allowed_clients"));
