@@ -78,6 +78,14 @@ public interface Backend extends AutoCloseable {
         return false;
     }
 
+    /**
+     * True when the data lives in this process alone (memory): another process that opens "the
+     * same" backend sees none of its writes, so no other node may serve it as the same store.
+     */
+    default boolean processPrivate() {
+        return false;
+    }
+
     /** Stores the bytes of {@code src} between position and limit at {@code offset}; position unchanged. */
     void write(long offset, ByteBuffer src, boolean fua) throws IOException;
 

@@ -153,6 +153,11 @@ public final class MemoryBackend implements Backend {
     }
 
     @Override
+    public boolean processPrivate() {
+        return true;
+    }
+
+    @Override
     public boolean readViews(long offset, int length, ViewSink sink) {
         while (length > 0) {
             int index = (int) (offset >>> CHUNK_SHIFT);
