@@ -325,6 +325,7 @@ public final class Engine implements AutoCloseable {
             finish(io, check == IoStatus.OK ? IoStatus.ABORTED : check);
             return;
         }
+        queue.counters().increment(DispatchCounter.UNCHARGED);
         queue.dispatch(io);
     }
 
