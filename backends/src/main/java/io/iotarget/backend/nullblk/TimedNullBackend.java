@@ -114,12 +114,14 @@ public final class TimedNullBackend extends ForwardingBackend {
         return true;
     }
 
-    /** Does the request's (instant) work now and reports it at its completion time. */
+    /** Does the request's (instant) work now, and reports it at its completion time. */
     @Override
     public IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
-        long deadline = arrive(io.op().carriesData() ? io.length() : 0);
         IoStatus status = RequestRunner.run(inner, io);
-        timer.add(io, status, done, deadline);
+        long bytes = io.op().carriesData() ? io.length() : 0;
+        synchronized (this) {      // arrival and queueing together: the timer's ring stays in deadline order
+            timer.add(io, status, done, arrive(bytes));
+        }
         return null;
     }
 
