@@ -24,22 +24,32 @@ import java.util.concurrent.locks.LockSupport;
  *       second). While the bucket is empty the device starts nothing, flushes included, as
  *       null_blk stops its queues; a request starts once its bytes have passed.
  * </ul>
- * A request's completion time is therefore {@code max(now, end of its bytes) + completion_nsec}
+ * A request's completion time is therefore {@code max(start, end of its bytes) + completion_nsec}
  * ({@link #deadlineNs}), computed when it arrives; the times of successive requests never
  * decrease, so one {@link CompletionTimer} thread reports them in order and no thread waits per
  * request. The data itself is the {@link NullBackend}'s: zeroes, no copy.
+ *
+ * <p>Its start is when it arrives — or, when it takes over a slot that freed up less than
+ * {@code completion_nsec} before, when that slot freed up: the timer thread wakes late on a
+ * busy machine, and so does the client that sends the next request, and a device that started
+ * each request only on arrival would lose that lateness from every slot's every turn (25% of its
+ * IOPS at 1 ms per request on a 2-core machine under load 8). Each slot therefore completes
+ * exactly one request per {@code completion_nsec} while it is kept busy, and the requests'
+ * average latency is {@code completion_nsec}; a request whose predecessor was reported late is
+ * that much quicker. A slot idle for longer than {@code completion_nsec} gets nothing back.
  *
  * <p>Any thread. {@link #blocking()} is true: the dispatch layer hands requests to
  * {@link #start}, which returns at once. The synchronous calls wait for their completion time
  * on the calling thread.
  *
- * <p>Watch: the timer wakes a little late (tens of µs under load), and every late wake-up
- * delays the next request of that slot: at 1 ms per request expect a percent or two under
- * {@code queue_depth / completion_nsec} (bench/results/calibrate.md).
+ * <p>Watch: a slot recovers up to {@code completion_nsec} of lateness; a machine so loaded that
+ * the timer or the clients are later than that still loses IOPS (bench/results/calibrate.md).
  */
 public final class TimedNullBackend extends ForwardingBackend {
     /** null_blk's TICKS_PER_SEC is 50: its bandwidth budget is a 20 ms tick's worth, the burst an idle device takes at once. */
     static final long BURST_NS = 20_000_000L;
+    /** Slot free times remembered: far more than any queue depth keeps in flight within one completion time. */
+    static final int MAX_SLOTS = 1 << 16;
     private static final long NS_PER_SEC = 1_000_000_000L;
     private static final long MIB = 1L << 20;
 
@@ -51,6 +61,14 @@ public final class TimedNullBackend extends ForwardingBackend {
     private long transferEndNs = Long.MIN_VALUE;
     /** The latest completion time handed out: a later request never completes before it. */
     private long lastDeadlineNs = Long.MIN_VALUE;
+    /**
+     * When each slot of the device frees up: every request's completion time, in order (they
+     * never decrease), for the request that takes the slot next. Entries older than
+     * {@code completion_nsec} are dropped as they are met; at most {@link #MAX_SLOTS} are kept.
+     */
+    private final long[] slotFreeNs = new long[MAX_SLOTS];
+    private int slotHead;
+    private int slotCount;
 
     /**
      * @param completionNs time every request takes, ≥ 0 (null_blk's completion_nsec)
@@ -80,7 +98,7 @@ public final class TimedNullBackend extends ForwardingBackend {
      * {@code nowNs}; so do the results.
      */
     synchronized long deadlineNs(long nowNs, long bytes) {
-        long start = nowNs;
+        long start = slotStart(nowNs);
         if (mbps > 0 && bytes > 0) {
             long bucketFloor = nowNs - BURST_NS;      // an idle device has at most a burst's worth in its bucket
             long from = transferEndNs == Long.MIN_VALUE || transferEndNs - bucketFloor < 0 ? bucketFloor : transferEndNs;
@@ -90,7 +108,32 @@ public final class TimedNullBackend extends ForwardingBackend {
         long deadline = start + completionNs;
         if (lastDeadlineNs != Long.MIN_VALUE && lastDeadlineNs - deadline > 0) deadline = lastDeadlineNs;  // a stopped queue stops everything
         lastDeadlineNs = deadline;
+        if (completionNs > 0) {
+            if (slotCount == MAX_SLOTS) {      // a deeper queue than ever seen: forget the oldest
+                slotHead = (slotHead + 1) & (MAX_SLOTS - 1);
+                slotCount--;
+            }
+            slotFreeNs[(slotHead + slotCount++) & (MAX_SLOTS - 1)] = deadline;
+        }
         return deadline;
+    }
+
+    /**
+     * When a request arriving at {@code nowNs} starts: at the time the earliest slot that is free
+     * by now freed up, if that was within one completion time — the timer that reported the slot's
+     * last request, and the client that sent this one, may both have been late, and the device
+     * does not count their lateness against its own capacity — else now.
+     */
+    private long slotStart(long nowNs) {
+        long oldest = nowNs - completionNs;
+        while (slotCount > 0) {
+            long free = slotFreeNs[slotHead];
+            if (free - nowNs > 0) return nowNs;              // every slot is still busy: a request beyond them
+            slotHead = (slotHead + 1) & (MAX_SLOTS - 1);
+            slotCount--;
+            if (free - oldest >= 0) return free;
+        }
+        return nowNs;
     }
 
     private long transferNs(long bytes) {

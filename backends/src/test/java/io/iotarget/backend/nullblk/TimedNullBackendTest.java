@@ -47,6 +47,35 @@ class TimedNullBackendTest {
     }
 
     @Test
+    void shouldNotCountLateTimersAndClientsAgainstTheDevice() throws IOException {
+        // Each completion reaches its client 300 µs late, and the client sends the next request
+        // then: every slot still completes one request per ms, each within 1 ms of its slot's
+        // previous one — 10,000 in the first second.
+        try (TimedNullBackend d = device(MS, 0)) {
+            PriorityQueue<long[]> slots = new PriorityQueue<>((x, y) -> Long.compare(x[0], y[0]));
+            for (int i = 0; i < 10; i++) slots.add(new long[]{d.deadlineNs(0, 4096)});
+            int completed = 0;
+            while (slots.peek()[0] <= 1_000 * MS) {
+                long deadline = slots.poll()[0];
+                completed++;
+                slots.add(new long[]{d.deadlineNs(deadline + 300_000, 4096)});
+            }
+            assertEquals(10_000, completed);
+        }
+    }
+
+    @Test
+    void shouldGiveNothingBackToASlotIdleLongerThanACompletion() throws IOException {
+        try (TimedNullBackend d = device(MS, 0)) {
+            long first = d.deadlineNs(0, 4096);
+            assertEquals(MS, first);
+            assertEquals(first + MS, d.deadlineNs(first + 400_000, 4096), "0.4 ms after its slot freed up: starts when it did");
+            long later = 100 * MS;
+            assertEquals(later + MS, d.deadlineNs(later, 4096), "idle for 98 ms: starts on arrival");
+        }
+    }
+
+    @Test
     void shouldPassBytesAtMbpsAfterABurstOfTwentyMilliseconds() throws IOException {
         // 200 MiB/s: a 1 MiB request's bytes take 5 ms. An idle device has 20 ms worth in its
         // bucket: the first four start at once, then one every 5 ms.
