@@ -61,7 +61,7 @@ say ""
 say "### null backend (completion_nsec=1000000 queue_depth=10 mbps=200): fio through NBD, QD10, 10 s"
 for rw in randread:4k read:1M; do
   fio --name=n --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/null" --rw="${rw%%:*}" --bs="${rw##*:}" --iodepth=10 \
-      --time_based --runtime=10 --ramp_time=2 --output-format=json > "$WORK/fio.json"
+      --time_based --runtime=10 --ramp_time=2 --output-format=json --output="$WORK/fio.json" > /dev/null
   python3 - "$WORK/fio.json" "$rw" <<'PY' | tee -a "$OUT"
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
@@ -90,7 +90,7 @@ say "### two tenants on the calibrated disk: a (io.weight 100), b (200), 4 KiB r
 DEV="$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
 for t in a b; do
   fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/$t" --rw=randrw --bs=4k --iodepth=32 \
-      --time_based --runtime="$RUNTIME" --output-format=json > "$WORK/fio-$t.json" 2>&1 &
+      --time_based --runtime="$RUNTIME" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
   PIDS+=($!)
 done
 for i in $(seq "$RUNTIME"); do
