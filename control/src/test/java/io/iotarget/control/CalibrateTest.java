@@ -63,7 +63,7 @@ class CalibrateTest {
         try (Server server = Server.start(new ObjectMapper().readTree(config), dir)) {
             Cli c = cli(server, "calibrate", "n", "--seconds", "2", "--apply");
             assertEquals(0, c.code(), c.toString());
-            assertTrue(c.err().contains("6 runs of 2 s at depth 10 (1 MiB runs at depth 10), about 12 s"), c.err());
+            assertTrue(c.err().contains("6 runs of 2 s at the device's depth 10 (1 MiB runs at 10), about 12 s"), c.err());
             assertTrue(c.err().contains("[6/6] wrandiops"), c.err());
             String[] lines = c.out().split("\n");
             assertEquals(2, lines.length, c.out());

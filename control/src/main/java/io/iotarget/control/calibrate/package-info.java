@@ -12,9 +12,11 @@
  * <h2>1. Runs</h2>
  * Six runs in the script's order, each {@code seconds} long (default 3), the first fifth not
  * counted (warm-up): sequential 1 MiB reads (rbps, bytes/s), sequential and random 4 KiB reads
- * (rseqiops, rrandiops), then the same as writes. Each keeps the device's {@code queue_depth}
- * requests outstanding (1 MiB runs: at most 16), which saturates it: the dispatch queue never
- * lets more through. Sequential runs walk the device from offset 0, wrapping at its end; random
+ * (rseqiops, rrandiops), then the same as writes. Each saturates the device at its
+ * {@code queue_depth}, which the dispatch queue never exceeds: a 4 KiB run keeps twice that
+ * outstanding (at most 1,024 more), so that the extra requests start the moment a slot frees, on
+ * the completing thread, and the device never waits for the calibration's own thread; a 1 MiB
+ * run keeps {@code queue_depth} (at most 16). Sequential runs walk the device from offset 0, wrapping at its end; random
  * ones pick a uniformly random aligned block. The requests go straight to the device's dispatch
  * queue ({@code Engine.submitUncharged}): no group is charged, no policy holds them.
  *
@@ -22,8 +24,9 @@
  * A write run reads a block and writes the same bytes back, so nothing changes on the device.
  * Over the run's counted window T it completes R reads and W writes; with the read run's rate
  * r, the reads took R / r of the device's time and the writes the rest:
- * {@code w = W / (T − R / r)} — the linear model's own additivity. A write run whose writes
- * seem to have taken under 5% of T failed (EIO).
+ * {@code w = W / (T − R / r)} — the linear model's own additivity. When that leaves the writes
+ * under 5% of T the device ran faster than in the read run (a memory backend, a cache): reads
+ * and writes are then counted alike, {@code w = (R + W) / T}, and the progress says so.
  *
  * <h2>3. Worked example</h2>
  * A null backend with {@code completion_nsec=1000000 queue_depth=10 mbps=200}: 10 requests of
@@ -38,7 +41,7 @@
  *
  * <h2>4. The suggested io.cost.qos</h2>
  * {@code enable=1 ctrl=user rpct=95 rlat=P99(random reads) wpct=95 wlat=P99(random writes)}, in
- * µs, latencies from submit to completion at the saturating depth: at its own depth the device
+ * µs, latencies from the device's start of a request to its completion, saturated: at its own depth the device
  * misses them for about 1% of requests, well under the 5% iocost allows; when tenants queue
  * more than it takes, every request also waits for a slot and the misses pass 5% — the busy
  * signal that lowers vrate. min and max are left as they are.
