@@ -34,13 +34,14 @@ public final class Calibration implements AutoCloseable {
     /** The small IO of the IOPS runs: iocost's page. */
     static final int SMALL_BYTES = 4096;
     /**
-     * Requests a 4 KiB run keeps outstanding beyond the device's queue depth, at most: the extra
+     * Requests a 4 KiB run keeps outstanding beyond the device's queue depth, at most (a 1 MiB run
+     * keeps twice its depth too): the extra
      * ones wait in the device's queue and start the moment a slot frees, on the thread that
      * completed it, so the device never runs dry while this calibration's thread is late (as
      * iocost_coef_gen.py's fio keeps 64 outstanding whatever the device takes).
      */
     static final int EXTRA_DEPTH = 1024;
-    /** The large IO of the bandwidth runs, at most {@link #LARGE_DEPTH} at once (16 MiB in flight). */
+    /** The large IO of the bandwidth runs, at most {@link #LARGE_DEPTH} at once, as many more waiting (32 MiB of buffers). */
     static final int LARGE_BYTES = 1 << 20;
     static final int LARGE_DEPTH = 16;
     /** The first fifth of each run brings the device to its steady state and is not counted. */
@@ -228,7 +229,7 @@ public final class Calibration implements AutoCloseable {
      * completes after the warm-up. Returns bytes per second for a 1 MiB run, IOPS otherwise.
      */
     private long measure(Run run, long readRate, Histogram latencies, Progress progress) throws ControlException, InterruptedException {
-        int slots = run.bytes() == LARGE_BYTES ? largeDepth() : depth + Math.min(depth, EXTRA_DEPTH);
+        int slots = run.bytes() == LARGE_BYTES ? 2 * largeDepth() : depth + Math.min(depth, EXTRA_DEPTH);
         ArrayBlockingQueue<Slot> completed = new ArrayBlockingQueue<>(slots);
         long blocks = device.sizeBytes() / run.bytes();
         long runNs = TimeUnit.SECONDS.toNanos(options.seconds());

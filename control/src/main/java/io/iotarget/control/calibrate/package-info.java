@@ -16,7 +16,7 @@
  * {@code queue_depth}, which the dispatch queue never exceeds: a 4 KiB run keeps twice that
  * outstanding (at most 1,024 more), so that the extra requests start the moment a slot frees, on
  * the completing thread, and the device never waits for the calibration's own thread; a 1 MiB
- * run keeps {@code queue_depth} (at most 16). Sequential runs walk the device from offset 0, wrapping at its end; random
+ * run runs at {@code queue_depth} (at most 16), with as many more waiting. Sequential runs walk the device from offset 0, wrapping at its end; random
  * ones pick a uniformly random aligned block. The requests go straight to the device's dispatch
  * queue ({@code Engine.submitUncharged}): no group is charged, no policy holds them.
  *
