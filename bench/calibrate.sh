@@ -11,19 +11,23 @@
 #    A model that matches the disk keeps vrate near 100%; the tenants' IOPS ratio shows the
 #    weights.
 #
-# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--out FILE]
+# --qos default keeps the calibrated io.cost.model but writes io.cost.qos "enable=1 ctrl=auto"
+# (no latency targets), to tell the model's effect from the suggested targets'.
+#
+# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--qos suggested|default] [--out FILE]
 # Env: DISK_DIR (/var/tmp), DISK_SIZE (1G).
 # Needs: fio (nbd engine), python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-SECONDS_PER_RUN=3 RUNTIME=40 OUT=/dev/null
+SECONDS_PER_RUN=3 RUNTIME=40 OUT=/dev/null QOS=suggested
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
     --runtime) RUNTIME="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--runtime S] [--out FILE]" >&2; exit 2 ;;
+    --qos) QOS="$2"; shift 2 ;;
+    *) echo "usage: $0 [--seconds S] [--runtime S] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 DISK_DIR="${DISK_DIR:-/var/tmp}" DISK_SIZE="${DISK_SIZE:-1G}"
@@ -88,6 +92,7 @@ cat "$WORK/progress.txt" >&2
 say ""
 say "### two tenants on the calibrated disk: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD32 each, ${RUNTIME} s"
 DEV="$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
+[ "$QOS" = suggested ] || { cli write io.cost.qos "$DEV enable=1 ctrl=auto"; say "(io.cost.qos: $(cli read io.cost.qos | grep "^$DEV "))"; }
 for t in a b; do
   fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/$t" --rw=randrw --bs=4k --iodepth=32 \
       --time_based --runtime="$RUNTIME" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
@@ -95,7 +100,9 @@ for t in a b; do
 done
 for i in $(seq "$RUNTIME"); do
   sleep 1
-  echo "$i $(cli read io.stat | grep "^$DEV " | grep -o 'cost.vrate=[0-9.]*' | cut -d= -f2)" >> "$WORK/vrate.txt"
+  stat="$(cli read io.stat)"
+  echo "$i $(echo "$stat" | grep "^$DEV " | grep -o 'cost.vrate=[0-9.]*' | cut -d= -f2)" >> "$WORK/vrate.txt"
+  echo "$i $(cli read tenants/a/io.stat | grep "^$DEV " | grep -o 'rios=[0-9]*') $(cli read tenants/b/io.stat | grep "^$DEV " | grep -o 'rios=[0-9]*')" >> "$WORK/ios.txt"
 done
 wait "${PIDS[-1]}" "${PIDS[-2]}" || true
 python3 - "$WORK/vrate.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
@@ -110,5 +117,6 @@ iops = {}
 for f in sys.argv[2:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
+print("- tenants' rios each second (a, b): " + " | ".join(l.strip() for l in open(sys.argv[1].replace("vrate", "ios"))))
 print(f"- tenants: a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
 PY
