@@ -31,8 +31,8 @@
  * <h2>3. Worked example</h2>
  * A null backend with {@code completion_nsec=1000000 queue_depth=10 mbps=200}: 10 requests of
  * 1 ms at once, 10,000 IOPS; 200 MiB/s. Random 4 KiB reads, 3 s: 2.4 s counted, 24,000 reads,
- * rrandiops = 10,000, each taking 1 ms (p99 about 1.05 ms with the timer's late wake-ups: rlat
- * 1050). Random 4 KiB writes: each slot alternates a 1 ms read and a 1 ms write, so 12,000
+ * rrandiops = 10,000, each taking 1 ms (the p99, rlat, is 1 ms plus the timer's lateness: 1,814 µs
+ * measured under load 11 on 2 cores, bench/results/calibrate.md). Random 4 KiB writes: each slot alternates a 1 ms read and a 1 ms write, so 12,000
  * reads and 12,000 writes in 2.4 s; the reads took 12,000 / 10,000 = 1.2 s, and
  * wrandiops = 12,000 / (2.4 − 1.2) = 10,000. The 1 MiB runs: 5 ms of bandwidth each, 200 a
  * second, rbps = 209,715,200 (200 MiB/s); a write run moves 1 MiB read and 1 MiB written per
