@@ -107,11 +107,6 @@ final class CompletionTimer implements AutoCloseable {
         }
     }
 
-    /** Requests waiting to be reported. */
-    synchronized int pending() {
-        return size;
-    }
-
     /** Stops the thread; requests still waiting are never reported (close only once the device is drained). */
     @Override
     public void close() {

@@ -83,15 +83,6 @@ public final class TimedNullBackend extends ForwardingBackend {
         this.timer = new CompletionTimer();
     }
 
-    public long completionNs() {
-        return completionNs;
-    }
-
-    /** MiB/s; 0 when unlimited. */
-    public long mbps() {
-        return mbps;
-    }
-
     /**
      * Places a request moving {@code bytes} that arrives at {@code nowNs} on the device's
      * timeline and returns when it completes. Arrivals must come in non-decreasing
