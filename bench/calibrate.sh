@@ -98,25 +98,24 @@ for t in a b; do
       --time_based --runtime="$RUNTIME" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
   PIDS+=($!)
 done
-for i in $(seq "$RUNTIME"); do
+T0=$(date +%s.%N)
+while kill -0 "${PIDS[-1]}" 2>/dev/null || kill -0 "${PIDS[-2]}" 2>/dev/null; do   # sample while the tenants run, however long a CLI call takes
   sleep 1
-  stat="$(cli read io.stat)"
-  echo "$i $(echo "$stat" | grep "^$DEV " | grep -o 'cost.vrate=[0-9.]*' | cut -d= -f2)" >> "$WORK/vrate.txt"
-  echo "$i $(cli read tenants/a/io.stat | grep "^$DEV " | grep -o 'rios=[0-9]*') $(cli read tenants/b/io.stat | grep "^$DEV " | grep -o 'rios=[0-9]*')" >> "$WORK/ios.txt"
+  v="$(cli read io.stat | grep "^$DEV " | grep -o 'cost.vrate=[0-9.]*' | cut -d= -f2)"
+  echo "$(python3 -c "import time; print(round(time.time() - $T0, 1))") $v" >> "$WORK/vrate.txt"
 done
 wait "${PIDS[-1]}" "${PIDS[-2]}" || true
 python3 - "$WORK/vrate.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
 import json, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 2]
-v = [float(r[1]) for r in rows[5:]]          # after 5 s for the QoS loop to settle
+v = [float(r[1]) for r in rows if float(r[0]) >= 5]          # after 5 s for the QoS loop to settle
 inside = sum(90 <= x <= 110 for x in v)
-print(f"- vrate over seconds 6..{len(rows)}: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
+print(f"- vrate from 5 s to {rows[-1][0]} s: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
       f"{inside}/{len(v)} samples within 90-110%")
-print("- vrate each second: " + " ".join(r[1] for r in rows))
+print("- vrate (s: %): " + " ".join(f"{r[0]}:{r[1]}" for r in rows))
 iops = {}
 for f in sys.argv[2:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
-print("- tenants' rios each second (a, b): " + " | ".join(l.strip() for l in open(sys.argv[1].replace("vrate", "ios"))))
 print(f"- tenants: a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
 PY
