@@ -30,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  *  iotarget top                            every group's IOPS, bandwidth, latency, held time per device, live
  *  iotarget watch PATH TRIGGER             wait until an io.pressure trigger fires
+ *  iotarget calibrate DEVICE [--seconds N] [--force] [--apply]   measure io.cost.model and a suggested io.cost.qos
  *  iotarget web                            a one-time address that opens the live web view in a browser
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
@@ -131,6 +132,22 @@ public final class Main {
                     while it waits (ENODEV). Ctrl-C removes the trigger.
                       iotarget watch tenants/a/io.pressure "some 150000 1000000"
                       iotarget watch io.pressure "full 500000 2000000"
+                    """),
+            new Command("calibrate", "calibrate DEVICE [--seconds N] [--force] [--apply]",
+                        "measure a device's io.cost.model and a suggested io.cost.qos", """
+                    Measures DEVICE (a backend's name or MAJ:MIN) as tools/cgroup/iocost_coef_gen.py
+                    does: sequential 1 MiB reads (rbps), sequential and random 4 KiB reads
+                    (rseqiops, rrandiops), then the same writes, each run N seconds (default 3, so
+                    about 18 s) at the device's queue_depth, which saturates it. The IO runs inside
+                    the server, straight on the device: no tenant is charged and no policy holds it.
+                    Writes put back the bytes they just read, so the contents do not change. Prints
+                    the progress on stderr, then two lines on stdout: the io.cost.model line and a
+                    suggested io.cost.qos line (enable=1, rpct/wpct 95 with rlat/wlat the p99
+                    latency of random reads and writes at that depth). --apply writes both.
+                    A device a tenant sent IO to in the last 10 s is in use: refused (EBUSY), and a
+                    calibration stops if tenant IO arrives, unless --force. Ctrl-C stops it.
+                      iotarget calibrate default
+                      iotarget calibrate 259:0 --seconds 10 --apply
                     """),
             new Command("web", "web", "print a one-time address that logs a browser into the live web view", """
                     Asks the server for a login code and prints the address to open, e.g.
@@ -251,6 +268,7 @@ public final class Main {
                     if (rest.size() < 2) throw new UsageException("watch PATH TRIGGER");
                     yield client.watch(rest.get(0), String.join(" ", rest.subList(1, rest.size())));
                 }
+                case "calibrate" -> calibrate(client, rest, err);
                 case "mkdir", "rmdir", "unlink" -> client.post(command, one(rest, command + " PATH"), null, null);
                 case "ln" -> {
                     if (rest.size() != 2) throw new UsageException("ln TARGET LINK");
@@ -280,6 +298,42 @@ public final class Main {
             err.println("iotarget: " + control + ": " + e.getMessage());
             return 3;
         }
+    }
+
+    /** {@code calibrate DEVICE [--seconds N] [--force] [--apply]}: progress on {@code err}; with --apply, the two lines written. */
+    private static ControlClient.Reply calibrate(ControlClient client, List<String> args, PrintStream err) throws IOException, UsageException {
+        String usage = "calibrate DEVICE [--seconds N] [--force] [--apply]";
+        String device = null;
+        StringBuilder options = new StringBuilder();
+        boolean apply = false;
+        for (int i = 0; i < args.size(); i++) {
+            switch (args.get(i)) {
+                case "--apply" -> apply = true;
+                case "--force" -> options.append(" force=1");
+                case "--seconds" -> {
+                    if (++i == args.size()) throw new UsageException(usage);
+                    options.append(" seconds=").append(args.get(i));
+                }
+                default -> {
+                    if (device != null || args.get(i).startsWith("-")) throw new UsageException(usage);
+                    device = args.get(i);
+                }
+            }
+        }
+        if (device == null) throw new UsageException(usage);
+        ControlClient.Reply result = client.calibrate(device, options.toString().strip(), line -> {
+            err.print(line);
+            err.flush();
+        });
+        if (!result.ok() || !apply) return result;
+        String[] lines = result.body().split("\n");
+        for (int i = 0; i < 2; i++) {
+            String file = i == 0 ? "io.cost.model" : "io.cost.qos";
+            ControlClient.Reply written = client.post("write", file, null, lines[i]);
+            if (!written.ok()) return new ControlClient.Reply(written.status(), "writing " + file + ": " + written.body(), written.errno());
+            err.println("wrote " + file);
+        }
+        return result;
     }
 
     /** {@code save FILE}: the file replaced atomically, 0600 (it holds DH-HMAC-CHAP keys). */

@@ -304,7 +304,44 @@ public final class Engine implements AutoCloseable {
             finish(io, IoStatus.ABORTED);
             return;
         }
+        queue.tenantSubmitted(now);
         if (controller.admit(io, now)) proceed(io, queue);
+    }
+
+    /**
+     * Runs a request on its device past the controller: charged to no group (io.stat, the
+     * latency histograms and io.pressure never see it), held by no policy, only the device's
+     * queue depth between it and the backend — the device measured as it is, for calibrate
+     * ({@code control.calibrate}). The request names a group all the same ({@link RequestCheck});
+     * its callback runs once, as {@link #submit}'s does. Any thread.
+     */
+    public void submitUncharged(IoRequest io) {
+        long now = clock.nanoTime();
+        io.submitNs(now);
+        io.admitNs(now);
+        IoStatus check = RequestCheck.check(io);
+        DispatchQueue queue = check == IoStatus.OK ? queue(io.device()) : null;
+        if (queue == null) {
+            finish(io, check == IoStatus.OK ? IoStatus.ABORTED : check);
+            return;
+        }
+        queue.counters().increment(DispatchCounter.UNCHARGED);
+        queue.dispatch(io);
+    }
+
+    /** The device's queue depth (its backend's {@code queue_depth}), or 0 when it was removed. */
+    public int queueDepth(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? 0 : q.depth();
+    }
+
+    /**
+     * When a tenant last submitted a request for the device (engine clock), {@link Long#MIN_VALUE}
+     * if never or the device is gone; requests of {@link #submitUncharged} do not count.
+     */
+    public long lastTenantSubmitNs(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? Long.MIN_VALUE : q.lastTenantSubmitNs();
     }
 
     /** An admitted request goes to its device, or back to its creator for its data first. */

@@ -40,7 +40,9 @@ import java.util.TreeMap;
  *  backends/NAME/direct       1: O_DIRECT (file)
  *  backends/NAME/readonly     0 | 1
  *  backends/NAME/block_size   512 | 4096
- *  backends/NAME/queue_depth  requests on the backend at once (default 256)
+ *  backends/NAME/queue_depth  requests on the backend at once (default 256; null_blk's hw_queue_depth)
+ *  backends/NAME/completion_nsec  null: every request takes this long (0: none; null_blk's completion_nsec)
+ *  backends/NAME/mbps         null: bandwidth in MiB/s (0: unlimited; null_blk's mbps)
  *  backends/NAME/device       MAJ:MIN; empty = the next free 259:N (shows the number once enabled)
  *  backends/NAME/enable       0 | 1
  * </pre>
@@ -50,6 +52,10 @@ import java.util.TreeMap;
  */
 public final class BackendTree implements ConfigTree {
     private static final String ENABLE = "enable";
+    /** A minute per request: longer would only stall the clients' timeouts. */
+    private static final long MAX_COMPLETION_NS = 60_000_000_000L;
+    /** null_blk's mbps is an unsigned int. */
+    private static final long MAX_MBPS = 0xffff_ffffL;
 
     private final Engine engine;
     private final Map<String, Spec> backends = new TreeMap<>();
@@ -67,6 +73,8 @@ public final class BackendTree implements ConfigTree {
                 Attribute.flag("readonly", s -> s.readOnly, (s, on) -> s.readOnly = on),
                 Attribute.number("block_size", s -> s.blockSize, BackendTree::writeBlockSize),
                 Attribute.number("queue_depth", s -> s.queueDepth, BackendTree::writeQueueDepth),
+                Attribute.number("completion_nsec", s -> s.completionNs, BackendTree::writeCompletionNs),
+                Attribute.number("mbps", s -> s.mbps, BackendTree::writeMbps),
                 Attribute.text("device", s -> s.device != null ? s.device.number().toString() : s.number == null ? "" : s.number.toString(),
                                (s, v) -> s.number = v.isBlank() ? null : DeviceNumber.parse(v.strip())),
                 Attribute.flag(ENABLE, s -> s.device != null, this::writeEnable)));
@@ -83,6 +91,8 @@ public final class BackendTree implements ConfigTree {
         boolean readOnly;
         int blockSize = 512;
         int queueDepth = Engine.DEFAULT_QUEUE_DEPTH;
+        long completionNs;
+        long mbps;
         DeviceNumber number;
         Device device;
 
@@ -176,6 +186,16 @@ public final class BackendTree implements ConfigTree {
         s.queueDepth = (int) depth;
     }
 
+    private static void writeCompletionNs(Spec s, long ns) throws ControlException {
+        if (ns > MAX_COMPLETION_NS) throw KernelParse.invalid("completion_nsec", Long.toUnsignedString(ns), "0.." + MAX_COMPLETION_NS);
+        s.completionNs = ns;
+    }
+
+    private static void writeMbps(Spec s, long mbps) throws ControlException {
+        if (mbps > MAX_MBPS) throw KernelParse.invalid("mbps", Long.toUnsignedString(mbps), "0.." + MAX_MBPS);
+        s.mbps = mbps;
+    }
+
     /**
      * Refuses a type, size or block_size that cannot make a backend, naming the attribute being
      * written: a size must be a multiple of the block size, and a memory backend may not be
@@ -215,11 +235,14 @@ public final class BackendTree implements ConfigTree {
 
     private void enableBackend(Spec s) throws ControlException {
         String name = s.name;
+        if (!s.type.equals("null") && (s.completionNs != 0 || s.mbps != 0)) {
+            throw new ControlException(Errno.EINVAL, "backend " + name + ": completion_nsec and mbps are for type null (write 0 to them)");
+        }
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
-                BackendFactory.Type type = s.type.equals("null") ? BackendFactory.Type.NULL : BackendFactory.Type.MEMORY;
-                yield open(name, s, new BackendFactory.Spec(type, s.size, null, s.blockSize, s.readOnly, false));
+                yield open(name, s, s.type.equals("null") ? BackendFactory.Spec.nullDevice(s.size, s.blockSize, s.readOnly, s.completionNs, s.mbps)
+                                                          : BackendFactory.Spec.memory(s.size, s.blockSize, s.readOnly));
             }
             case "file" -> openFile(name, s);
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");
