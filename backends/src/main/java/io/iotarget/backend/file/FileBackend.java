@@ -391,9 +391,14 @@ public final class FileBackend implements Backend {
         }
     }
 
+    /** Flushes what was written (a stopping server loses nothing a host wrote without FUA or flush), then closes. */
     @Override
     public void close() throws IOException {
-        LinuxCalls.close(fd);
-        if (regionChannel != null) regionChannel.close();
+        try {
+            if (!readOnly) flush();
+        } finally {
+            LinuxCalls.close(fd);
+            if (regionChannel != null) regionChannel.close();
+        }
     }
 }
