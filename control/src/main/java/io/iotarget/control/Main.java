@@ -201,6 +201,11 @@ public final class Main {
         return 2;
     }
 
+    private static void tellServiceManager(Map<String, String> env, String state, PrintStream err) {
+        String failure = ServiceManager.notify(env, state);
+        if (failure != null) err.println("iotarget: warning: the service manager was not told " + state.lines().findFirst().orElse("") + ": " + failure);
+    }
+
     /** What {@code ls -l} measures live rates over, and how often {@code top} redraws. */
     private static final Duration LIVE_RATE_INTERVAL = Duration.ofSeconds(1);
 
@@ -232,7 +237,7 @@ public final class Main {
         String command = a.get(0);
         List<String> rest = a.subList(1, a.size());
         if (command.equals("help") || command.equals("-h") || command.equals("--help")) return help(rest, out, err);
-        if (command.equals("serve")) return serve(rest, ControlToken.directory(env), out, err);
+        if (command.equals("serve")) return serve(rest, env, out, err);
         // Closed at the end: the CLI runs in-process in tests and tools, where an open connection
         // would stay proven on the server until its idle timeout.
         try (ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile)) {
@@ -360,7 +365,7 @@ public final class Main {
         }
     }
 
-    private static int serve(List<String> args, Path tokenDirectory, PrintStream out, PrintStream err) {
+    private static int serve(List<String> args, Map<String, String> env, PrintStream out, PrintStream err) {
         Path config = null;
         if (args.size() == 2 && args.get(0).equals("--config")) {
             config = Path.of(args.get(1));
@@ -370,7 +375,7 @@ public final class Main {
         }
         Server server;
         try {
-            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), tokenDirectory);
+            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), ControlToken.directory(env));
         } catch (ConfigException e) {
             err.println("iotarget: config " + (config == null ? "(embedded default)" : config) + ": " + e.getMessage());
             return 1;
@@ -380,13 +385,17 @@ public final class Main {
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            // SIGTERM (systemctl stop): connections answer what they accepted, backends flush, then exit.
+            tellServiceManager(env, "STOPPING=1\nSTATUS=draining connections and flushing backends", err);
             server.close();
             stopped.countDown();
         }, "iotarget-shutdown"));
-        out.println("iotarget: serving (" + (config == null ? "embedded default config" : config) + ")");
+        String serving = "serving (" + (config == null ? "embedded default config" : config) + ")";
+        out.println("iotarget: " + serving);
         for (String line : server.summary()) out.println("  " + line);
         out.print(Server.deviceTable(server.engine()).indent(2));
         out.flush();
+        tellServiceManager(env, "READY=1\nSTATUS=" + serving + "\nMAINPID=" + ProcessHandle.current().pid(), err);
         try {
             stopped.await();
         } catch (InterruptedException e) {

@@ -32,6 +32,11 @@ public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean re
         return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid, reservation);
     }
 
+    /** The same namespace on a device of {@code blocks} LBAs now (revalidate_size). */
+    ActiveNamespace withBlocks(long blocks) {
+        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, anaGroup, reservation);
+    }
+
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
     public boolean contains(long slba, long count) {
         return slba >= 0 && Long.compareUnsigned(slba, blocks) < 0 && count <= blocks - slba;

@@ -80,6 +80,11 @@ public final class Namespace {
         if (active != null) active = active.inAnaGroup(grpid);
     }
 
+    /** Its device's size changed: NSZE (and the IO path's bounds) follow. Lock held. */
+    void resized() {
+        if (active != null) active = active.withBlocks(active.device().sizeBytes() >>> active.lbaShift());
+    }
+
     boolean draining() {
         return draining != null;
     }

@@ -7,6 +7,7 @@ import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.Attribute;
 import io.iotarget.model.tree.Attributes;
@@ -148,6 +149,28 @@ public final class NvmetTree implements ConfigTree {
                 Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
         this.anaGroupAttributes = Attributes.of(List.of(
                 Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
+        target.engine().onResize(this::deviceResized);
+    }
+
+    /**
+     * A backend's {@code revalidate_size} changed its device's size: every enabled namespace on it
+     * takes the new NSZE and its hosts are told (Namespace Attribute Changed, the changed
+     * namespace list), as nvmet_ns_revalidate and nvmet_ns_changed do; the Linux host then
+     * re-reads Identify Namespace and resizes its block device without reconnecting.
+     */
+    private void deviceResized(Device device) {
+        target.lock();
+        try {
+            for (Subsystem s : target.subsystems.values()) {
+                for (Namespace ns : s.namespaces.values()) {
+                    if (ns.active == null || ns.active.device() != device) continue;
+                    ns.resized();
+                    namespaceChanged(ns);
+                }
+            }
+        } finally {
+            target.unlock();
+        }
     }
 
     // ---------------------------------------------------------------- ConfigTree
