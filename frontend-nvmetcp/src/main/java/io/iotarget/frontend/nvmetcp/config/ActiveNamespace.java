@@ -11,6 +11,10 @@ import io.iotarget.model.IoGroup;
  * @param nsid     namespace id, 1..0xFFFFFFFE
  * @param device   the engine device its IO goes to
  * @param group    who pays for its IO: the bound group, or the root when unbound
+ * @param bound    it has a group of its own ({@code cgroup}); unbound, a host's group
+ *                 ({@code hosts/NQN/cgroup}) pays before the root (DESIGN's association order)
+ * @param perHost  {@code cgroup_per_host}: each host's IO goes to the child named after its NQN
+ *                 of whichever group would pay ({@code Controller#payer})
  * @param readOnly writes are refused with Namespace Is Write Protected
  * @param lbaShift log2 of the LBA size (9 or 12)
  * @param blocks   NSZE: the device size in LBAs
@@ -22,12 +26,12 @@ import io.iotarget.model.IoGroup;
  *                 offers views needs no buffer of its own
  * @param anaGroup its ANA group id (1..128): the port's state for it decides whether IO is served
  */
-public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
+public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean bound, boolean perHost, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
                        BufferAccount buffers, boolean sharesReads, int anaGroup) {
     /** The same namespace in another ANA group (ana_grpid is writable while enabled, as in nvmet). */
     ActiveNamespace inAnaGroup(int grpid) {
-        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid);
+        return new ActiveNamespace(nsid, device, group, bound, perHost, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid);
     }
 
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */

@@ -54,12 +54,17 @@ final class IoMaxFile extends InterfaceFile {
             if (scope == Scope.LOCAL ? !tg.limited() : !tg.globallyLimited()) continue;
             long[] bps = scope == Scope.LOCAL ? tg.bps : tg.globalBps;
             long[] iops = scope == Scope.LOCAL ? tg.iops : tg.globalIops;
-            sb.append(scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name())
-              .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
-              .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
-              .append('\n');
+            appendLine(sb, scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name(), bps, iops);
         }
         return sb.toString();
+    }
+
+    /** One device's line as io.max reads it, newline included. */
+    static void appendLine(StringBuilder sb, String device, long[] bps, long[] iops) {
+        sb.append(device)
+          .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
+          .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
+          .append('\n');
     }
 
     private static String bps(long v) {
@@ -78,8 +83,40 @@ final class IoMaxFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
+        Long[] given = parseLimits(line.body());
+        host.configure(group, line.device(), (dg, nowNs) -> {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
+            long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
+            long[] iops = (scope == Scope.LOCAL ? tg.iops : tg.globalIops).clone();
+            merge(given, bps, iops);
+            ThrottleDevice device = (ThrottleDevice) dg.device().policy(policy.index());
+            if (scope == Scope.LOCAL) {
+                device.setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
+            } else {
+                System.arraycopy(bps, 0, tg.globalBps, 0, 2);
+                System.arraycopy(iops, 0, tg.globalIops, 0, 2);
+                device.setLimits(dg, tg.shareBps, tg.shareIops, policy.startingShare(bps, ThrottleGroup.BPS_MAX), policy.startingShare(iops, ThrottleGroup.IOPS_MAX), nowNs);
+            }
+            policy.updateRules(dg.group(), dg.device());
+        });
+    }
+
+    /** Sets the limits a write gave ({@link #parseLimits}'s order: rbps, wbps, riops, wiops) in {@code bps} and {@code iops}. */
+    static void merge(Long[] given, long[] bps, long[] iops) {
+        for (int k = 0; k < 4; k++) {
+            if (given[k] == null) continue;
+            if (k < 2) bps[k] = given[k];
+            else iops[k - 2] = given[k];
+        }
+    }
+
+    /**
+     * The limits a line's body (after the device key) gives, in io.max's syntax and with its
+     * errors: rbps, wbps, riops, wiops, null where the line leaves one as it is.
+     */
+    static Long[] parseLimits(String body) throws ControlException {
         Long[] given = new Long[4];
-        for (String token : KernelParse.tokens(line.body())) {
+        for (String token : KernelParse.tokens(body)) {
             boolean split = token.length() > MAX_TOKEN;
             String piece = split ? token.substring(0, MAX_TOKEN) : token;
             int eq = piece.indexOf('=');
@@ -98,25 +135,7 @@ final class IoMaxFile extends InterfaceFile {
             if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
             given[k] = v;
         }
-        host.configure(group, line.device(), (dg, nowNs) -> {
-            ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
-            long[] iops = (scope == Scope.LOCAL ? tg.iops : tg.globalIops).clone();
-            for (int k = 0; k < 4; k++) {
-                if (given[k] == null) continue;
-                if (k < 2) bps[k] = given[k];
-                else iops[k - 2] = given[k];
-            }
-            ThrottleDevice device = (ThrottleDevice) dg.device().policy(policy.index());
-            if (scope == Scope.LOCAL) {
-                device.setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
-            } else {
-                System.arraycopy(bps, 0, tg.globalBps, 0, 2);
-                System.arraycopy(iops, 0, tg.globalIops, 0, 2);
-                device.setLimits(dg, tg.shareBps, tg.shareIops, policy.startingShare(bps, ThrottleGroup.BPS_MAX), policy.startingShare(iops, ThrottleGroup.IOPS_MAX), nowNs);
-            }
-            policy.updateRules(dg.group(), dg.device());
-        });
+        return given;
     }
 
     private static int indexOf(String key) {
