@@ -322,7 +322,7 @@ public final class GroupTree {
             Group g = resolve(path);
             if (g.isRoot()) throw new ControlException(Errno.EBUSY, "the root group cannot be removed");
             if (!g.children.isEmpty()) throw new ControlException(Errno.EBUSY, g.path() + " has child groups");
-            if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " user(s): enabled exports or namespaces, nvmet host entries, connected hosts under cgroup_per_host");
+            if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound user(s): enabled exports or namespaces, nvmet host entries, hosts connected under cgroup_per_host");
             g.markOffline();
             g.pressure().markRemoved();
             g.recomputeEffective();
