@@ -182,7 +182,6 @@ public final class Controller {
             hostChildren.put(base, child);
             return child;
         } catch (ControlException e) {
-            target.counters().increment(NvmeTcpCounter.HOST_GROUP_REFUSED);
             if (!hostGroupFailureLogged) {
                 hostGroupFailureLogged = true;
                 LOG.log(System.Logger.Level.WARNING, "host " + hostNqn + " cannot have its own group under " + base.path()

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp.command;
 
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.NvmeTcpCounter;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.engine.Engine;
@@ -78,7 +79,10 @@ public final class IoCommands {
         int path = Status.of(connection.port.anaState(ns.anaGroup()));
         if (path != Status.SUCCESS) return path;
         IoGroup payer = c.payer(ns);
-        if (payer == null) return Status.INTERNAL | Status.DNR;
+        if (payer == null) {
+            c.target.counters().increment(NvmeTcpCounter.HOST_GROUP_REFUSED);
+            return Status.INTERNAL | Status.DNR;
+        }
         slot.namespace = ns;
         int opcode = Sqe.opcode(sqe);
         return switch (opcode) {
