@@ -262,13 +262,13 @@ public final class GroupTree {
 
     /**
      * A host's IO under {@code cgroup_per_host} is charged to the child of {@code parent} named
-     * after it ({@link HostGroupName}): finds that child, or makes it — io enabled in
-     * cgroup.subtree_control of {@code parent} and of any ancestor that lacks it, then mkdir
-     * with its rules (cgroup.max.descendants, cgroup.max.depth, a name no file has), then each
-     * policy seeds it ({@link IoPolicy#hostChildMade}: io.max.per_host) — and binds it, so that
-     * rmdir fails with EBUSY until {@link #unbind}. A child that exists already, made by an
-     * earlier connect or by mkdir, is used as it is. Every child made here is reported to the
-     * {@link #onHostChildMade} listener, under the tree lock.
+     * after it ({@link HostGroupName}): finds that child, or makes it with mkdir's rules
+     * (cgroup.max.descendants, cgroup.max.depth, a name no file has) and has each policy seed it
+     * ({@link IoPolicy#hostChildMade}: io.max.per_host); enables io in cgroup.subtree_control of
+     * {@code parent} and of any ancestor that lacks it; and binds the child, so that rmdir fails
+     * with EBUSY until {@link #unbind}. A child that exists already, made by an earlier connect
+     * or by mkdir, is used as it is. Such a change of the tree is reported to the {@link
+     * #onHostChildMade} listener, under the tree lock.
      *
      * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN, ENAMETOOLONG),
      *                          ENOENT when {@code parent} was removed
@@ -279,17 +279,18 @@ public final class GroupTree {
         try {
             if (!parent.online()) throw new ControlException(Errno.ENOENT, parent.path() + " was removed");
             Group child = parent.children.get(name);
-            if (child == null) {
+            boolean made = child == null;
+            if (made) {
                 checkName(name);
                 if (files.containsKey(name)) {
                     throw new ControlException(Errno.EEXIST, "host " + identity + ": its group name " + name + " is a file of " + parent.path());
                 }
                 child = mkdirLocked(parent, name);
-                enableIoDownTo(parent);
-                for (IoPolicy p : policies) p.hostChildMade(parent, child);
-                Runnable listener = hostChildListener;
-                if (listener != null) listener.run();
             }
+            boolean enabled = enableIoDownTo(parent);
+            if (made) for (IoPolicy p : policies) p.hostChildMade(parent, child);
+            Runnable listener = hostChildListener;
+            if ((made || enabled) && listener != null) listener.run();
             child.members++;
             return child;
         } finally {
@@ -297,10 +298,15 @@ public final class GroupTree {
         }
     }
 
-    /** Enables io in cgroup.subtree_control of {@code g} and of every ancestor that lacks it, top first. Tree lock held. */
-    private void enableIoDownTo(Group g) {
-        if (g.parent() != null && !g.parent().ioInSubtree) enableIoDownTo(g.parent());
+    /**
+     * Enables io in cgroup.subtree_control of {@code g} and of every ancestor that lacks it, top
+     * first; true when one lacked it. Tree lock held.
+     */
+    private boolean enableIoDownTo(Group g) {
+        if (g.ioInSubtree) return false;
+        if (g.parent() != null) enableIoDownTo(g.parent());
         setIoInSubtree(g, true);
+        return true;
     }
 
     /**
