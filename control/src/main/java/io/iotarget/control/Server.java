@@ -9,6 +9,7 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
+import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
@@ -19,6 +20,8 @@ import io.iotarget.control.tree.MountTable;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
+import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 import io.iotarget.transport.Pem;
@@ -100,6 +103,15 @@ public final class Server implements AutoCloseable {
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
+        try {
+            reservations(nvme, clusterSettings, settings.state());
+        } catch (ConfigException e) {
+            nbd.close();
+            nvme.close();
+            transport.close();
+            engine.close();
+            throw e;
+        }
         PersistedTree state = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         Coordinator cluster = clusterSettings == null ? null
@@ -164,6 +176,29 @@ public final class Server implements AutoCloseable {
     }
 
     /**
+     * Where nvmet's reservations live (docs/reservations.md): in the cluster's store, shared by
+     * the nodes; else in the server, those with PTPL set in {@code server.state}'s sibling
+     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces.
+     */
+    private static void reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
+        if (cluster != null) {
+            nvme.reservations().use(new RedisReservationStore(cluster.store(), cluster.node(), Duration.ofMillis(cluster.intervalMs())),
+                                    cluster.intervalMs(), cluster.leaseMs());
+            return;
+        }
+        if (state == null) return;
+        Path file = state.resolveSibling(state.getFileName() + ".reservations");
+        try {
+            if (java.nio.file.Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                Ownership.requirePrivate(file, "the file", "check its contents, then make it yours with mode 0600, or remove it");
+            }
+            nvme.reservations().use(new LocalReservationStore(file), 0, 0);
+        } catch (IOException e) {
+            throw new ConfigException("server.state = \"" + state + "\": its reservations: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Descriptors kept for what is not a client's connection: the JVM's jars, the loops'
      * selectors, io_uring rings, backend files, the cluster store's connections, the state and
      * token files, accepted sockets on their way to being refused. The JVM uses about 60.
@@ -217,9 +252,10 @@ public final class Server implements AutoCloseable {
     private static SSLContext tls(ServerSettings settings) throws ConfigException {
         if (settings.tls() == null) return null;
         try {
-            return Pem.serverContext(settings.tls().cert(), settings.tls().key());
+            return Pem.serverContext(settings.tls().cert(), settings.tls().key(), settings.tls().keyPassphrase());
         } catch (Pem.PemException e) {
-            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert" : "server.control_key";
+            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert"
+                    : e.file().equals(settings.tls().key()) ? "server.control_key" : "server.control_key_passphrase_file";
             throw new ConfigException(key + " = \"" + e.file() + "\": " + e.problem());
         }
     }

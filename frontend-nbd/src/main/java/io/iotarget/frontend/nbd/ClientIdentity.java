@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.transport.TlsPsk;
+
 import javax.naming.InvalidNameException;
 import javax.naming.ldap.LdapName;
 import javax.naming.ldap.Rdn;
@@ -17,25 +19,32 @@ import java.util.List;
 /**
  * What the server knows of the client at the other end of a connection: nothing before TLS;
  * after it, whether the client showed a certificate (verified against the server's CA by the
- * TLS handshake) and which. Exports are opened by identity ({@link Export#admits}); the IO is
- * charged to the export's group, or with {@code cgroup_per_host} to its child named after the
- * identity ({@link #hostName}). Immutable; any thread.
+ * TLS handshake) and which, or which pre-shared key's username it proved it holds. Exports are
+ * opened by identity ({@link Export#admits}); the IO is charged to the export's group, or with
+ * {@code cgroup_per_host} to its child named after the identity ({@link #hostName}).
+ * Immutable; any thread.
  *
  * @param tls         the connection runs TLS
  * @param certificate the client's verified certificate, or null (no TLS, or none shown)
  * @param fingerprint its SHA-256 fingerprint as {@link AllowedClient} spells it, or null
+ * @param pskUsername the username of the pre-shared key the client proved it holds ({@link TlsPsk}), or null
  */
-record ClientIdentity(boolean tls, X509Certificate certificate, String fingerprint) {
+record ClientIdentity(boolean tls, X509Certificate certificate, String fingerprint, String pskUsername) {
     /** A client before (or without) TLS. */
-    static final ClientIdentity PLAINTEXT = new ClientIdentity(false, null, null);
+    static final ClientIdentity PLAINTEXT = new ClientIdentity(false, null, null, null);
 
     /** The identity a finished TLS handshake established. */
     static ClientIdentity of(SSLSession session) {
         try {
             X509Certificate peer = (X509Certificate) session.getPeerCertificates()[0];
-            return new ClientIdentity(true, peer, fingerprint(peer));
+            return new ClientIdentity(true, peer, fingerprint(peer), null);
         } catch (SSLPeerUnverifiedException noCertificate) {
-            return new ClientIdentity(true, null, null);
+            try {
+                if (session.getPeerPrincipal() instanceof TlsPsk.Identity psk) return new ClientIdentity(true, null, null, psk.name());
+            } catch (SSLPeerUnverifiedException noKey) {
+                // neither
+            }
+            return new ClientIdentity(true, null, null, null);
         }
     }
 
@@ -52,13 +61,15 @@ record ClientIdentity(boolean tls, X509Certificate certificate, String fingerpri
     /**
      * The name of this client's own group under {@code cgroup_per_host}: its certificate's
      * subject CN (the most specific, when there are several), else the certificate's
-     * fingerprint, else — no certificate — the address it connects from.
+     * fingerprint; else — a TLS-PSK handshake, which shows no certificate — the username of its
+     * pre-shared key; else — no TLS identity at all — the address it connects from.
      */
     String hostName(InetSocketAddress remote) {
         if (certificate != null) {
             String cn = commonName(certificate.getSubjectX500Principal());
             return cn != null ? cn : fingerprint;
         }
+        if (pskUsername != null) return pskUsername;
         return remote.getAddress().getHostAddress();
     }
 
@@ -79,6 +90,7 @@ record ClientIdentity(boolean tls, X509Certificate certificate, String fingerpri
     @Override
     public String toString() {
         if (!tls) return "plaintext client";
+        if (pskUsername != null) return "TLS client with the pre-shared key of " + pskUsername;
         return certificate == null ? "TLS client without a certificate" : "TLS client " + certificate.getSubjectX500Principal().getName();
     }
 }

@@ -287,7 +287,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         var backend = engine.backend(export.device());
         sharedReads = backend != null && backend.sharesReads();
         queue = engine.newQueue(payer);
-        commands = new NbdCommands(engine, export, payer, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
+        commands = new NbdCommands(engine, export, payer, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed(),
+                                   negotiation.maxRequest());
     }
 
     /** Bytes of pool buffer a valid command needs before it can run. */

@@ -60,7 +60,8 @@ class NvmetTreeTest {
         assertEquals(List.of("hosts/", "subsystems/", "ports/", "discovery_nqn"), tree.list(""));
         assertEquals(List.of("attr_allow_any_host", "attr_version", "attr_serial", "attr_model", "attr_firmware",
                 "attr_cntlid_min", "attr_cntlid_max", "attr_qid_max", "allowed_hosts/", "namespaces/"), tree.list(S));
-        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "cgroup_per_host", "enable"),
+        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "cgroup_per_host",
+                             "resv_enable", "enable"),
                 tree.list(NS));
         assertEquals(ConfigTree.Kind.LINKS, tree.kind(S + "/allowed_hosts"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind(NS + "/enable"));

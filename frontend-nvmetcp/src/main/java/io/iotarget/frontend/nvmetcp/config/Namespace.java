@@ -4,6 +4,8 @@ import io.iotarget.backend.Backend;
 import io.iotarget.backend.BackendFactory;
 import io.iotarget.engine.Engine;
 import io.iotarget.engine.Lease;
+import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;
+import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
@@ -40,6 +42,8 @@ public final class Namespace {
     byte[] nguid = new byte[16];
     boolean readOnly;
     boolean bufferedIo;
+    /** resv_enable: persistent reservations (fixed while enabled). */
+    boolean reservations;
     /** ana_grpid: 1..128, the default group unless written. */
     int anaGroup = Port.DEFAULT_ANA_GROUP;
     /** The bound group; null = unbound, charged to the root group (nvmet with the cgroup_id patch, cgroup_id 0). */
@@ -56,6 +60,8 @@ public final class Namespace {
     private ActiveNamespace draining;
     /** The hold on the device and group from enable until the disable's commands in flight are done; null otherwise. */
     private Lease lease;
+    /** Its reservation while enabled with resv_enable (until the disable's commands in flight are done); null otherwise. */
+    private NamespaceReservation reservation;
     /** The device this namespace created for a file path, removed again on disable; null otherwise. */
     private Device ownedDevice;
 
@@ -78,7 +84,7 @@ public final class Namespace {
         return draining != null;
     }
 
-    void enable(Engine engine) throws ControlException {
+    void enable(Engine engine, Reservations service) throws ControlException {
         if (active != null) return;
         if (devicePath == null) throw new ControlException(Errno.EINVAL, "enable=1: device_path is not set (expected: an engine device name or an absolute path)");
         if (group != null && !group.online()) {
@@ -101,9 +107,10 @@ public final class Namespace {
         }
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
+        reservation = reservations ? service.open(subsystem, nsid) : null;
         active = new ActiveNamespace(nsid, device, lease.payer(), group != null, perHost,
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
-                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup);
+                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup, reservation);
     }
 
     /**
@@ -120,9 +127,11 @@ public final class Namespace {
         return draining == null ? null : draining.inFlight();
     }
 
-    /** Disabling, second half, once the commands in flight completed: lets go of the group and device. */
+    /** Disabling, second half, once the commands in flight completed: lets go of the group and device (and stops following the reservation). */
     public void release(Engine engine) {
         if (draining == null) return;
+        if (reservation != null) reservation.close();
+        reservation = null;
         draining = null;
         lease.close();
         lease = null;

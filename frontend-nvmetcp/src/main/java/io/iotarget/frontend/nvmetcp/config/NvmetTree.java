@@ -30,7 +30,7 @@ import java.util.UUID;
  *                        attr_cntlid_min attr_cntlid_max attr_qid_max
  *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
  *      namespaces/&lt;nsid&gt;/  device_path device_uuid device_nguid readonly buffered_io
- *                            ana_grpid cgroup_id cgroup cgroup_per_host enable
+ *                            ana_grpid cgroup_id cgroup cgroup_per_host resv_enable enable
  *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_tsas addr_treq
  *                        param_inline_data_size param_max_queue_size
  *      ana_groups/&lt;grpid&gt;/ ana_state        (group 1 always there; mkdir 2..128)
@@ -146,6 +146,7 @@ public final class NvmetTree implements ConfigTree {
                 GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 Attribute.flag("cgroup_per_host", ns -> ns.perHost, NvmetTree::writePerHost),
+                Attribute.flag("resv_enable", ns -> ns.reservations, NvmetTree::writeReservations),
                 Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
         this.anaGroupAttributes = Attributes.of(List.of(
                 Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
@@ -651,6 +652,12 @@ public final class NvmetTree implements ConfigTree {
         ns.readOnly = readOnly;
     }
 
+    /** nvmet's resv_enable: only while the namespace is disabled. */
+    private static void writeReservations(Namespace ns, boolean on) throws ControlException {
+        requireDisabled(ns, "resv_enable=" + (on ? "1" : "0"));
+        ns.reservations = on;
+    }
+
     private static void writeBufferedIo(Namespace ns, boolean buffered) throws ControlException {
         if (ns.enabled()) throw new ControlException(Errno.EINVAL, "buffered_io=" + (buffered ? "1" : "0") + ": namespace is enabled (write enable=0 first)");
         ns.bufferedIo = buffered;
@@ -670,7 +677,7 @@ public final class NvmetTree implements ConfigTree {
 
     private void writeEnable(Namespace ns, boolean enable) throws ControlException {
         if (enable == ns.enabled()) return;
-        if (enable) ns.enable(target.engine());
+        if (enable) ns.enable(target.engine(), target.reservations());
         else disable(ns);
         namespaceChanged(ns);
     }

@@ -4,10 +4,9 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.RateLimits;
 import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
-import io.iotarget.model.Errno;
-import io.iotarget.model.tree.KernelParse;
 
 /**
  * io.max, as blk-throttle reads and writes it (tg_set_limit), and io.max.global in the same
@@ -16,21 +15,12 @@ import io.iotarget.model.tree.KernelParse;
  * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max    (devices with some limit)
  * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V]             V = decimal or max
  * </pre>
- * Tokens are split on whitespace and read 26 characters at a time. Per token, in the kernel's
- * order: no '=' or no decimal digit after it (and not "max"): EINVAL; a value of 0: ERANGE
- * (before the key is looked at, so {@code foo=0} and {@code rbps=0x10} are ERANGE); an unknown
- * key or a value of 1: EINVAL. iops above 2^32 - 1 read back as max. The line is parsed whole
- * before anything changes. Refused on purpose where the kernel accepts (docs/decisions.md):
- * characters after the number ({@code rbps=10k}), a number past 2^64 that wraps to one the
- * kernel takes, and a token longer than 26 characters, whose rest the kernel reads as the
- * next token. io.max.global reads each device by its backend's name rather than MAJ:MIN,
- * since the name is what every node of a cluster shares; it takes either on write.
+ * The tokens and their errors are {@link RateLimits}' (a ceiling: {@code max} allowed, 0 is
+ * ERANGE, 1 EINVAL); iops above 2^32 - 1 read back as max. io.max.global reads each device by
+ * its backend's name rather than MAJ:MIN, since the name is what every node of a cluster
+ * shares; it takes either on write.
  */
 final class IoMaxFile extends InterfaceFile {
-    /** The kernel reads each token with "%26s". */
-    private static final int MAX_TOKEN = 26;
-    private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
-
     /** Which limits a file shows and sets. */
     enum Scope { LOCAL, GLOBAL }
 
@@ -101,45 +91,25 @@ final class IoMaxFile extends InterfaceFile {
         });
     }
 
-    /** Sets the limits a write gave ({@link #parseLimits}'s order: rbps, wbps, riops, wiops) in {@code bps} and {@code iops}. */
-    static void merge(Long[] given, long[] bps, long[] iops) {
-        for (int k = 0; k < 4; k++) {
-            if (given[k] == null) continue;
-            if (k < 2) bps[k] = given[k];
-            else iops[k - 2] = given[k];
-        }
-    }
-
     /**
-     * The limits a line's body (after the device key) gives, in io.max's syntax and with its
-     * errors: rbps, wbps, riops, wiops, null where the line leaves one as it is.
+     * The limits a line's body (after the device key) gives, as io.max reads them: {@link
+     * RateLimits}' ceiling syntax and errors, iops above 2^32 - 1 taken as max. By {@link
+     * RateLimits#KEYS} index, null where the line leaves one as it is.
      */
     static Long[] parseLimits(String body) throws ControlException {
-        Long[] given = new Long[4];
-        for (String token : KernelParse.tokens(body)) {
-            boolean split = token.length() > MAX_TOKEN;
-            String piece = split ? token.substring(0, MAX_TOKEN) : token;
-            int eq = piece.indexOf('=');
-            if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
-            String key = piece.substring(0, eq);
-            String value = piece.substring(eq + 1);
-            KernelParse.Scanned n = value.equals("max") ? null : KernelParse.scanDecimal(value, 0);
-            if (n == null && !value.equals("max")) throw KernelParse.invalid(key, value, "a decimal number or max");
-            long v = n == null ? KernelParse.U64_MAX : n.value();
-            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: > 0 or max)");
-            int k = indexOf(key);
-            if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops)");
-            if (v == 1) throw new ControlException(Errno.EINVAL, key + "=1 (expected: > 1 or max, as Linux 6.1)");
-            if (n != null && (n.end() != value.length() || n.overflow())) throw KernelParse.invalid(key, value, "a decimal number below 2^64 or max");
-            if (split) throw new ControlException(Errno.EINVAL, "'" + token + "' is longer than " + MAX_TOKEN + " characters");
-            if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
-            given[k] = v;
+        Long[] given = RateLimits.parse(body, RateLimits.Kind.CEILING);
+        for (int k = RateLimits.RIOPS; k <= RateLimits.WIOPS; k++) {
+            if (given[k] != null && Long.compareUnsigned(given[k], ThrottleGroup.IOPS_MAX) > 0) given[k] = ThrottleGroup.IOPS_MAX;
         }
         return given;
     }
 
-    private static int indexOf(String key) {
-        for (int i = 0; i < KEYS.length; i++) if (KEYS[i].equals(key)) return i;
-        return -1;
+    /** Sets the limits {@link #parseLimits} gave in {@code bps} and {@code iops}. */
+    static void merge(Long[] given, long[] bps, long[] iops) {
+        for (int k = 0; k < RateLimits.KEYS.length; k++) {
+            if (given[k] == null) continue;
+            if (k < 2) bps[k] = given[k];
+            else iops[k - 2] = given[k];
+        }
     }
 }
