@@ -128,6 +128,7 @@ public final class Server implements AutoCloseable {
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
             if (settings.state() != null) {
                 state = PersistedTree.open(settings.state(), mounts, saver, config, trees);
+                engine.controller().tree().onHostChildMade(state::hostGroupMade);
             } else {
                 ConfigLoader.apply(config, trees);
             }

@@ -214,6 +214,20 @@ public final class Engine implements AutoCloseable {
         return new Lease(this, device, group);
     }
 
+    /**
+     * A host starts using a member bound with {@code cgroup_per_host}: its IO is charged to the
+     * child of {@code parent} named after {@code identity}, found or made and then bound
+     * ({@link io.iotarget.iocontrol.GroupTree#bindHostChild}) until {@link #releaseHostGroup}.
+     */
+    public Group bindHostGroup(Group parent, String identity) throws ControlException {
+        return controller.tree().bindHostChild(parent, identity);
+    }
+
+    /** The host has finished with its group: undoes one {@link #bindHostGroup}; the group stays, an ordinary group. */
+    public void releaseHostGroup(Group group) {
+        controller.unbind(group);
+    }
+
     /** Undoes the device half of one {@link #bind}; {@link Lease#close} only. */
     synchronized void release(Device device) {
         registry.release(device);

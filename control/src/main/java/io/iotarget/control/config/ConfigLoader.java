@@ -78,7 +78,7 @@ public final class ConfigLoader {
     private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
     private static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host", "tls",
-                                                    "allow_any_client", "shared");
+                                                    "allow_any_client", "shared", "cgroup_per_host");
     /** What attributes other than flags expect, where that is narrower than any string or integer. */
     private static final Map<String, String> EXPECTED = Map.of("size", Sizes.EXPECTED + " (an integer or a string)");
 

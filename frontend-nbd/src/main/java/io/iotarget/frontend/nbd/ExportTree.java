@@ -40,6 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *      backend          engine device name (e.g. "default")            changeable only while disabled
  *      cgroup           group path; "" = unbound: the root pays (default) changeable only while disabled
  *      cgroup_id        the same binding by group id (nvmet's); 0 unbinds  changeable only while disabled
+ *      cgroup_per_host  0 | 1: each client pays in its own child of that group   changeable only while disabled
  *      readonly         0 | 1                                           changeable only while disabled
  *      description      free text for NBD_OPT_LIST / NBD_INFO_DESCRIPTION
  *      max_connections  clients transmitting on it at once; 0 = no limit (default)
@@ -115,6 +116,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
                 Attribute.text("backend", e -> e.backend == null ? "" : e.backend, this::writeBackend),
                 GroupBinding.cgroup(engine.groups(), e -> e.group, ExportTree::bindGroup),
                 GroupBinding.cgroupId(engine.groups(), e -> e.group, ExportTree::bindGroup),
+                Attribute.flag("cgroup_per_host", e -> e.perHost, ExportTree::writePerHost),
                 Attribute.text("description", e -> e.description, this::writeDescription),
                 Attribute.flag("enable", e -> e.live != null, this::writeEnable),
                 Attribute.number("max_connections", e -> e.maxConnections, ExportTree::writeMaxConnections),
@@ -128,6 +130,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         String backend;
         /** The bound group; null = unbound, charged to the root ({@link GroupBinding}). */
         Group group;
+        /** cgroup_per_host: each client's IO goes to the child of the group named after it. */
+        boolean perHost;
         boolean readOnly;
         String description = "";
         /** 0 = no limit; read lock-free by negotiating connections. */
@@ -392,7 +396,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
 
     // ------------------------------------------------------------ export attributes
 
-    /** backend, cgroup, cgroup_id and readonly are fixed while the export is enabled. */
+    /** backend, cgroup, cgroup_id, cgroup_per_host and readonly are fixed while the export is enabled. */
     private static void requireDisabled(Entry e, String attribute) throws ControlException {
         if (e.live != null) {
             throw new ControlException(Errno.EBUSY, EXPORTS + "/" + e.name + "/" + attribute + ": export is enabled (write 0 to enable first)");
@@ -458,6 +462,15 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     private static void bindGroup(Entry e, Group group, String write) throws ControlException {
         requireDisabled(e, write);
         e.group = group;
+    }
+
+    /**
+     * Fixed while enabled, as the binding is: a client's group is chosen once, when it starts
+     * transmitting, and no client changes payer mid-connection.
+     */
+    private static void writePerHost(Entry e, boolean perHost) throws ControlException {
+        requireDisabled(e, "cgroup_per_host");
+        e.perHost = perHost;
     }
 
     private static void writeReadOnly(Entry e, boolean readOnly) throws ControlException {
@@ -582,7 +595,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
         e.hold = new Hold(e, lease);
-        e.live = new Export(e.name, e.description, device, lease.payer(), e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
+        e.live = new Export(e.name, e.description, device, lease.payer(), e.perHost, e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
     }
 
     /**
@@ -592,7 +605,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     private void republish(Entry e) {
         Export live = e.live;
         if (live == null) return;
-        Export next = new Export(e.name, e.description, live.device(), live.group(), e.readOnly, e.tls, e.allowAnyClient,
+        Export next = new Export(e.name, e.description, live.device(), live.group(), live.perHost(), e.readOnly, e.tls, e.allowAnyClient,
                                  List.copyOf(e.allowedClients));
         e.live = next;
         for (Map.Entry<NbdConnection, ClientIdentity> c : e.connections.entrySet()) {

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoFlags;
@@ -34,6 +35,8 @@ import java.nio.ByteBuffer;
 final class NbdCommands {
     private final Engine engine;
     private final Export export;
+    /** Who pays: the export's group, or the client's child of it under cgroup_per_host. */
+    private final Group payer;
     /** The connection as io.pressure's task, carried by every request. */
     private final TenantQueue queue;
     private final IoCallback completion;
@@ -42,11 +45,12 @@ final class NbdCommands {
     /** The largest READ/WRITE payload the client was told: longer ones get EINVAL (EOVERFLOW for a DF read). */
     private final int maxRequest;
 
-    NbdCommands(Engine engine, Export export, TenantQueue queue, IoCallback completion, boolean structured, boolean blockStatusAllowed,
-                int maxRequest) {
+    NbdCommands(Engine engine, Export export, Group payer, TenantQueue queue, IoCallback completion, boolean structured,
+                boolean blockStatusAllowed, int maxRequest) {
         this.engine = engine;
         this.maxRequest = maxRequest;
         this.export = export;
+        this.payer = payer;
         this.queue = queue;
         this.completion = completion;
         this.structured = structured;
@@ -129,7 +133,7 @@ final class NbdCommands {
     }
 
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
-        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).queue(queue).callback(completion, c, 0)
+        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), payer).queue(queue).callback(completion, c, 0)
                 .views(views ? c.shared.expect(c.length) : null);
         c.submitted = true;
         engine.submit(c.io);

@@ -60,7 +60,8 @@ class NvmetTreeTest {
         assertEquals(List.of("hosts/", "subsystems/", "ports/", "discovery_nqn"), tree.list(""));
         assertEquals(List.of("attr_allow_any_host", "attr_version", "attr_serial", "attr_model", "attr_firmware",
                 "attr_cntlid_min", "attr_cntlid_max", "attr_qid_max", "shared", "allowed_hosts/", "namespaces/"), tree.list(S));
-        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "resv_enable", "enable"),
+        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "cgroup_per_host",
+                             "resv_enable", "enable"),
                 tree.list(NS));
         assertEquals(ConfigTree.Kind.LINKS, tree.kind(S + "/allowed_hosts"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind(NS + "/enable"));
@@ -273,7 +274,7 @@ class NvmetTreeTest {
     void shouldKeepAHostsDhchapSettingsAndShowThemAsNvmet() throws Exception {
         String h = "hosts/nqn.2014-08.org.nvmexpress:uuid:host1";
         tree.mkdir(h);
-        assertEquals(List.of("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"), tree.list(h));
+        assertEquals(List.of("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup", "cgroup_id", "cgroup"), tree.list(h));
         assertEquals("\n", tree.read(h + "/dhchap_key"), "no key: an empty line, as nvmet");
         assertEquals("\n", tree.read(h + "/dhchap_ctrl_key"));
         assertEquals("hmac(sha256)\n", tree.read(h + "/dhchap_hash"));

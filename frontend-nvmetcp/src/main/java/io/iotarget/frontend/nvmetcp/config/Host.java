@@ -4,10 +4,11 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
 import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
+import io.iotarget.iocontrol.Group;
 
 /**
  * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP
- * configuration. Guarded by the target's configuration lock.
+ * configuration and its group. Guarded by the target's configuration lock.
  */
 public final class Host {
     public final String nqn;
@@ -18,6 +19,16 @@ public final class Host {
     /** dhchap_hash, dhchap_dhgroup: nvmet's defaults. */
     DhChapHash hash = DhChapHash.SHA256;
     DhGroup group = DhGroup.NULL;
+    /**
+     * cgroup / cgroup_id: who pays for the host's IO on a namespace with no group of its own;
+     * null: the root. Bound (rmdir is EBUSY) while the entry names it.
+     */
+    Group ioGroup;
+
+    /** The host's group, or null; configuration lock held. */
+    public Group ioGroup() {
+        return ioGroup;
+    }
 
     Host(String nqn) {
         this.nqn = nqn;

@@ -50,6 +50,8 @@ public final class Namespace {
     int anaGroup = Port.DEFAULT_ANA_GROUP;
     /** The bound group; null = unbound, charged to the root group (nvmet with the cgroup_id patch, cgroup_id 0). */
     Group group;
+    /** cgroup_per_host: each host pays in its own child of the group that would pay. */
+    boolean perHost;
 
     /** Non-null while enabled. */
     ActiveNamespace active;
@@ -115,7 +117,7 @@ public final class Namespace {
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         reservation = reservations ? service.open(subsystem, nsid) : null;
-        active = new ActiveNamespace(nsid, device, lease.payer(),
+        active = new ActiveNamespace(nsid, device, lease.payer(), group != null, perHost,
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
                 new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup, reservation);
     }

@@ -39,6 +39,9 @@ final class ThrottleGroup {
     /** This node's share of io.max.global (section 8 of the package documentation); max without one. */
     final long[] shareBps = {BPS_MAX, BPS_MAX};
     final long[] shareIops = {IOPS_MAX, IOPS_MAX};
+    /** io.max.per_host: the io.max a child made here for a host starts with (section 9); never enforced here. */
+    final long[] perHostBps = {BPS_MAX, BPS_MAX};
+    final long[] perHostIops = {IOPS_MAX, IOPS_MAX};
     /** What the buckets enforce: the smaller of io.max and the share, per direction. */
     final long[] bpsEffective = {BPS_MAX, BPS_MAX};
     final long[] iopsEffective = {IOPS_MAX, IOPS_MAX};
@@ -98,6 +101,11 @@ final class ThrottleGroup {
     /** io.max.global has a limit here (the pair appears in io.max.global). */
     boolean globallyLimited() {
         return globalBps[READ] != BPS_MAX || globalBps[WRITE] != BPS_MAX || globalIops[READ] != IOPS_MAX || globalIops[WRITE] != IOPS_MAX;
+    }
+
+    /** io.max.per_host has a limit here (the pair appears in io.max.per_host). */
+    boolean perHostLimited() {
+        return perHostBps[READ] != BPS_MAX || perHostBps[WRITE] != BPS_MAX || perHostIops[READ] != IOPS_MAX || perHostIops[WRITE] != IOPS_MAX;
     }
 
     /** Recomputes the enforced limits after io.max or the share changed; the caller carried the buckets over first. */

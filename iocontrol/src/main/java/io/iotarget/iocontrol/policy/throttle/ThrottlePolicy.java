@@ -46,7 +46,31 @@ public final class ThrottlePolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoMaxFile(host, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(host, this, IoMaxFile.Scope.GLOBAL));
+        return List.of(new IoMaxFile(host, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(host, this, IoMaxFile.Scope.GLOBAL),
+                       new IoMaxPerHostFile(host, this));
+    }
+
+    /** A host's new child starts with its parent's io.max.per_host, device by device (section 9). */
+    @Override
+    public void hostChildMade(Group parent, Group child) {
+        for (DeviceGroup dg : parent.deviceGroups()) {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+            if (!tg.perHostLimited()) continue;
+            try {
+                setLocalLimits(child, dg.device(), tg.perHostBps.clone(), tg.perHostIops.clone());
+            } catch (ControlException removed) {
+                // The device went away meanwhile: there is nothing left to limit on it.
+            }
+        }
+    }
+
+    /** Sets io.max of {@code group} on the device, as a write to it would. Tree lock held. */
+    void setLocalLimits(Group group, DeviceControl dc, long[] bps, long[] iops) throws ControlException {
+        host.configure(group, dc, (dg, nowNs) -> {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+            ((ThrottleDevice) dc.policy(index)).setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
+            updateRules(group, dc);
+        });
     }
 
     @Override

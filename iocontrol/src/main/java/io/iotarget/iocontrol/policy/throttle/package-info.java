@@ -75,7 +75,19 @@
  * Example: io.max {@code riops=5000}, io.max.global {@code riops=9000} on 3 nodes: 150 is
  * enforced at first; a share of 8000 then enforces 5000, io.max still reads 5000.
  *
- * <h2>9. Watch</h2>
+ * <h2>9. The io.max of a host's new child: io.max.per_host</h2>
+ * Under {@code cgroup_per_host} each host's IO is charged to a child of the bound group named
+ * after the host ({@code GroupTree.bindHostChild}). io.max.per_host on the bound group (io.max's
+ * syntax, errors and read format; never enforced there) is the io.max each such child is given
+ * when it is made ({@code ThrottlePolicy.hostChildMade}); from then on the child's io.max is its
+ * own. A write to io.max.per_host also sets io.max of every child whose io.max on that device
+ * still equals the value before the write, so children nobody wrote by hand follow it. The
+ * children are then limited as any group is (section 2): each host to its own limit, all of them
+ * together to the bound group's io.max. Example: {@code tenants/shared} with io.max.per_host
+ * {@code riops=1000} and no io.max: two hosts each run at 1000 IOPS, 2000 together; io.max
+ * {@code riops=1500} on tenants/shared would hold the pair to 1500, shared round-robin (section 3).
+ *
+ * <h2>10. Watch</h2>
  * {@link io.iotarget.iocontrol.policy.throttle.ThrottleCounter} per device
  * ({@code IoController.policyCounters}): requests waiting now (QUEUED) and ever delayed
  * (DELAYED); io.stat shows what each group was charged.
