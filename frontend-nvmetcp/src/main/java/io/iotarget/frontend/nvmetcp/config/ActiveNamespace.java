@@ -39,7 +39,8 @@ public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean bo
 
     /** The same namespace on a device of {@code blocks} LBAs now (revalidate_size). */
     ActiveNamespace withBlocks(long blocks) {
-        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, anaGroup, reservation);
+        return new ActiveNamespace(nsid, device, group, bound, perHost, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, anaGroup,
+                                   reservation);
     }
 
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */
