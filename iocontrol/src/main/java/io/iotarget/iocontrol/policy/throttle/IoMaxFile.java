@@ -30,6 +30,8 @@ final class IoMaxFile extends InterfaceFile {
     /** The kernel reads each token with "%26s". */
     private static final int MAX_TOKEN = 26;
     private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
+    /** io.max.burst's extra key: how long a full credit lasts at the burst rate, seconds. */
+    static final String LEN_KEY = "len";
 
     /** Which limits a file shows and sets. */
     enum Scope { LOCAL, GLOBAL }
@@ -54,10 +56,8 @@ final class IoMaxFile extends InterfaceFile {
             if (scope == Scope.LOCAL ? !tg.limited() : !tg.globallyLimited()) continue;
             long[] bps = scope == Scope.LOCAL ? tg.bps : tg.globalBps;
             long[] iops = scope == Scope.LOCAL ? tg.iops : tg.globalIops;
-            sb.append(scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name())
-              .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
-              .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
-              .append('\n');
+            sb.append(scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name());
+            appendLimits(sb, bps, iops).append('\n');
         }
         return sb.toString();
     }
@@ -78,26 +78,7 @@ final class IoMaxFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
-        Long[] given = new Long[4];
-        for (String token : KernelParse.tokens(line.body())) {
-            boolean split = token.length() > MAX_TOKEN;
-            String piece = split ? token.substring(0, MAX_TOKEN) : token;
-            int eq = piece.indexOf('=');
-            if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
-            String key = piece.substring(0, eq);
-            String value = piece.substring(eq + 1);
-            KernelParse.Scanned n = value.equals("max") ? null : KernelParse.scanDecimal(value, 0);
-            if (n == null && !value.equals("max")) throw KernelParse.invalid(key, value, "a decimal number or max");
-            long v = n == null ? KernelParse.U64_MAX : n.value();
-            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: > 0 or max)");
-            int k = indexOf(key);
-            if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops)");
-            if (v == 1) throw new ControlException(Errno.EINVAL, key + "=1 (expected: > 1 or max, as Linux 6.1)");
-            if (n != null && (n.end() != value.length() || n.overflow())) throw KernelParse.invalid(key, value, "a decimal number below 2^64 or max");
-            if (split) throw new ControlException(Errno.EINVAL, "'" + token + "' is longer than " + MAX_TOKEN + " characters");
-            if (k >= 2 && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
-            given[k] = v;
-        }
+        Long[] given = parse(line.body(), false);
         host.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
@@ -117,6 +98,48 @@ final class IoMaxFile extends InterfaceFile {
             }
             policy.updateRules(dg.group(), dg.device());
         });
+    }
+
+    /**
+     * The values a line's body gives, in {@link #KEYS} order (then {@code len} when
+     * {@code withLen}: io.max.burst), null for a key it leaves out; errors as the class
+     * documentation says. {@code len} is whole seconds, 1 to
+     * {@link ThrottleGroup#MAX_BURST_LEN_SEC} (ERANGE beyond; "max" is EINVAL).
+     */
+    static Long[] parse(String body, boolean withLen) throws ControlException {
+        Long[] given = new Long[withLen ? KEYS.length + 1 : KEYS.length];
+        for (String token : KernelParse.tokens(body)) {
+            boolean split = token.length() > MAX_TOKEN;
+            String piece = split ? token.substring(0, MAX_TOKEN) : token;
+            int eq = piece.indexOf('=');
+            if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
+            String key = piece.substring(0, eq);
+            String value = piece.substring(eq + 1);
+            KernelParse.Scanned n = value.equals("max") ? null : KernelParse.scanDecimal(value, 0);
+            if (n == null && !value.equals("max")) throw KernelParse.invalid(key, value, "a decimal number or max");
+            long v = n == null ? KernelParse.U64_MAX : n.value();
+            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: > 0 or max)");
+            int k = withLen && key.equals(LEN_KEY) ? KEYS.length : indexOf(key);
+            if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops" + (withLen ? ", len)" : ")"));
+            if (v == 1 && k < KEYS.length) throw new ControlException(Errno.EINVAL, key + "=1 (expected: > 1 or max, as Linux 6.1)");
+            if (n != null && (n.end() != value.length() || n.overflow())) throw KernelParse.invalid(key, value, "a decimal number below 2^64 or max");
+            if (split) throw new ControlException(Errno.EINVAL, "'" + token + "' is longer than " + MAX_TOKEN + " characters");
+            if (k == KEYS.length) {
+                if (n == null) throw KernelParse.invalid(key, value, "seconds, 1 to " + ThrottleGroup.MAX_BURST_LEN_SEC);
+                if (Long.compareUnsigned(v, ThrottleGroup.MAX_BURST_LEN_SEC) > 0) {
+                    throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: seconds, 1 to " + ThrottleGroup.MAX_BURST_LEN_SEC + ")");
+                }
+            }
+            if ((k == 2 || k == 3) && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
+            given[k] = v;
+        }
+        return given;
+    }
+
+    /** rbps=... wbps=... riops=... wiops=... of one pair, as io.max and io.max.burst read them. */
+    static StringBuilder appendLimits(StringBuilder sb, long[] bps, long[] iops) {
+        return sb.append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
+                 .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]));
     }
 
     private static int indexOf(String key) {
