@@ -2,7 +2,8 @@
  * The web view: polls the endpoint and draws what it reads. Everything is a GET the session
  * cookie admits (WebView.java):
  *   /metrics every second      rates (metrics.js), info metrics for exports and namespaces
- *   /v1/list, /v1/read         every 5 s: the group tree, each group's io.max, io.weight, io.latency
+ *   /v1/list, /v1/read         every 5 s: the group tree, each group's io.max, io.max.burst.stat,
+ *                              io.weight, io.latency
  *   /v1/devices                every 5 s: names, sizes and types of the devices
  * Charts keep the last WINDOW_S seconds, one line per leaf group (a parent's counters are the sum
  * of its children's, so its line would only repeat them; the table shows every level).
@@ -18,7 +19,7 @@
   let previous = null;                  // the last scrape
   let rates = null;                     // IotargetMetrics.rates of the last two scrapes
   let metrics = new Map();              // the last scrape's metrics
-  let tree = [];                        // [{group, depth, files: {io.max, io.weight, io.latency}}], parents first
+  let tree = [];                        // [{group, depth, files: {io.max, io.max.burst.stat, io.weight, io.latency}}], parents first
   let devices = [];                     // [{name, number, size, type}]
   const history = new Map();            // group -> [{t, iops, bps, latencyAvg, latencyP99, throttled}]
   const colors = new Map();
@@ -113,7 +114,7 @@
     const entries = listing.split("\n").filter(e => e);
     const node = { group: "/" + path, depth, files: {} };
     out.push(node);
-    for (const file of ["io.max", "io.weight", "io.latency"]) {
+    for (const file of ["io.max", "io.max.burst.stat", "io.weight", "io.latency"]) {
       const text = entries.includes(file) ? await getIfThere("/v1/read?path=" + encodeURIComponent(join(path, file))) : null;
       if (text !== null) node.files[file] = text.trim();
     }
@@ -191,6 +192,7 @@
       cell(tr, v && v.latencyP99 !== null ? seconds(v.latencyP99) : "—", "num");
       cell(tr, v && v.throttled ? fixed(v.throttled.total) + " s/s" : "—", "num");
       cell(tr, ioMax(node.files["io.max"]), "limits");
+      cell(tr, burstCredit(node.files["io.max.burst.stat"]), "limits");
       cell(tr, node.files["io.weight"] ?? "", "limits");
       cell(tr, node.files["io.latency"] ?? "", "limits");
       for (const td of tr.cells) if (td.textContent === "—" || td.textContent === "") td.classList.add("none");
@@ -210,6 +212,19 @@
       });
       return set.length ? device + " " + set.join(" ") : "";
     }).filter(l => l).join("\n");
+  }
+
+  /** io.max.burst.stat's credit left per limit as a percentage of a full credit: "259:0 riops 80%". */
+  function burstCredit(text) {
+    if (!text) return "";
+    return text.split("\n").map(line => {
+      const [device, ...credits] = line.trim().split(/\s+/);
+      return device + " " + credits.map(c => {
+        const [k, v] = c.split("=");
+        const [left, full] = v.split("/").map(Number);
+        return k + " " + Math.round(100 * left / full) + "%";
+      }).join(" ");
+    }).join("\n");
   }
 
   function deviceTable() {
