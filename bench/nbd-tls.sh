@@ -3,7 +3,8 @@
 #
 # One iotarget serves one 1 GiB memory backend (prefilled) as two exports: "plain" and "tls"
 # (TLS 1.3, EC P-256 certificates made here with openssl, a client certificate on the
-# export's allow list). nbdcopy (libnbd) reads the whole export to null: with one connection,
+# export's allow list), and a third, "psk", for TLS 1.3 with a pre-shared key (psktool's, the
+# client's username on the allow list; Bouncy Castle's TLS under the server's PSK engine). nbdcopy (libnbd) reads the whole export to null: with one connection,
 # one thread and a fixed number of requests in flight — fio's nbd engine cannot be used: it
 # does not let libnbd read the tls-certificates directory named in a URI. The server is
 # pinned to SERVER_CPU, nbdcopy to CLIENT_CPU; runs alternate plain/tls, workload by
@@ -17,7 +18,7 @@
 #
 # Usage: bench/nbd-tls.sh [--repeats N] [--out FILE]
 # Env: SERVER_CPU (0), CLIENT_CPU (1), BASELINE_JAR (none).
-# Needs: nbdcopy (libnbd-bin), fio (to prefill), openssl, taskset, python3.
+# Needs: nbdcopy (libnbd-bin), fio (to prefill), openssl, psktool (gnutls-bin), taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -30,8 +31,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 SERVER_CPU="${SERVER_CPU:-0}" CLIENT_CPU="${CLIENT_CPU:-1}"
-for t in nbdcopy fio openssl taskset python3; do
-  command -v "$t" >/dev/null || { echo "missing $t (apt-get install libnbd-bin fio openssl util-linux python3)" >&2; exit 1; }
+for t in nbdcopy fio openssl psktool taskset python3; do
+  command -v "$t" >/dev/null || { echo "missing $t (apt-get install libnbd-bin fio openssl gnutls-bin util-linux python3)" >&2; exit 1; }
 done
 . "$ROOT/scripts/env.sh"
 WORK="$(mktemp -d /tmp/nbd-tls-bench.XXXXXX)"
@@ -53,13 +54,15 @@ issue() { # dir cert key subject extensions
 }
 issue "$WORK/server" server-cert.pem server-key.pem /CN=localhost 'extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n'
 issue "$WORK/client" client-cert.pem client-key.pem /CN=bench 'extendedKeyUsage=clientAuth\n'
+psktool -u bench -p "$WORK/keys.psk" >/dev/null
 cat > "$WORK/config.json" <<JSON
 {
   "server": { "control": "127.0.0.1:9829", "nbd": "127.0.0.1:10911" },
   "backends": { "default": { "type": "memory", "size": "1G", "enable": 1 } },
-  "nbd": { "tls": { "certificates": "$WORK/server" },
+  "nbd": { "tls": { "certificates": "$WORK/server", "psk_file": "$WORK/keys.psk" },
            "exports": { "plain": { "backend": "default", "enable": 1 },
-                        "tls": { "backend": "default", "tls": 1, "allow_any_client": 0, "allowed_clients": ["CN=bench"], "enable": 1 } } }
+                        "tls": { "backend": "default", "tls": 1, "allow_any_client": 0, "allowed_clients": ["CN=bench"], "enable": 1 },
+                        "psk": { "backend": "default", "tls": 1, "allow_any_client": 0, "allowed_clients": ["psk:bench"], "enable": 1 } } }
 }
 JSON
 
@@ -68,10 +71,11 @@ wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/n
 # bin/iotarget execs java, and so does taskset: the pid is the server's.
 taskset -c "$SERVER_CPU" "$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/iotarget.log" 2>&1 &
 PIDS+=($!)
-declare -A PID=([plain]=$! [tls]=$!)
+declare -A PID=([plain]=$! [tls]=$! [psk]=$!)
 wait_port 10911
-declare -A URI=([plain]="nbd://127.0.0.1:10911/plain" [tls]="nbds://127.0.0.1:10911/tls?tls-certificates=$WORK/client")
-MODES=(plain tls)
+declare -A URI=([plain]="nbd://127.0.0.1:10911/plain" [tls]="nbds://127.0.0.1:10911/tls?tls-certificates=$WORK/client"
+                [psk]="nbds://bench@127.0.0.1:10911/psk?tls-psk-file=$WORK/keys.psk")
+MODES=(plain tls psk)
 if [ -n "${BASELINE_JAR:-}" ]; then
   cat > "$WORK/baseline.json" <<JSON
 { "server": { "control": "127.0.0.1:9830", "nbd": "127.0.0.1:10912" },
@@ -112,7 +116,7 @@ print(f'{reqs / secs:.0f} {reqs * size / secs / 1048576:.1f} {ticks / tck * 1e6 
 
 echo "prefilling the disk, then warming up" >&2
 for m in "${MODES[@]}"; do
-  [ "$m" = tls ] && continue                    # the same disk as plain
+  [ "$m" = tls ] || [ "$m" = psk ] && continue   # the same disk as plain
   fio --name=fill --ioengine=nbd --uri="${URI[$m]}" --rw=write --bs=1M --iodepth=8 --size=1G > /dev/null
 done
 for m in "${MODES[@]}"; do for w in "${WORKLOADS[@]}"; do run_one "$m" "$w" > /dev/null; done; done
@@ -138,13 +142,15 @@ print(f"commit {sys.argv[3]}, nbdcopy to null: (1 GiB, 1 connection), median of 
 print()
 baseline = any(m == "baseline" for _, m in rows)
 med = lambda w, m: [statistics.median(x[i] for x in rows[(w, m)]) for i in range(4)]
-head = "| workload | plaintext | TLS 1.3 | TLS/plaintext | CPU µs/req server plaintext | server TLS | client plaintext | client TLS |"
+head = ("| workload | plaintext | TLS 1.3 | TLS/plaintext | TLS-PSK | PSK/plaintext | CPU µs/req server plaintext | server TLS "
+        "| server PSK | client plaintext | client TLS | client PSK |")
 print(head + (" plaintext, baseline build | this/baseline | server CPU µs/req baseline |" if baseline else ""))
-print("|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if baseline else ""))
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if baseline else ""))
 for w in names:
-    p, t = med(w, "plain"), med(w, "tls")
+    p, t, k = med(w, "plain"), med(w, "tls"), med(w, "psk")
     line = (f"| {names[w]} | {p[0]:.0f} IOPS ({p[1]:.0f} MiB/s) | {t[0]:.0f} IOPS ({t[1]:.0f} MiB/s) | {t[0] / p[0]:.2f} "
-            f"| {p[2]:.2f} | {t[2]:.2f} | {p[3]:.2f} | {t[3]:.2f} |")
+            f"| {k[0]:.0f} IOPS ({k[1]:.0f} MiB/s) | {k[0] / p[0]:.2f} "
+            f"| {p[2]:.2f} | {t[2]:.2f} | {k[2]:.2f} | {p[3]:.2f} | {t[3]:.2f} | {k[3]:.2f} |")
     if baseline:
         b = med(w, "baseline")
         line += f" {b[0]:.0f} IOPS ({b[1]:.0f} MiB/s) | {p[0] / b[0]:.2f} | {b[2]:.2f} |"

@@ -9,7 +9,9 @@ import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
 import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
+import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
+import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
@@ -19,6 +21,8 @@ import io.iotarget.control.tree.MountTable;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
+import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 import io.iotarget.transport.Pem;
@@ -100,6 +104,15 @@ public final class Server implements AutoCloseable {
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         ControlEndpoint endpoint = null;
+        try {
+            reservations(nvme, clusterSettings, settings.state());
+        } catch (ConfigException e) {
+            nbd.close();
+            nvme.close();
+            transport.close();
+            engine.close();
+            throw e;
+        }
         PersistedTree state = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         Coordinator cluster = clusterSettings == null ? null
@@ -137,7 +150,8 @@ public final class Server implements AutoCloseable {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
                 if (cluster != null) metrics.register(new ClusterMetrics(cluster));
-                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save);
+                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save,
+                                              (device, options) -> Calibration.prepare(engine, device, options));
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);
             }
@@ -159,6 +173,29 @@ public final class Server implements AutoCloseable {
             transport.close();
             engine.close();
             throw e;
+        }
+    }
+
+    /**
+     * Where nvmet's reservations live (docs/reservations.md): in the cluster's store, shared by
+     * the nodes; else in the server, those with PTPL set in {@code server.state}'s sibling
+     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces.
+     */
+    private static void reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
+        if (cluster != null) {
+            nvme.reservations().use(new RedisReservationStore(cluster.store(), cluster.node(), Duration.ofMillis(cluster.intervalMs())),
+                                    cluster.intervalMs(), cluster.leaseMs());
+            return;
+        }
+        if (state == null) return;
+        Path file = state.resolveSibling(state.getFileName() + ".reservations");
+        try {
+            if (java.nio.file.Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                Ownership.requirePrivate(file, "the file", "check its contents, then make it yours with mode 0600, or remove it");
+            }
+            nvme.reservations().use(new LocalReservationStore(file), 0, 0);
+        } catch (IOException e) {
+            throw new ConfigException("server.state = \"" + state + "\": its reservations: " + e.getMessage(), e);
         }
     }
 
@@ -216,9 +253,10 @@ public final class Server implements AutoCloseable {
     private static SSLContext tls(ServerSettings settings) throws ConfigException {
         if (settings.tls() == null) return null;
         try {
-            return Pem.serverContext(settings.tls().cert(), settings.tls().key());
+            return Pem.serverContext(settings.tls().cert(), settings.tls().key(), settings.tls().keyPassphrase());
         } catch (Pem.PemException e) {
-            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert" : "server.control_key";
+            String key = e.file().equals(settings.tls().cert()) ? "server.control_cert"
+                    : e.file().equals(settings.tls().key()) ? "server.control_key" : "server.control_key_passphrase_file";
             throw new ConfigException(key + " = \"" + e.file() + "\": " + e.problem());
         }
     }

@@ -112,10 +112,12 @@ class ControlPortFloodTest {
                 assertTrue(maxDescriptors <= baseline.descriptors() + ControlEndpoint.MAX_CONNECTIONS + TOLERANCE.descriptors(),
                         "descriptors " + baseline.descriptors() + " -> " + maxDescriptors);
 
-                long stop = System.nanoTime();
                 OutputStream toAttacker = attacker.getOutputStream();
                 toAttacker.write("stop\n".getBytes(StandardCharsets.UTF_8));
                 toAttacker.flush();
+                // It reads the line between bursts of connects, so its last connection may come seconds later.
+                for (String l; !"stopped".equals(l = lines.poll(30, TimeUnit.SECONDS)); ) assertNotNull(l, "the attacker stops");
+                long stop = System.nanoTime();
                 while (server.controlLoad().connections() != 0 && System.nanoTime() - stop < 2 * ControlEndpoint.HEAD_TIMEOUT_NS) Thread.sleep(20);
                 long drainMs = (System.nanoTime() - stop) / 1_000_000;
                 String drained = null;

@@ -49,6 +49,11 @@ class ControlTlsTest {
         return "{ \"server\": { \"control\": \"" + control + "\", \"control_cert\": \"" + certFile + "\", \"control_key\": \"" + keyFile + "\" } }";
     }
 
+    private String config(String control, Path certFile, Path keyFile, Path passphraseFile) {
+        return "{ \"server\": { \"control\": \"" + control + "\", \"control_cert\": \"" + certFile + "\", \"control_key\": \"" + keyFile
+               + "\", \"control_key_passphrase_file\": \"" + passphraseFile + "\" } }";
+    }
+
     private record Result(int code, String out, String err) {
     }
 
@@ -82,6 +87,36 @@ class ControlTlsTest {
             assertTrue(untrusted.err.contains("PKIX"), "the JDK's CAs do not vouch for a self-signed certificate: " + untrusted.err);
             assertEquals(3, cli("--control", "127.0.0.1:" + port, "ls", "/").code, "plain HTTP gets no answer from a TLS endpoint");
             assertEquals(List.of("a/"), server.mounts().list("").stream().filter(n -> n.endsWith("/")).toList(), "only the admitted mkdir");
+        }
+    }
+
+    /**
+     * The key in each PEM form an operator may have — SEC1 and PKCS#1 (openssl ec/rsa, certtool's
+     * default), PKCS#8, PKCS#8 encrypted with the passphrase in a file — serves HTTPS as it is.
+     */
+    @Test
+    void shouldServeWithTheKeyInEveryPemForm() throws Exception {
+        Path sec1 = dir.resolve("sec1.pem");
+        Tools.ok(30, "openssl", "ec", "-in", key.toString(), "-out", sec1.toString());
+        Path rsaCert = dir.resolve("rsa-cert.pem");
+        Path rsaKey8 = dir.resolve("rsa-key8.pem");
+        Tools.ok(60, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", rsaKey8.toString(), "-out", rsaCert.toString(),
+                "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+        Path pkcs1 = dir.resolve("rsa-pkcs1.pem");
+        Tools.ok(30, "openssl", "rsa", "-in", rsaKey8.toString(), "-traditional", "-out", pkcs1.toString());
+        Path encrypted = dir.resolve("encrypted.pem");
+        Path passphrase = dir.resolve("key.pass");
+        Files.writeString(passphrase, "correct horse\n");
+        Tools.ok(30, "openssl", "pkcs8", "-topk8", "-in", key.toString(), "-out", encrypted.toString(), "-passout", "pass:correct horse");
+        assertTrue(Files.readString(sec1).contains("BEGIN EC PRIVATE KEY") && Files.readString(pkcs1).contains("BEGIN RSA PRIVATE KEY")
+                   && Files.readString(encrypted).contains("BEGIN ENCRYPTED PRIVATE KEY"));
+        for (String config : List.of(config("127.0.0.1:0", cert, sec1), config("127.0.0.1:0", rsaCert, pkcs1),
+                                     config("127.0.0.1:0", cert, encrypted, passphrase))) {
+            try (Server server = Server.start(json.readTree(config), tokens)) {
+                String https = "https://127.0.0.1:" + server.controlAddress().getPort();
+                Path ca = config.contains(rsaCert.toString()) ? rsaCert : cert;
+                assertEquals(new Result(0, "cgroup/\nbackends/\nnbd/\nnvmet/\n", ""), cli("--control", https, "--cacert", ca.toString(), "ls", "/"), config);
+            }
         }
     }
 
@@ -131,11 +166,24 @@ class ControlTlsTest {
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, otherKey)), tokens));
         assertEquals("server.control_key = \"" + otherKey + "\": is not the key of the first certificate in " + cert, e.getMessage());
 
-        Path sec1 = dir.resolve("sec1.pem");
-        Tools.ok(30, "openssl", "ec", "-in", key.toString(), "-out", sec1.toString());
-        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, sec1)), tokens));
-        assertEquals("server.control_key = \"" + sec1 + "\": no unencrypted PKCS#8 key (expected -----BEGIN PRIVATE KEY-----; "
-                     + "convert with openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW)", e.getMessage());
+        Path encrypted = dir.resolve("encrypted.pem");
+        Path passphrase = dir.resolve("key.pass");
+        Files.writeString(passphrase, "s3cret\n");
+        Tools.ok(30, "openssl", "pkcs8", "-topk8", "-in", key.toString(), "-out", encrypted.toString(), "-passout", "pass:s3cret");
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, encrypted)), tokens));
+        assertEquals("server.control_key = \"" + encrypted + "\": the key is encrypted and no passphrase file is given", e.getMessage());
+        Path wrongPassphrase = dir.resolve("wrong.pass");
+        Files.writeString(wrongPassphrase, "guess\n");
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, encrypted, wrongPassphrase)), tokens));
+        assertEquals("server.control_key = \"" + encrypted + "\": cannot decrypt the key with the passphrase in " + wrongPassphrase
+                     + " (wrong passphrase?)", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, encrypted, dir.resolve("none.pass"))), tokens));
+        assertTrue(e.getMessage().startsWith("server.control_key_passphrase_file = \"" + dir.resolve("none.pass") + "\": cannot read"), e.getMessage());
+        Path notKey = dir.resolve("not-a-key.pem");
+        Files.writeString(notKey, "hello\n");
+        e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", cert, notKey)), tokens));
+        assertEquals("server.control_key = \"" + notKey + "\": no private key (expected -----BEGIN PRIVATE KEY-----, -----BEGIN RSA PRIVATE KEY-----, "
+                     + "-----BEGIN EC PRIVATE KEY----- or -----BEGIN ENCRYPTED PRIVATE KEY-----)", e.getMessage());
 
         e = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config("127.0.0.1:0", key, key)), tokens));
         assertTrue(e.getMessage().startsWith("server.control_cert = \"" + key + "\": "), e.getMessage());

@@ -14,7 +14,7 @@ class HeldAndLatencyTest {
     private static HeldAndLatency read(long atNs, long throttleUsec, long ios, long usec, long... bucketPairs) {
         TreeMap<Long, Long> buckets = new TreeMap<>();
         for (int i = 0; i < bucketPairs.length; i += 2) buckets.put(bucketPairs[i], bucketPairs[i + 1]);
-        return new HeldAndLatency(Map.of("259:0", new HeldAndLatency.Line(new long[] {throttleUsec, 0, 0, 0}, ios, usec, buckets)), atNs);
+        return new HeldAndLatency(Map.of("259:0", new HeldAndLatency.Line(new long[] {throttleUsec, 0, 0, 0}, ios, usec, buckets, 100, 0)), atNs);
     }
 
     @Test
@@ -41,5 +41,15 @@ class HeldAndLatencyTest {
         HeldAndLatency then = read(0, 0, 0, 0);
         HeldAndLatency now = read(1_000_000_000L, 0, 10, 1000, 63, 5, 127, 4);   // 9 in buckets, 10 counted
         assertEquals(127, now.since(then, "259:0").p99Usec());
+    }
+
+    @Test
+    void shouldTellWhetherIoMinWasMet() {
+        String line = "259:0 throttle_usec=0 latency_usec=0 cost_usec=0 delay_usec=0 lat_ios=0 lat_usec=0 min_pct=%s min_ios=%d lat_hist=";
+        HeldAndLatency then = HeldAndLatency.of(line.formatted("100.00", 10), 0);
+        assertEquals("-", then.since(then, "259:0").minimum(), "no request went on a minimum in between");
+        assertEquals("met", HeldAndLatency.of(line.formatted("100.00", 20), 1_000_000_000L).since(then, "259:0").minimum());
+        assertEquals("71%", HeldAndLatency.of(line.formatted("71.42", 20), 1_000_000_000L).since(then, "259:0").minimum(),
+                "minimums of 1.4 devices: each gets 1/1.4 of its own");
     }
 }

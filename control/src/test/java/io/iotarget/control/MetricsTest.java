@@ -47,7 +47,7 @@ class MetricsTest {
                 { "server": { "control": "127.0.0.1:0", "nbd": "127.0.0.1:0" },
                   "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
                   "cgroup": { "io.cost.qos": "default enable=1",
-                              "tenants": { "cgroup.subtree_control": "+io", "a": { "io.max": "default riops=3000 wiops=3000" } } },
+                              "tenants": { "cgroup.subtree_control": "+io", "a": { "io.max": "default riops=3000 wiops=3000", "io.min": "default riops=100" } } },
                   "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 } } },
                   "nvmet": { "subsystems": { "nqn.2026-11.io.iotarget:a": { "attr_allow_any_host": 1,
                                "namespaces": { "1": { "device_path": "default", "cgroup": "tenants/a", "enable": 1 } } } } } }"""),
@@ -116,6 +116,13 @@ class MetricsTest {
                 "hierarchical: tenants holds what a held");
         assertEquals((double) (reads + writes), value(text, "iotarget_io_latency_seconds_count{device=\"259:0\",group=\"/tenants/a\"}"));
         assertEquals((double) (reads + writes), value(text, "iotarget_io_latency_seconds_bucket{device=\"259:0\",group=\"/tenants/a\",le=\"+Inf\"}"));
+        // io.min riops=100 under io.max's 3000: about 100 reads a second go on the minimum, which is met.
+        assertEquals(1.0, value(text, "iotarget_io_min_granted_ratio{device=\"259:0\",group=\"/tenants/a\"}"));
+        double minIos = value(text, "iotarget_io_min_ios_total{device=\"259:0\",group=\"/tenants/a\"}");
+        assertTrue(minIos >= 100 && minIos <= 500, "3 s at riops=100 went on the minimum: " + minIos);
+        assertEquals(minIos, value(text, "iotarget_io_min_ios_total{device=\"259:0\",group=\"/tenants\"}"), "hierarchical");
+        assertTrue(server.mounts().read("/cgroup/tenants/a/iotarget.io.stat").contains(" min_pct=100.00 min_ios=" + (long) minIos + " "),
+                server.mounts().read("/cgroup/tenants/a/iotarget.io.stat"));
         double avg = value(text, "iotarget_io_latency_seconds_sum{device=\"259:0\",group=\"/tenants/a\"}") / (reads + writes);
         assertTrue(avg > 0.0001 && avg < 0.01, "held to 3000 IOPS per direction, a request takes a fraction of a ms or more: " + avg);
     }

@@ -108,6 +108,21 @@ final class RawClients {
         return capsule(sqe, null);
     }
 
+    /**
+     * A reservation command (Register 0x0D, Acquire 0x11, Release 0x15) on namespace 1 with its
+     * keys in the capsule; returns the status (SCT << 8 | SC, with DNR 0x4000).
+     */
+    static int nvmeReservation(SocketChannel c, int commandId, int opcode, int cdw10, long... keys) throws IOException {
+        ByteBuffer sqe = sqe(opcode, commandId, 1);
+        sqe.putInt(32, 8 * keys.length).put(39, (byte) 0x01).putInt(40, cdw10);
+        ByteBuffer data = le(8 * keys.length);
+        for (long k : keys) data.putLong(k);
+        writeFully(c, capsule(sqe, data));
+        ByteBuffer resp = readFully(c, CAPSULE_RESP_LEN).order(ByteOrder.LITTLE_ENDIAN);
+        if (resp.get(0) != CAPSULE_RESP) throw new IOException("expected a response capsule, got PDU type " + resp.get(0));
+        return (resp.getShort(8 + 14) & 0xFFFF) >>> 1;
+    }
+
     private static ByteBuffer sqe(int opcode, int commandId, int nsid) {
         ByteBuffer sqe = le(64);
         sqe.put(0, (byte) opcode).put(1, (byte) 0x40).putShort(2, (short) commandId).putInt(4, nsid);   // SGL, not PRPs

@@ -10,6 +10,7 @@ import io.iotarget.model.ControlException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -42,18 +43,23 @@ class SaveEveryAttributeTest {
      */
     private static final Map<String, String> UNCHANGEABLE = Map.of(
             "/cgroup/cgroup.subtree_control", "+io already, from the config: the groups below need it",
-            "/cgroup/tenants/cgroup.subtree_control", "+io already, from the config: the groups below need it");
+            "/cgroup/tenants/cgroup.subtree_control", "+io already, from the config: the groups below need it",
+            "/backends/spare/enable", "the walk makes spare a memory backend with null_blk's completion_nsec and mbps, which only a null backend takes",
+            "/backends/spare/revalidate_size", "an action, not a setting: it reads 0, and a disabled backend refuses it");
     /** The device the other trees use is left alone (an enabled backend's attributes are EBUSY); {@code spare} has them all changed. */
     private static final String DEVICE_IN_USE = "/backends/disk/";
+    /** Pre-shared keys beside the certificates, for nbd's tls/psk_file. */
+    private static final String PSK_FILE = "keys.psk";
 
     @TempDir
     Path dir;
 
     @Test
     void shouldKeepEveryWritableAttributeOfEveryTree() throws Exception {
+        // disk is a null backend: the subsystem is made shared too, and a shared namespace may not be on memory.
         String config = """
                 { "server": { "control": "127.0.0.1:0" },
-                  "backends": { "disk": { "type": "memory", "size": "64M", "device": "259:5", "enable": 1 }, "spare": {} },
+                  "backends": { "disk": { "type": "null", "size": "64M", "device": "259:5", "enable": 1 }, "spare": {} },
                   "cgroup": { "cgroup.subtree_control": "+io", "tenants": { "cgroup.subtree_control": "+io", "a": {} } },
                   "nbd": { "exports": { "x": {} } },
                   "nvmet": { "hosts": { "%s": {} },
@@ -67,6 +73,7 @@ class SaveEveryAttributeTest {
             ConfigTree root = server.mounts();
             defaults = dump(root);
             Path credentials = TestPki.create(dir.resolve("ca"), "save test CA").server("server");
+            Files.writeString(credentials.resolve(PSK_FILE), "alice:000102030405060708090a0b0c0d0e0f\n");   // psktool's format
             Set<String> unchanged = writeEverything(root, defaults, credentials);
             Map<String, String> expected = new TreeMap<>(UNCHANGEABLE);
             Map<String, String> actual = new TreeMap<>();
@@ -167,7 +174,7 @@ class SaveEveryAttributeTest {
     private static List<String> candidates(ConfigTree root, String current, Path credentials) throws ControlException {
         String dev = root.read("/backends/disk/device").strip();
         String v = current.strip();
-        List<String> c = new ArrayList<>(List.of("disk", "/tenants/a", credentials.toString(), "tcp"));
+        List<String> c = new ArrayList<>(List.of("disk", "/tenants/a", credentials.toString(), credentials.resolve(PSK_FILE).toString(), "tcp"));
         if (v.matches("\\d+")) {
             long n = Long.parseLong(v);
             c.addAll(List.of(Long.toString(n * 2), Long.toString(n / 2), Long.toString(n + 1), Long.toString(n > 1 ? n - 1 : 2)));

@@ -84,6 +84,7 @@ class TopTest {
             assertTrue(usec(a[MAXHELD]) >= 2e6, "about 6-7 of a's 8 requests wait in io.max all along:\n" + second);
             assertEquals("0", b[MAXHELD], "nothing holds b:\n" + second);
             assertEquals("0", a[COSTHELD], "iocost is off:\n" + second);
+            assertEquals("-", a[MIN], "no io.min, nothing to meet:\n" + second);
             assertEquals("-", a[BURST], "a has no burst:\n" + second);
             assertEquals("100%", b[BURST], "b writes 500/s under its wiops=1000: its burst credit stays full:\n" + second);
             assertTrue(usec(a[AVGLAT]) >= 1000 && usec(a[AVGLAT]) <= 10_000, "8 in flight at 2000/s take ~4 ms each:\n" + second);
@@ -129,14 +130,14 @@ class TopTest {
         return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 
-    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD BURST. */
-    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, BURST = 10;
+    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD MIN BURST. */
+    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, MIN = 10, BURST = 11;
 
     /** {@code group}'s row split into its columns, or null while it is not on the screen. */
     private static String[] row(String screen, String group) {
         for (String line : screen.lines().toList()) {
             String[] f = line.strip().split(" +");
-            if (f.length == 11 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
+            if (f.length == 12 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
         }
         return null;
     }

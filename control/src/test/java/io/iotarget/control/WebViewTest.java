@@ -52,10 +52,11 @@ class WebViewTest {
                 { "server": { "control": "127.0.0.1:0", "nbd": "127.0.0.1:0" },
                   "backends": { "default": { "type": "memory", "size": "256M", "enable": 1 },
                                 "scratch": { "type": "null", "size": "1G", "enable": 1 } },
-                  "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
+                  "cgroup": { "io.cost.qos": "scratch enable=1",
+                              "tenants": { "cgroup.subtree_control": "+io",
                                            "a": { "io.max": "default riops=2000", "io.weight": "200" },
                                            "b": { "io.max": "default wbps=33554432 wiops=1500" } },
-                              "batch": { "io.max": "scratch rbps=52428800" } },
+                              "batch": { "io.max": "scratch rbps=52428800", "io.min": "scratch riops=50" } },
                   "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 },
                                         "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 },
                                         "scratch": { "backend": "scratch", "cgroup": "batch", "enable": 1 } } } }"""), dir);
@@ -265,6 +266,8 @@ class WebViewTest {
             assertEquals("/ /batch /tenants /tenants/a /tenants/b", groups);
             assertTrue(awaitValue(chromium, "document.querySelector('#groups tr[data-group=\"/tenants/a\"]').innerText",
                     v -> v.contains("riops=2000")).contains("200"), "a's io.max and io.weight");
+            assertTrue(awaitValue(chromium, "document.querySelector('#groups tr[data-group=\"/batch\"]').innerText",
+                    v -> v.contains("riops=50 · met")).contains("rbps=50"), "batch's io.min, met (its reads go on it), and its io.max");
             assertTrue(awaitValue(chromium, "document.querySelector('#devices').innerText", v -> v.contains("nbd a → /tenants/a"))
                     .contains("nbd scratch → /batch"), "exports, by device");
 

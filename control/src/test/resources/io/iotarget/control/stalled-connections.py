@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # The control-port attack of issue 19: keeps up to LIVE connections to 127.0.0.1:PORT open, each
 # having sent half a request line and nothing more, opening a new one whenever the server closes
-# one. Prints "live N opened N closed N" each second. On a line "stop" on stdin it opens no more
-# and prints "drained S" once the server has closed every connection (S: seconds since "stop"),
+# one. Prints "live N opened N closed N" each second. On a line "stop" on stdin it opens no more,
+# says "stopped" (it may have been opening connections for a while before it read the line), and
+# prints "drained S" once the server has closed every connection (S: seconds since "stop"),
 # or "held N" after 60 s. Run as another user: it needs no token, only the port.
 import selectors, socket, sys, time
 
@@ -39,6 +40,7 @@ while True:
             if sys.stdin.readline().strip() == "stop":
                 stopping_at = time.monotonic()
                 sel.unregister(sys.stdin)
+                print("stopped", flush=True)
             continue
         s = key.fileobj
         try:

@@ -239,7 +239,9 @@ final class CoreFiles {
                     sb.append(dg.device().device().number());
                     for (HeldTime t : HeldTime.values()) sb.append(' ').append(t.label()).append("_usec=").append(dg.held().counter(t) / 1000);
                     LatencyStats lat = dg.latency();
-                    sb.append(" lat_ios=").append(lat.count()).append(" lat_usec=").append(lat.sumNs() / 1000).append(" lat_hist=");
+                    sb.append(" lat_ios=").append(lat.count()).append(" lat_usec=").append(lat.sumNs() / 1000);
+                    for (int p = 0; p < dg.device().policyCount(); p++) dg.device().policy(p).appendIotargetStat(dg, sb);
+                    sb.append(" lat_hist=");
                     appendBuckets(lat, sb);
                     sb.append('\n');
                 }

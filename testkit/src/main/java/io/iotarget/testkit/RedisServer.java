@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A throwaway {@code redis-server} (the Debian package, scripts/install-test-deps) on loopback:
  * a free port, no persistence ({@code --save '' --appendonly no}), started and stopped by the
- * test. {@link #kill} and {@link #restart} (same port, empty) let tests lose the store on purpose.
+ * test. {@link #kill} and {@link #restart} (same port, empty) let tests lose the store on purpose,
+ * {@link #pause} and {@link #resume} make it unreachable for a while with its data kept.
  */
 public final class RedisServer implements AutoCloseable {
     public static final String BINARY = "/usr/bin/redis-server";
@@ -75,6 +76,21 @@ public final class RedisServer implements AutoCloseable {
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** SIGSTOP: the store keeps its data and its connections but answers nothing, as behind a partition, until {@link #resume}. */
+    public void pause() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** SIGCONT after {@link #pause}. */
+    public void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) throw new IOException("kill -" + name + " " + process.pid() + " failed");
     }
 
     /** SIGKILL, as a crash: the data is gone. */

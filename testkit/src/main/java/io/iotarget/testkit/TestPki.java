@@ -17,14 +17,18 @@ import java.security.Principal;
 import java.security.PrivateKey;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A throwaway X.509 certificate authority for TLS tests, made with openssl when the test runs
- * (no key is ever committed). Credentials come in the directory layout of QEMU's
- * {@code tls-creds-x509}, which libnbd and nbdkit read too: {@code ca-cert.pem} plus
- * {@code server-cert.pem}/{@code server-key.pem} for a server, {@code client-cert.pem}/
- * {@code client-key.pem} for a client. Keys are EC P-256, certificates valid for two days.
+ * A throwaway X.509 certificate authority for TLS tests, made when the test runs (no key is ever
+ * committed) — with openssl ({@link #create}: EC P-256 keys in PKCS#8), or with GnuTLS's
+ * certtool as QEMU's and libnbd's documentation teach ({@link #certtool}: an RSA CA, and each
+ * certificate's key of the {@link Key} kind asked for, in certtool's own encodings).
+ * Credentials come in the directory layout of QEMU's {@code tls-creds-x509}, which libnbd and
+ * nbdkit read too: {@code ca-cert.pem} plus {@code server-cert.pem}/{@code server-key.pem} for a
+ * server, {@code client-cert.pem}/{@code client-key.pem} for a client. Certificates are valid for
+ * two days.
  */
 public final class TestPki {
     public static final String CA_CERT = "ca-cert.pem";
@@ -34,24 +38,71 @@ public final class TestPki {
     public static final String CLIENT_CERT = "client-cert.pem";
     public static final String CLIENT_KEY = "client-key.pem";
 
+    /** The passphrase of {@link Key#EC_PKCS8_ENCRYPTED} keys. */
+    public static final String PASSPHRASE = "correct horse battery";
+
+    /** A private key as certtool writes it (the algorithm, and the PEM form). */
+    public enum Key {
+        /** RSA 3072, PKCS#1: {@code -----BEGIN RSA PRIVATE KEY-----} (certtool's default). */
+        RSA_PKCS1("rsa"),
+        /** RSA 3072, PKCS#8: {@code -----BEGIN PRIVATE KEY-----}. */
+        RSA_PKCS8("rsa", "--pkcs8", "--pkcs-cipher=none"),
+        /** EC P-256, SEC1: {@code -----BEGIN EC PRIVATE KEY-----}. */
+        EC_SEC1("ecdsa"),
+        /** EC P-256, PKCS#8: {@code -----BEGIN PRIVATE KEY-----}. */
+        EC_PKCS8("ecdsa", "--pkcs8", "--pkcs-cipher=none"),
+        /** EC P-256, PKCS#8 encrypted with {@link #PASSPHRASE} (PBES2): {@code -----BEGIN ENCRYPTED PRIVATE KEY-----}. */
+        EC_PKCS8_ENCRYPTED("ecdsa", "--pkcs8", "--password=" + PASSPHRASE);
+
+        private final List<String> options;
+
+        Key(String type, String... options) {
+            this.options = new ArrayList<>(List.of("--key-type=" + type));
+            this.options.addAll(List.of(options));
+        }
+    }
+
     private final Path dir;
     private final Path caKey;
     private final Path caCert;
+    /** certtool's PKI: its certificates are made by certtool with keys of the kind asked; null for openssl's. */
+    private final Key certtoolKey;
 
-    private TestPki(Path dir) {
+    private TestPki(Path dir, Key certtoolKey) {
         this.dir = dir;
         this.caKey = dir.resolve("ca-key.pem");
         this.caCert = dir.resolve(CA_CERT);
+        this.certtoolKey = certtoolKey;
     }
 
     /** A new CA named {@code name} in {@code dir} (created); skips the test when openssl is missing. */
     public static TestPki create(Path dir, String name) throws IOException, InterruptedException {
         Tools.require("openssl", "/usr/bin/openssl");
         Files.createDirectories(dir);
-        TestPki pki = new TestPki(dir);
+        TestPki pki = new TestPki(dir, null);
         openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                 "-keyout", pki.caKey.toString(), "-out", pki.caCert.toString(), "-days", "2", "-subj", "/CN=" + name,
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+        Files.writeString(dir.resolve("index.txt"), "");
+        Files.writeString(dir.resolve("crlnumber"), "01\n");
+        Files.writeString(dir.resolve("ca.cnf"), "[ca]\ndefault_ca=test\n[test]\ndatabase=" + dir.resolve("index.txt")
+                                                 + "\ncrlnumber=" + dir.resolve("crlnumber") + "\ndefault_md=sha256\ndefault_crl_days=2\n");
+        return pki;
+    }
+
+    /**
+     * A new CA named {@code name} in {@code dir}, made by certtool with an RSA key (PKCS#1) and
+     * a PrintableString subject, as a new user following GnuTLS's manual gets; its certificates
+     * get keys of kind {@code key} unless asked otherwise. Skips the test when certtool is missing.
+     */
+    public static TestPki certtool(Path dir, String name, Key key) throws IOException, InterruptedException {
+        Tools.require("certtool (gnutls-bin)", "/usr/bin/certtool");
+        Files.createDirectories(dir);
+        TestPki pki = new TestPki(dir, key);
+        certtool("--generate-privkey", "--key-type=rsa", "--outfile", pki.caKey.toString());
+        Path template = Files.writeString(dir.resolve("ca.info"), "cn = \"" + name + "\"\nca\ncert_signing_key\ncrl_signing_key\nexpiration_days = 2\n");
+        certtool("--generate-self-signed", "--load-privkey", pki.caKey.toString(), "--template", template.toString(),
+                 "--outfile", pki.caCert.toString());
         Files.writeString(dir.resolve("index.txt"), "");
         Files.writeString(dir.resolve("crlnumber"), "01\n");
         Files.writeString(dir.resolve("ca.cnf"), "[ca]\ndefault_ca=test\n[test]\ndatabase=" + dir.resolve("index.txt")
@@ -65,16 +116,47 @@ public final class TestPki {
 
     /** A server's directory {@code name}: the CA, and a certificate for 127.0.0.1 and localhost. */
     public Path server(String name) throws IOException, InterruptedException {
+        return server(name, certtoolKey);
+    }
+
+    /** {@link #server(String)} with a certtool key of kind {@code key} (a certtool PKI only). */
+    public Path server(String name, Key key) throws IOException, InterruptedException {
         Path d = credentials(name);
-        issue(d.resolve(SERVER_CERT), d.resolve(SERVER_KEY), "/CN=localhost",
-                "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n");
+        if (certtoolKey != null) {
+            certtoolIssue(d.resolve(SERVER_CERT), d.resolve(SERVER_KEY), key, "cn = localhost\nip_address = 127.0.0.1\ndns_name = localhost\n"
+                                                                               + "tls_www_server\nsigning_key\nencryption_key\n");
+        } else {
+            issue(d.resolve(SERVER_CERT), d.resolve(SERVER_KEY), "/CN=localhost",
+                    "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n");
+        }
         return d;
     }
 
     /** A client's directory {@code name}: the CA, and a client certificate with subject {@code subject} ("/O=a/CN=b"). */
     public Path client(String name, String subject) throws IOException, InterruptedException {
+        return client(name, subject, certtoolKey);
+    }
+
+    /** {@link #client(String, String)} with a certtool key of kind {@code key} (a certtool PKI only). */
+    public Path client(String name, String subject, Key key) throws IOException, InterruptedException {
         Path d = credentials(name);
-        issue(d.resolve(CLIENT_CERT), d.resolve(CLIENT_KEY), subject, "extendedKeyUsage=clientAuth\n");
+        if (certtoolKey != null) {
+            StringBuilder template = new StringBuilder();
+            for (String part : subject.substring(1).split("/")) {        // "/O=tenants/CN=a" -> certtool's template fields
+                String[] kv = part.split("=", 2);
+                String field = switch (kv[0]) {
+                    case "CN" -> "cn";
+                    case "O" -> "organization";
+                    case "OU" -> "unit";
+                    case "C" -> "country";
+                    default -> throw new IllegalArgumentException("subject part " + part + " (expected CN, O, OU or C)");
+                };
+                template.append(field).append(" = \"").append(kv[1]).append("\"\n");
+            }
+            certtoolIssue(d.resolve(CLIENT_CERT), d.resolve(CLIENT_KEY), key, template + "tls_www_client\nsigning_key\nencryption_key\n");
+        } else {
+            issue(d.resolve(CLIENT_CERT), d.resolve(CLIENT_KEY), subject, "extendedKeyUsage=clientAuth\n");
+        }
         return d;
     }
 
@@ -195,6 +277,27 @@ public final class TestPki {
                 "-keyout", key.toString(), "-out", request.toString(), "-subj", subject);
         openssl("x509", "-req", "-in", request.toString(), "-CA", caCert.toString(), "-CAkey", caKey.toString(),
                 "-CAcreateserial", "-days", "2", "-extfile", ext.toString(), "-out", cert.toString());
+    }
+
+    /** A key of kind {@code kind} and a certificate for it from this certtool CA, with {@code template}'s fields. */
+    private void certtoolIssue(Path cert, Path key, Key kind, String template) throws IOException, InterruptedException {
+        List<String> generate = new ArrayList<>(List.of("--generate-privkey", "--outfile", key.toString()));
+        generate.addAll(kind.options);
+        certtool(generate.toArray(String[]::new));
+        Path info = Files.createTempFile(dir, "cert", ".info");
+        Files.writeString(info, template + "expiration_days = 2\n");
+        List<String> issue = new ArrayList<>(List.of("--generate-certificate", "--load-privkey", key.toString(),
+                "--load-ca-certificate", caCert.toString(), "--load-ca-privkey", caKey.toString(), "--template", info.toString(),
+                "--outfile", cert.toString()));
+        if (kind == Key.EC_PKCS8_ENCRYPTED) issue.add("--password=" + PASSPHRASE);
+        certtool(issue.toArray(String[]::new));
+    }
+
+    private static void certtool(String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("certtool"));
+        command.addAll(List.of(args));
+        Tools.Result r = Tools.run(60, command);
+        if (r.exit() != 0) throw new IOException(String.join(" ", command) + " exited " + r.exit() + ":\n" + r.out());
     }
 
     private static String openssl(String... args) throws IOException, InterruptedException {

@@ -1,19 +1,37 @@
 package io.iotarget.transport;
 
+import org.bouncycastle.asn1.ASN1ObjectIdentifier;
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
+import org.bouncycastle.openssl.EncryptionException;
+import org.bouncycastle.openssl.PEMEncryptedKeyPair;
+import org.bouncycastle.openssl.PEMKeyPair;
+import org.bouncycastle.openssl.PEMParser;
+import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
+import org.bouncycastle.openssl.jcajce.JceOpenSSLPKCS8DecryptorProviderBuilder;
+import org.bouncycastle.openssl.jcajce.JcePEMDecryptorProviderBuilder;
+import org.bouncycastle.jce.provider.BouncyCastleProvider;
+import org.bouncycastle.operator.OperatorCreationException;
+import org.bouncycastle.pkcs.PKCS8EncryptedPrivateKeyInfo;
+import org.bouncycastle.pkcs.PKCSException;
+
 import javax.net.ssl.CertPathTrustManagerParameters;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedTrustManager;
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.KeyFactory;
 import java.security.KeyStore;
 import java.security.PrivateKey;
+import java.security.Provider;
 import java.security.PublicKey;
 import java.security.Signature;
 import java.security.cert.CRL;
@@ -29,29 +47,28 @@ import java.security.cert.PKIXBuilderParameters;
 import java.security.cert.PKIXRevocationChecker;
 import java.security.cert.X509CertSelector;
 import java.security.cert.X509Certificate;
-import java.security.spec.InvalidKeySpecException;
-import java.security.spec.PKCS8EncodedKeySpec;
-import java.util.Base64;
 import java.util.Collection;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * TLS material from PEM files, as openssl and certbot write them: certificate chains (the
- * certificate first, then its issuers), CA certificates, certificate revocation lists and
- * unencrypted PKCS#8 private keys ({@code BEGIN PRIVATE KEY}; RSA, EC or EdDSA). Used by every
+ * TLS material from PEM files, as openssl, GnuTLS's certtool and certbot write them: certificate
+ * chains (the certificate first, then its issuers), CA certificates, certificate revocation lists
+ * and private keys in every PEM form ({@link #privateKey(Path, Path)}). Used by every
  * TLS endpoint of the server: the control endpoint and the NBD front end. Stateless; any thread.
  */
 public final class Pem {
-    private static final Pattern PKCS8 = Pattern.compile("-----BEGIN PRIVATE KEY-----([A-Za-z0-9+/=\\s]+)-----END PRIVATE KEY-----");
-    private static final List<String> KEY_ALGORITHMS = List.of("RSA", "EC", "EdDSA");
+    /**
+     * Bouncy Castle's JCA provider, for decrypting keys only (PBES2 asks for AES/CBC/PKCS7Padding,
+     * which only it names so); never installed, so the rest of the JVM keeps the JDK's providers.
+     */
+    private static final Provider BOUNCY_CASTLE = new BouncyCastleProvider();
+    private static final List<String> KEY_ALGORITHMS = List.of("RSA", "EC", "EdDSA", "Ed25519", "Ed448");
 
     private Pem() {
     }
 
-    /** A bad PEM file: which one and what is wrong with it. */
+    /** A bad PEM file (or pre-shared key file, {@link TlsPsk}): which one and what is wrong with it. */
     public static final class PemException extends Exception {
         private static final long serialVersionUID = 1L;
         private final String file;
@@ -72,9 +89,12 @@ public final class Pem {
         }
     }
 
-    /** A server that asks no certificate of its clients: its chain and the key of the chain's first certificate. */
-    public static SSLContext serverContext(Path certFile, Path keyFile) throws PemException {
-        return context(certFile, keyFile, null);
+    /**
+     * A server that asks no certificate of its clients: its chain and the key of the chain's
+     * first certificate ({@code passphraseFile}: see {@link #privateKey}; null for a key in clear).
+     */
+    public static SSLContext serverContext(Path certFile, Path keyFile, Path passphraseFile) throws PemException {
+        return context(certFile, keyFile, passphraseFile, null);
     }
 
     /**
@@ -83,8 +103,8 @@ public final class Pem {
      * in it (a certificate whose issuer has no list there passes, as with GnuTLS). Whether a
      * client must present one is the engine's setting, not the context's.
      */
-    public static SSLContext serverContext(Path certFile, Path keyFile, Path caFile, Path crlFile) throws PemException {
-        return context(certFile, keyFile, trust(caFile, crlFile));
+    public static SSLContext serverContext(Path certFile, Path keyFile, Path passphraseFile, Path caFile, Path crlFile) throws PemException {
+        return context(certFile, keyFile, passphraseFile, trust(caFile, crlFile));
     }
 
     /** A client's side: trust exactly the certificates in {@code caFile} (a CA, or a self-signed server certificate). */
@@ -101,10 +121,10 @@ public final class Pem {
         }
     }
 
-    private static SSLContext context(Path certFile, Path keyFile, TrustManager[] trust) throws PemException {
+    private static SSLContext context(Path certFile, Path keyFile, Path passphraseFile, TrustManager[] trust) throws PemException {
         List<X509Certificate> chain = certificates(certFile);
         checkValid(certFile, chain.getFirst());
-        PrivateKey key = privateKey(keyFile);
+        PrivateKey key = privateKey(keyFile, passphraseFile);
         if (!signsFor(key, chain.getFirst().getPublicKey())) {
             throw new PemException(keyFile, "is not the key of the first certificate in " + certFile);
         }
@@ -141,9 +161,64 @@ public final class Pem {
             }
             TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
             factory.init(new CertPathTrustManagerParameters(parameters));
-            return factory.getTrustManagers();
+            return new TrustManager[]{new NamingNoIssuers((X509ExtendedTrustManager) factory.getTrustManagers()[0])};
         } catch (GeneralSecurityException | IOException e) {
             throw new PemException(caFile, "cannot verify client certificates with it: " + e.getMessage());
+        }
+    }
+
+    /**
+     * The PKIX checks of {@code trusted}, with an empty list of accepted issuers: the server's
+     * CertificateRequest then names no CAs (certificate_authorities is left out). A GnuTLS client
+     * without a selection callback — libnbd, qemu, nbd-client — picks its certificate by that list
+     * and by the signature_algorithms beside it: it sends one only if a CA named there issued it
+     * <em>and</em> the key's algorithm is among those the schemes map to. The JDK's TLS 1.3 list
+     * has only RSA-PSS schemes for RSA (rsa_pkcs1_* go in signature_algorithms_cert, which
+     * GnuTLS ignores), which GnuTLS maps to RSA-PSS keys, never to an ordinary RSA key: every
+     * RSA client certificate was withheld. With no CA named, GnuTLS sends its one certificate,
+     * whatever its key, and signs with an rsa_pss_rsae scheme; the handshake still verifies it
+     * against the CA file, so naming nothing loses nothing but a hint.
+     */
+    private static final class NamingNoIssuers extends X509ExtendedTrustManager {
+        private final X509ExtendedTrustManager trusted;
+
+        NamingNoIssuers(X509ExtendedTrustManager trusted) {
+            this.trusted = trusted;
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return new X509Certificate[0];
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            trusted.checkClientTrusted(chain, authType);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+            trusted.checkClientTrusted(chain, authType, socket);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+            trusted.checkClientTrusted(chain, authType, engine);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            trusted.checkServerTrusted(chain, authType);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+            trusted.checkServerTrusted(chain, authType, socket);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+            trusted.checkServerTrusted(chain, authType, engine);
         }
     }
 
@@ -159,7 +234,7 @@ public final class Pem {
         String algorithm = switch (key.getAlgorithm()) {
             case "RSA" -> "SHA256withRSA";
             case "EC" -> "SHA256withECDSA";
-            default -> "EdDSA";
+            default -> key.getAlgorithm();                  // EdDSA, Ed25519, Ed448: the key names its own scheme
         };
         try {
             byte[] probe = "iotarget".getBytes(StandardCharsets.US_ASCII);
@@ -213,29 +288,61 @@ public final class Pem {
         }
     }
 
-    /** The unencrypted PKCS#8 private key of a PEM file. */
-    public static PrivateKey privateKey(Path file) throws PemException {
-        String text;
+    /**
+     * The private key of a PEM file, in any form openssl, certtool or certbot write and QEMU,
+     * nbdkit and nginx read: PKCS#1 ({@code BEGIN RSA PRIVATE KEY}), SEC1 ({@code BEGIN EC
+     * PRIVATE KEY}), PKCS#8 ({@code BEGIN PRIVATE KEY}; RSA, EC or EdDSA), or PKCS#8 encrypted
+     * with a passphrase ({@code BEGIN ENCRYPTED PRIVATE KEY}; also the legacy {@code Proc-Type:
+     * 4,ENCRYPTED} PKCS#1/SEC1 form) — the passphrase being the first line of
+     * {@code passphraseFile}. Text around the PEM block (certtool's "Public Key Info:") and an
+     * EC PARAMETERS block before it are skipped. Bouncy Castle's PEM reader does the parsing.
+     *
+     * @param passphraseFile the file whose first line is the key's passphrase; null when the key is not encrypted
+     */
+    public static PrivateKey privateKey(Path file, Path passphraseFile) throws PemException {
+        Object pem;
+        try (PEMParser parser = new PEMParser(Files.newBufferedReader(file, StandardCharsets.US_ASCII))) {
+            do {
+                pem = parser.readObject();
+            } while (pem instanceof ASN1ObjectIdentifier);  // "-----BEGIN EC PARAMETERS-----" before the key (openssl ecparam -genkey)
+        } catch (IOException | RuntimeException e) {
+            throw new PemException(file, "not a PEM private key: " + e.getMessage());
+        }
+        JcaPEMKeyConverter converter = new JcaPEMKeyConverter();
         try {
-            text = Files.readString(file);
-        } catch (IOException e) {
-            throw new PemException(file, "cannot read: " + e);
-        }
-        Matcher m = PKCS8.matcher(text);
-        if (!m.find()) {
-            throw new PemException(file, "no unencrypted PKCS#8 key (expected -----BEGIN PRIVATE KEY-----; convert with "
-                                         + "openssl pkcs8 -topk8 -nocrypt -in OLD -out NEW)");
-        }
-        PKCS8EncodedKeySpec spec = new PKCS8EncodedKeySpec(Base64.getMimeDecoder().decode(m.group(1)));
-        for (String algorithm : KEY_ALGORITHMS) {
-            try {
-                return KeyFactory.getInstance(algorithm).generatePrivate(spec);
-            } catch (InvalidKeySpecException wrongAlgorithm) {
-                // try the next one
-            } catch (GeneralSecurityException e) {
-                throw new PemException(file, e.getMessage());
+            PrivateKeyInfo info = switch (pem) {
+                case PEMKeyPair pair -> pair.getPrivateKeyInfo();
+                case PrivateKeyInfo plain -> plain;
+                case PKCS8EncryptedPrivateKeyInfo encrypted -> encrypted.decryptPrivateKeyInfo(
+                        new JceOpenSSLPKCS8DecryptorProviderBuilder().setProvider(BOUNCY_CASTLE).build(passphrase(file, passphraseFile)));
+                case PEMEncryptedKeyPair legacy -> legacy.decryptKeyPair(
+                        new JcePEMDecryptorProviderBuilder().setProvider(BOUNCY_CASTLE).build(passphrase(file, passphraseFile))).getPrivateKeyInfo();
+                case null, default -> throw new PemException(file, "no private key (expected -----BEGIN PRIVATE KEY-----, "
+                        + "-----BEGIN RSA PRIVATE KEY-----, -----BEGIN EC PRIVATE KEY----- or -----BEGIN ENCRYPTED PRIVATE KEY-----)");
+            };
+            PrivateKey key = converter.getPrivateKey(info);
+            if (!KEY_ALGORITHMS.contains(key.getAlgorithm())) {
+                throw new PemException(file, "a " + key.getAlgorithm() + " key (expected an RSA, EC or EdDSA private key)");
             }
+            return key;
+        } catch (PKCSException | EncryptionException e) {
+            throw new PemException(file, "cannot decrypt the key with the passphrase in " + passphraseFile + " (wrong passphrase?)");
+        } catch (OperatorCreationException | IOException e) {
+            throw new PemException(file, "cannot read the key: " + e.getMessage());
         }
-        throw new PemException(file, "not an RSA, EC or EdDSA private key");
+    }
+
+    /** The first line of {@code passphraseFile}, for the encrypted key in {@code keyFile}. */
+    private static char[] passphrase(Path keyFile, Path passphraseFile) throws PemException {
+        if (passphraseFile == null) {
+            throw new PemException(keyFile, "the key is encrypted and no passphrase file is given");
+        }
+        try (BufferedReader in = Files.newBufferedReader(passphraseFile, StandardCharsets.UTF_8)) {
+            String line = in.readLine();
+            if (line == null || line.isEmpty()) throw new PemException(passphraseFile, "no passphrase (expected it on the first line)");
+            return line.toCharArray();
+        } catch (IOException e) {
+            throw new PemException(passphraseFile, "cannot read: " + e);
+        }
     }
 }

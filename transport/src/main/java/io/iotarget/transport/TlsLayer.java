@@ -182,6 +182,7 @@ final class TlsLayer {
             while (true) {
                 SSLEngineResult r = engine.unwrap(in, plain);
                 SSLEngineResult.HandshakeStatus hs = r.getHandshakeStatus();
+                if (established && renegotiating(hs)) throw new SSLException("the client asked to renegotiate TLS 1.2 (refused)");
                 if (hs == SSLEngineResult.HandshakeStatus.FINISHED) established = true;
                 switch (r.getStatus()) {
                     case BUFFER_UNDERFLOW -> {
@@ -203,6 +204,18 @@ final class TlsLayer {
         } finally {
             in.compact();
         }
+    }
+
+    /**
+     * A TLS 1.2 session starting a handshake anew: the client renegotiates, which costs the
+     * server a handshake per request and could change the identity the connection was admitted
+     * with; it ends the connection. (TLS 1.3's post-handshake messages, a KeyUpdate to answer,
+     * are not this.)
+     */
+    private boolean renegotiating(SSLEngineResult.HandshakeStatus hs) {
+        return (hs == SSLEngineResult.HandshakeStatus.NEED_TASK || hs == SSLEngineResult.HandshakeStatus.NEED_WRAP
+                || hs == SSLEngineResult.HandshakeStatus.NEED_UNWRAP)
+               && "TLSv1.2".equals(engine.getSession().getProtocol());
     }
 
     // ---------------------------------------------------------------- output

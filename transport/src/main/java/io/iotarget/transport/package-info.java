@@ -23,6 +23,9 @@
  * ({@link io.iotarget.transport.Connection#startTls}); its handler keeps seeing and sending
  * plaintext. {@link io.iotarget.transport.TlsLayer} is that whole path (engine, ciphertext buffers,
  * wrap and unwrap); handshake computations run on the transport's few TLS threads, not on the loops.
+ * Engines: the JDK's for certificates ({@link io.iotarget.transport.Pem} reads the PEM files),
+ * and for pre-shared keys ({@link io.iotarget.transport.TlsPsk}) one over Bouncy Castle's TLS 1.3,
+ * whose single X25519 agreement runs on the loop; with both, the client's ClientHello picks.
  *
  * <h2>4. What one client can hold</h2> At most {@link io.iotarget.transport.EventLoop#READ_BUFFER_BYTES}
  * of unconsumed input; queued output only as long as it takes some of it within the send timeout;

@@ -62,7 +62,7 @@ class TlsTest {
     static void credentials() throws Exception {
         pki = TestPki.create(dir.resolve("ca"), "transport test CA");
         Path s = pki.server("server");
-        server = Pem.serverContext(s.resolve(TestPki.SERVER_CERT), s.resolve(TestPki.SERVER_KEY), s.resolve(TestPki.CA_CERT), null);
+        server = Pem.serverContext(s.resolve(TestPki.SERVER_CERT), s.resolve(TestPki.SERVER_KEY), null, s.resolve(TestPki.CA_CERT), null);
         client = pki.client("client", "/O=tenant-a/CN=client");
         anonymous = pki.anonymousClient("anonymous");
         stranger = TestPki.create(dir.resolve("other-ca"), "another CA").client("stranger", "/CN=stranger");
@@ -78,7 +78,7 @@ class TlsTest {
         SSLEngine e = server.createSSLEngine();
         e.setUseClientMode(false);
         e.setWantClientAuth(true);
-        e.setEnabledProtocols(new String[]{"TLSv1.3"});
+        e.setEnabledProtocols(new String[]{"TLSv1.3", "TLSv1.2"});
         return e;
     }
 
@@ -90,12 +90,17 @@ class TlsTest {
 
     /** Connects, asks for TLS in clear, and completes the handshake as the client of {@code credentials}. */
     private SSLSocket connectTls(InetSocketAddress address, Path credentials) throws Exception {
+        return connectTls(address, credentials, "TLSv1.3");
+    }
+
+    private SSLSocket connectTls(InetSocketAddress address, Path credentials, String protocol) throws Exception {
         Socket plain = new Socket(address.getAddress(), address.getPort());
         plain.setSoTimeout(10_000);
         sockets.add(plain);
         plain.getOutputStream().write(STARTTLS);
         assertArrayEquals(GO, plain.getInputStream().readNBytes(GO.length));
         SSLSocket tls = (SSLSocket) TestPki.clientContext(credentials).getSocketFactory().createSocket(plain, "localhost", address.getPort(), true);
+        tls.setEnabledProtocols(new String[]{protocol});
         tls.startHandshake();
         return tls;
     }
@@ -297,6 +302,28 @@ class TlsTest {
         // The JDK client reports a TCP close without close_notify as an error; an orderly end reads as end of stream.
         assertEquals(-1, s.getInputStream().read());
         assertNull(handler.closed.get(5, TimeUnit.SECONDS));
+    }
+
+    /** A TLS 1.2 client (nbd-client speaks nothing newer) is served; one that asks to renegotiate is disconnected. */
+    @Test
+    void shouldServeTls12AndEndAConnectionThatRenegotiates() throws Exception {
+        StartTls handler = new StartTls();
+        InetSocketAddress address = start(c -> handler);
+        SSLSocket s = connectTls(address, client, "TLSv1.2");
+        assertEquals("TLSv1.2", s.getSession().getProtocol());
+        s.getOutputStream().write('x');
+        assertEquals('x', s.getInputStream().read());
+        assertEquals("CN=client,O=tenant-a", handler.peer.get(5, TimeUnit.SECONDS).getName());
+        try {
+            s.startHandshake();                         // TLS 1.2: a new ClientHello on the established session
+            s.getOutputStream().write('y');
+            s.getInputStream().read();
+        } catch (IOException refused) {
+            // the server's alert, or its TCP close
+        }
+        Throwable cause = handler.closed.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(SSLException.class, cause, String.valueOf(cause));
+        assertEquals("the client asked to renegotiate TLS 1.2 (refused)", cause.getMessage());
     }
 
     @Test

@@ -60,6 +60,9 @@ public final class ServerMetrics implements MultiCollector {
     /** iocost's io.stat fields (CostDevice.appendStat): the root's vrate in percent, every group's usage in µs. */
     private static final String VRATE_FIELD = "cost.vrate";
     private static final String USAGE_FIELD = "cost.usage";
+    /** io.min's iotarget.io.stat fields (CostDevice.appendIotargetStat). */
+    private static final String MIN_PCT_FIELD = "min_pct";
+    private static final String MIN_IOS_FIELD = "min_ios";
 
     /** iotarget_io_latency_seconds' classic buckets (le, s): 50 µs to 10 s, 1-2.5-5 steps; +Inf last. */
     private static final double[] LATENCY_BUCKETS_SECONDS = {
@@ -110,6 +113,10 @@ public final class ServerMetrics implements MultiCollector {
         CounterSnapshot.Builder issuerDelay = counter("iotarget_io_issuer_delay_seconds",
                 "time completions of the group and its descendants were held back from their issuer (iocost debt, io.latency delay), summed over requests")
                 .unit(Unit.SECONDS);
+        GaugeSnapshot.Builder minGranted = GaugeSnapshot.builder().name("iotarget_io_min_granted_ratio")
+                .help("the share of its io.min the group gets: 1 = met, below 1 while the minimums in use claim more than the device (iotarget.io.stat min_pct / 100)")
+                .unit(Unit.RATIO);
+        CounterSnapshot.Builder minIos = counter("iotarget_io_min_ios", "requests of the group and its descendants that went on an io.min minimum (iotarget.io.stat min_ios)");
         HistogramSnapshot.Builder latency = HistogramSnapshot.builder().name("iotarget_io_latency_seconds")
                 .help("latency of the group's requests and its descendants', from entering the controller to completion").unit(Unit.SECONDS);
         IoController controller = engine.controller();
@@ -154,6 +161,13 @@ public final class ServerMetrics implements MultiCollector {
                     if (vratePct >= 0) {
                         vrate.dataPoint(GaugeDataPointSnapshot.builder().labels(Labels.of("device", device)).value(vratePct / 10_000.0).build());
                     }
+                    fields.setLength(0);
+                    for (int i = 0; i < policies; i++) dg.device().policy(i).appendIotargetStat(dg, fields);
+                    long minimumIos = field(fields, MIN_IOS_FIELD);
+                    if (minimumIos > 0) {        // only pairs that used a minimum: the others have nothing to meet
+                        minIos.dataPoint(CounterDataPointSnapshot.builder().labels(pair).value(minimumIos).build());
+                        minGranted.dataPoint(GaugeDataPointSnapshot.builder().labels(pair).value(hundredths(fields, MIN_PCT_FIELD) / 10_000.0).build());
+                    }
                 }
             } finally {
                 flusher.lock().unlock();
@@ -165,6 +179,8 @@ public final class ServerMetrics implements MultiCollector {
         out.add(bytes.build());
         out.add(usage.build());
         out.add(vrate.build());
+        out.add(minGranted.build());
+        out.add(minIos.build());
         out.add(throttled.build());
         out.add(issuerDelay.build());
         out.add(latency.build());

@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.transport.TlsPsk;
+
 import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
 import java.security.MessageDigest;
@@ -11,24 +13,30 @@ import java.util.HexFormat;
 /**
  * What the server knows of the client at the other end of a connection: nothing before TLS;
  * after it, whether the client showed a certificate (verified against the server's CA by the
- * TLS handshake) and which. Exports are opened by identity ({@link Export#admits}); the IO is
+ * TLS handshake) and which, or which pre-shared key's username it proved it holds. Exports are opened by identity ({@link Export#admits}); the IO is
  * still charged to the export's group, never to an identity. Immutable; any thread.
  *
  * @param tls         the connection runs TLS
  * @param certificate the client's verified certificate, or null (no TLS, or none shown)
  * @param fingerprint its SHA-256 fingerprint as {@link AllowedClient} spells it, or null
+ * @param pskUsername the username of the pre-shared key the client proved it holds ({@link TlsPsk}), or null
  */
-record ClientIdentity(boolean tls, X509Certificate certificate, String fingerprint) {
+record ClientIdentity(boolean tls, X509Certificate certificate, String fingerprint, String pskUsername) {
     /** A client before (or without) TLS. */
-    static final ClientIdentity PLAINTEXT = new ClientIdentity(false, null, null);
+    static final ClientIdentity PLAINTEXT = new ClientIdentity(false, null, null, null);
 
     /** The identity a finished TLS handshake established. */
     static ClientIdentity of(SSLSession session) {
         try {
             X509Certificate peer = (X509Certificate) session.getPeerCertificates()[0];
-            return new ClientIdentity(true, peer, fingerprint(peer));
+            return new ClientIdentity(true, peer, fingerprint(peer), null);
         } catch (SSLPeerUnverifiedException noCertificate) {
-            return new ClientIdentity(true, null, null);
+            try {
+                if (session.getPeerPrincipal() instanceof TlsPsk.Identity psk) return new ClientIdentity(true, null, null, psk.name());
+            } catch (SSLPeerUnverifiedException noKey) {
+                // neither
+            }
+            return new ClientIdentity(true, null, null, null);
         }
     }
 
@@ -45,6 +53,7 @@ record ClientIdentity(boolean tls, X509Certificate certificate, String fingerpri
     @Override
     public String toString() {
         if (!tls) return "plaintext client";
+        if (pskUsername != null) return "TLS client with the pre-shared key of " + pskUsername;
         return certificate == null ? "TLS client without a certificate" : "TLS client " + certificate.getSubjectX500Principal().getName();
     }
 }

@@ -20,7 +20,7 @@ import java.util.List;
  * @param allowAnyClient any client may see and open it (over TLS when {@code tls}); when false
  *                    only clients whose certificate is in {@code allowedClients} (nvmet's
  *                    {@code attr_allow_any_host} and {@code allowed_hosts}); false only with {@code tls}
- * @param allowedClients the client certificates that may see and open it; empty when {@code allowAnyClient}
+ * @param allowedClients the client certificates and pre-shared keys that may see and open it; empty when {@code allowAnyClient}
  */
 record Export(String name, String description, Device device, Group group, boolean readOnly, boolean tls,
               boolean allowAnyClient, List<AllowedClient> allowedClients) {

@@ -12,6 +12,8 @@ import io.iotarget.model.tree.Attributes;
 import io.iotarget.model.tree.GroupBinding;
 import io.iotarget.model.tree.KernelParse;
 import io.iotarget.model.tree.TreePath;
+import io.iotarget.transport.Pem;
+import io.iotarget.transport.TlsPsk;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;
@@ -27,8 +29,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The NBD front end's configuration, laid out like nvmet's configfs namespaces:
  *
  * <pre>
+ *  max_request          largest READ/WRITE payload in bytes, advertised in NBD_INFO_BLOCK_SIZE: a power of
+ *                       two from 1 MiB to the buffer share; default 64 MiB (the share, if smaller);
+ *                       clients that connect afterwards are told and held to a new value
  *  tls/
- *    certificates       absolute path of the server's TLS credentials ({@link TlsCredentials}); "" = no TLS
+ *    certificates       absolute path of the server's X.509 credentials ({@link TlsCredentials}); "" = none
+ *    psk_file           absolute path of its pre-shared keys, psktool's USERNAME:HEXKEY lines ({@link TlsPsk}); "" = none
  *  exports/
  *    &lt;name&gt;/            mkdir creates a disabled export; rmdir disables and removes it
  *      backend          engine device name (e.g. "default")            changeable only while disabled
@@ -39,7 +45,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *      max_connections  clients transmitting on it at once; 0 = no limit (default)
  *      tls              0 | 1: seen and opened only by clients that started TLS
  *      allow_any_client 1 | 0: any client may open it; 0: only those in allowed_clients (needs tls 1)
- *      allowed_clients  client certificates that may see and open it, one per line ({@link AllowedClient});
+ *      allowed_clients  client certificates and psk:USERNAMEs that may see and open it, one per line ({@link AllowedClient});
  *                       a write adds its lines, "-ENTRY" removes one, "" empties the list
  *      enable           0 | 1: offered to clients only when 1
  * </pre>
@@ -51,8 +57,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code allowed_clients} may change while the export is enabled: new
  * negotiations see the change at once, and connections whose client may no longer open the
  * export are ended the way a disable ends them. An export whose {@code tls} is 1 can be enabled
- * only while {@code tls/certificates} is set, which then cannot be emptied (EBUSY); a new
- * directory written there serves the handshakes that start after it.
+ * only while {@code tls/certificates} or {@code tls/psk_file} is set, and the last of them
+ * cannot then be emptied (EBUSY); a path written there again (the same or another) is read
+ * anew and serves the handshakes that start after it.
  *
  * Enabling takes a {@link Lease} on the device and the group ({@link Engine#bind}), so neither
  * can be removed under a live export. Disabling an
@@ -76,20 +83,32 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     static final String EXPORTS = "exports";
     static final String TLS = "tls";
     static final String CERTIFICATES = "certificates";
+    static final String PSK_FILE = "psk_file";
+    static final String MAX_REQUEST = "max_request";
     private static final int MAX_NAME_BYTES = 255;
 
     private final Engine engine;
     private final Map<String, Entry> entries = new ConcurrentSkipListMap<>();
     private volatile boolean shuttingDown;
-    /** The server's TLS credentials, or null: no TLS. Written under the tree's lock, read by connections as they open. */
+    /** The X.509 credentials, or null. Guarded by the tree. */
+    private TlsCredentials certificateCredentials;
+    /** The pre-shared keys, or null. Guarded by the tree. */
+    private TlsPsk pskKeys;
+    /** Both together, or null: no TLS. Written under the tree's lock, read by connections as they open. */
     private volatile TlsCredentials tls;
+    /** The largest READ/WRITE payload for clients connecting from now on. Written under the tree's lock. */
+    private volatile int maxRequestBytes;
 
     private final Attributes<Entry> attributes;
     private final Attribute<ExportTree> certificates = Attribute.text(CERTIFICATES,
-            t -> t.tls == null ? "" : t.tls.directory().toString(), ExportTree::writeCertificates);
+            t -> t.certificateCredentials == null ? "" : t.certificateCredentials.directory().toString(), ExportTree::writeCertificates);
+    private final Attribute<ExportTree> pskFile = Attribute.text(PSK_FILE,
+            t -> t.pskKeys == null ? "" : t.pskKeys.file().toString(), ExportTree::writePskFile);
+    private final Attribute<ExportTree> maxRequest = Attribute.number(MAX_REQUEST, t -> t.maxRequestBytes, ExportTree::writeMaxRequest);
 
     ExportTree(Engine engine) {
         this.engine = engine;
+        this.maxRequestBytes = (int) Math.min(NbdWire.DEFAULT_MAX_REQUEST, Long.highestOneBit(engine.buffers().shareBytes()));
         this.attributes = Attributes.of(List.of(
                 Attribute.flag("allow_any_client", e -> e.allowAnyClient, this::writeAllowAnyClient),
                 Attribute.lines("allowed_clients", e -> e.allowedClients.stream().map(AllowedClient::text).toList(), this::writeAllowedClients),
@@ -200,6 +219,11 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         return tls;
     }
 
+    @Override
+    public int maxRequest() {
+        return maxRequestBytes;
+    }
+
     /**
      * Registers a connection entering transmission on {@code export}, holding its device and
      * group until {@link Hold#detach}; null when the export was disabled meanwhile (the
@@ -280,8 +304,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     @Override
     public synchronized List<String> list(String path) throws ControlException {
         return switch (resolve(path)) {
-            case Root r -> List.of(TLS + "/", EXPORTS + "/");        // dependency order: an export with tls 1 needs the credentials
-            case Tls t -> List.of(CERTIFICATES);
+            case Root r -> List.of(MAX_REQUEST, TLS + "/", EXPORTS + "/");        // dependency order: an export with tls 1 needs the credentials
+            case Tls t -> List.of(CERTIFICATES, PSK_FILE);
             case Exports x -> entries.keySet().stream().map(name -> name + "/").toList();
             case ExportDir d -> attributes.names();
             case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is not a directory");
@@ -344,7 +368,9 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             node = switch (node) {
                 case Root r when name.equals(EXPORTS) -> new Exports();
                 case Root r when name.equals(TLS) -> new Tls();
+                case Root r when name.equals(MAX_REQUEST) -> new File<>(this, maxRequest);
                 case Tls t when name.equals(CERTIFICATES) -> new File<>(this, certificates);
+                case Tls t when name.equals(PSK_FILE) -> new File<>(this, pskFile);
                 case Exports x when entries.containsKey(name) -> new ExportDir(entries.get(name));
                 case ExportDir d when attributes.find(name) != null -> new File<>(d.entry(), attributes.find(name));
                 default -> throw noEntry(path);
@@ -360,8 +386,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     private ControlException noEntry(String path) {
-        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + TLS + "/" + CERTIFICATES
-                                                  + " or exports/<name>/{" + String.join(",", attributes.names()) + "})");
+        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + MAX_REQUEST + ", " + TLS + "/" + CERTIFICATES + ", "
+                                                  + TLS + "/" + PSK_FILE + " or exports/<name>/{" + String.join(",", attributes.names()) + "})");
     }
 
     // ------------------------------------------------------------ export attributes
@@ -439,29 +465,68 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         e.readOnly = readOnly;
     }
 
+    /**
+     * A power of two, so that a request of the maximum takes a buffer of exactly its size from
+     * the pool's classes; at least the spec's 1 MiB; at most one group's buffer share, which a
+     * request must fit in whole.
+     */
+    private void writeMaxRequest(long bytes) throws ControlException {
+        long share = engine.buffers().shareBytes();
+        if (Long.bitCount(bytes) != 1 || bytes < NbdWire.MIN_MAX_REQUEST || bytes > share) {
+            throw KernelParse.invalid(MAX_REQUEST, Long.toUnsignedString(bytes), "a power of two from " + NbdWire.MIN_MAX_REQUEST
+                                      + " (1 MiB) to the buffer share, " + share + " bytes (server.buffer_share)");
+        }
+        maxRequestBytes = (int) bytes;
+    }
+
     // ------------------------------------------------------------ TLS
 
-    /** A directory of credentials to serve TLS with from now on, or "" for none (only while no enabled export needs TLS). */
+    /** A directory of credentials to serve TLS with from now on, or "" for none (only while TLS stays, or no enabled export needs it). */
     private void writeCertificates(String v) throws ControlException {
         if (v.isEmpty()) {
-            List<String> needing = new ArrayList<>();
-            for (Entry e : entries.values()) {
-                if (e.live != null && e.tls) needing.add(e.name);
-            }
-            if (!needing.isEmpty()) {
-                throw new ControlException(Errno.EBUSY, TLS + "/" + CERTIFICATES + ": enabled exports need TLS: " + String.join(", ", needing)
-                                                        + " (write their tls 0, or disable them, first)");
-            }
-            tls = null;
-            return;
+            if (pskKeys == null) requireNoExportNeedsTls(CERTIFICATES);
+            certificateCredentials = null;
+        } else {
+            certificateCredentials = TlsCredentials.load(absolute(CERTIFICATES, v, "directory"));
         }
-        Path directory;
+        tls = TlsCredentials.of(certificateCredentials, pskKeys);
+    }
+
+    /** A psktool file of pre-shared keys to serve TLS with from now on, or "" for none (as for certificates). */
+    private void writePskFile(String v) throws ControlException {
+        if (v.isEmpty()) {
+            if (certificateCredentials == null) requireNoExportNeedsTls(PSK_FILE);
+            pskKeys = null;
+        } else {
+            try {
+                pskKeys = TlsPsk.read(absolute(PSK_FILE, v, "file"));
+            } catch (Pem.PemException e) {
+                throw new ControlException(Errno.EINVAL, PSK_FILE + "=" + v + ": " + e.problem());
+            }
+        }
+        tls = TlsCredentials.of(certificateCredentials, pskKeys);
+    }
+
+    private static Path absolute(String attribute, String v, String what) throws ControlException {
         try {
-            directory = Path.of(v);
+            Path p = Path.of(v);
+            if (p.isAbsolute()) return p;
         } catch (InvalidPathException x) {
-            throw new ControlException(Errno.EINVAL, "certificates=" + v + " (expected: an absolute directory path)");
+            // as below
         }
-        tls = TlsCredentials.load(directory);
+        throw new ControlException(Errno.EINVAL, attribute + "=" + v + " (expected: an absolute " + what + " path)");
+    }
+
+    /** TLS is about to go: EBUSY while an enabled export needs it. */
+    private void requireNoExportNeedsTls(String attribute) throws ControlException {
+        List<String> needing = new ArrayList<>();
+        for (Entry e : entries.values()) {
+            if (e.live != null && e.tls) needing.add(e.name);
+        }
+        if (!needing.isEmpty()) {
+            throw new ControlException(Errno.EBUSY, TLS + "/" + attribute + ": enabled exports need TLS: " + String.join(", ", needing)
+                                                    + " (write their tls 0, or disable them, first)");
+        }
     }
 
     /** An export's {@code tls} and {@code allow_any_client} as they would be: they must make sense together and with the server. */
@@ -471,7 +536,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             throw new ControlException(Errno.EINVAL, where + ": allow_any_client 0 needs tls 1 (a client certificate is only seen over TLS)");
         }
         if (tlsOn && tls == null) {
-            throw new ControlException(Errno.EINVAL, where + ": tls 1 needs the server's credentials in " + TLS + "/" + CERTIFICATES);
+            throw new ControlException(Errno.EINVAL, where + ": tls 1 needs the server's credentials in " + TLS + "/" + CERTIFICATES
+                                                     + " or " + TLS + "/" + PSK_FILE);
         }
     }
 

@@ -39,9 +39,13 @@ final class NbdCommands {
     private final IoCallback completion;
     private final boolean structured;
     private final boolean blockStatusAllowed;
+    /** The largest READ/WRITE payload the client was told: longer ones get EINVAL (EOVERFLOW for a DF read). */
+    private final int maxRequest;
 
-    NbdCommands(Engine engine, Export export, TenantQueue queue, IoCallback completion, boolean structured, boolean blockStatusAllowed) {
+    NbdCommands(Engine engine, Export export, TenantQueue queue, IoCallback completion, boolean structured, boolean blockStatusAllowed,
+                int maxRequest) {
         this.engine = engine;
+        this.maxRequest = maxRequest;
         this.export = export;
         this.queue = queue;
         this.completion = completion;
@@ -85,10 +89,10 @@ final class NbdCommands {
         // Zero-length requests are unspecified by the protocol; this server refuses them uncharged.
         if (length == 0) return NbdWire.EINVAL;
         boolean data = type == NbdWire.CMD_READ || type == NbdWire.CMD_WRITE;
-        if (data && length > NbdWire.MAX_PAYLOAD) {
+        if (data && length > maxRequest) {
             return (flags & NbdWire.CMD_FLAG_DF) != 0 ? NbdWire.EOVERFLOW : NbdWire.EINVAL;
         }
-        // The engine checks the range too; here it spares a refused request its data buffer (up to 32 MiB).
+        // The engine checks the range too; here it spares a refused request its data buffer (up to max_request).
         if (data && !export.device().contains(offset, length)) return Command.errno(IoStatus.OUT_OF_RANGE, type);
         return 0;
     }

@@ -266,7 +266,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         var backend = engine.backend(export.device());
         sharedReads = backend != null && backend.sharesReads();
         queue = engine.newQueue(export.group());
-        commands = new NbdCommands(engine, export, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
+        commands = new NbdCommands(engine, export, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed(),
+                                    negotiation.maxRequest());
     }
 
     /** Bytes of pool buffer a valid command needs before it can run. */

@@ -19,13 +19,14 @@
  * <h2>Choices the protocol leaves open</h2>
  * <ul>
  * <li>Zero-length READ/WRITE/TRIM/WRITE_ZEROES/CACHE/BLOCK_STATUS: EINVAL.</li>
- * <li>READ or WRITE over 32 MiB: EINVAL (EOVERFLOW for a DF read); the WRITE's payload is
+ * <li>READ or WRITE over {@code max_request} (default 64 MiB, advertised in NBD_INFO_BLOCK_SIZE): EINVAL (EOVERFLOW for a DF read); the WRITE's payload is
  * read and dropped so the stream stays in step.</li>
  * <li>The empty export name selects the export named "default".</li>
  * <li>A disabled export, or a closing server, ends its connections like NBD_CMD_DISC:
  * accepted requests are answered, then the socket closes; new options get ERR_SHUTDOWN.</li>
- * <li>TLS (NBD_OPT_STARTTLS, X.509, TLS 1.3) when {@code tls/certificates} is set; an export
- * may require it ({@code tls}) and admit only the client certificates it lists
+ * <li>TLS (NBD_OPT_STARTTLS; X.509, TLS 1.3 or 1.2 for nbd-client; pre-shared keys, TLS 1.3)
+ * when {@code tls/certificates} or {@code tls/psk_file} is set; an export
+ * may require it ({@code tls}) and admit only the client certificates and keys it lists
  * ({@code allow_any_client} 0, {@code allowed_clients}, as nvmet's allowed hosts). Exports a client may not open are neither listed to it nor
  * answered differently from unknown ones ({@link io.iotarget.frontend.nbd.Negotiation}).
  * Identities choose exports, never groups: IO is charged to the export's group.

@@ -54,13 +54,13 @@ class ExportTreeTest {
 
     @Test
     void shouldListAndReadDefaults() throws Exception {
-        assertEquals(List.of("tls/", "exports/"), tree.list(""));
+        assertEquals(List.of("max_request", "tls/", "exports/"), tree.list(""));
         assertEquals(List.of("default/"), tree.list("exports"));
         assertEquals(List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id", "description", "enable", "max_connections",
                 "readonly", "tls"),
                 tree.list("exports/default"));
         assertEquals("1\n", tree.read("exports/default/allow_any_client"));
-        assertEquals(List.of("certificates"), tree.list("tls"));
+        assertEquals(List.of("certificates", "psk_file"), tree.list("tls"));
         assertEquals("\n", tree.read("tls/certificates"));
         assertEquals("0\n", tree.read("exports/default/tls"));
         assertEquals("", tree.read("exports/default/allowed_clients"));

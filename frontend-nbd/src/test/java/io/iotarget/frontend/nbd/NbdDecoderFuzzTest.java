@@ -183,6 +183,11 @@ class NbdDecoderFuzzTest {
         public boolean shuttingDown() {
             return false;
         }
+
+        @Override
+        public int maxRequest() {
+            return NbdWire.DEFAULT_MAX_REQUEST;
+        }
     };
 
     /** The first input byte, when odd, has the server over its connection limit; the rest is the stream. */

@@ -263,6 +263,20 @@ public final class CommandSlot implements IoCallback {
         connection.admitted(this);
     }
 
+    /**
+     * The command goes on on another thread (the reservation thread), which answers it with
+     * {@link #finish}. Loop thread, before the hand-off.
+     */
+    public void leaveLoop() {
+        phase = ENGINE;
+    }
+
+    /** Answers a command handed off with {@link #leaveLoop}. The thread it was handed to. */
+    public void finish(int status) {
+        this.status = status;
+        connection.respond(this);
+    }
+
     /** The response of a command whose data the backend shared is out (or dropped): the backend may go. Loop thread. */
     void endSharedRead() {
         if (!shared.holdsData()) return;

@@ -7,6 +7,7 @@ import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
+import io.iotarget.frontend.nvmetcp.reservation.NoticeLog;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -51,6 +52,8 @@ public final class Controller {
     static final int EVENT_NAMESPACE_CHANGED = 0x02 | 0x00 << 8 | 0x04 << 16;
     static final int EVENT_ANA_CHANGED = 0x02 | 0x03 << 8 | 0x0C << 16;
     static final int EVENT_DISCOVERY_CHANGED = 0x02 | 0xF0 << 8 | 0x70 << 16;
+    /** Type 6 (I/O command specific), info 0 (reservation log page available), log page 0x80; never masked by AEN config, as in nvmet. */
+    static final int EVENT_RESERVATION = 0x06 | 0x00 << 8 | 0x80 << 16;
     /** NVMET_ASYNC_EVENTS: outstanding AERs per controller. */
     public static final int MAX_ASYNC_EVENT_REQUESTS = 4;
     /** NVME_MAX_CHANGED_NAMESPACES. */
@@ -68,6 +71,9 @@ public final class Controller {
     public final int cntlid;
     public final String hostNqn;
     public final byte[] hostId;
+    /** The host identifier as two big-endian longs: who this controller is to reservations. */
+    public final long hostIdHigh;
+    public final long hostIdLow;
     /** CAP.MQES + 1: the largest queue a host may create. */
     public final int queueSizeLimit;
     public final int inlineDataBytes;
@@ -97,6 +103,8 @@ public final class Controller {
     private boolean namespaceEventMasked;
     private boolean anaEventMasked;
     private boolean discoveryEventMasked;
+    private boolean reservationEventMasked;
+    private final NoticeLog reservationNotices = new NoticeLog();
     private final int[] changedNamespaces = new int[CHANGED_NAMESPACES_MAX];
     private int changedCount;
     private boolean changedOverflow;
@@ -112,6 +120,9 @@ public final class Controller {
         this.cntlid = cntlid;
         this.hostNqn = hostNqn;
         this.hostId = hostId;
+        ByteBuffer id = ByteBuffer.wrap(hostId);
+        this.hostIdHigh = id.getLong(0);
+        this.hostIdLow = id.getLong(8);
         this.queueSizeLimit = port.queueSizeLimit();
         this.inlineDataBytes = port.inlineDataBytes();
         this.queues = new Queue[subsystem.maxQid + 1];
@@ -396,6 +407,68 @@ public final class Controller {
                 pendingEvents.add(EVENT_DISCOVERY_CHANGED);
                 deliverEvents();
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A reservation notice for this controller's host on namespace {@code nsid} (unless its
+     * mask suppresses it): queued for log page 0x80, with one event until that log is read.
+     */
+    public void reservationNotice(int nsid, int type) {
+        lock.lock();
+        try {
+            if (reservationNotices.add(nsid, type) && !reservationEventMasked) {
+                reservationEventMasked = true;
+                pendingEvents.add(EVENT_RESERVATION);
+                deliverEvents();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Log page 0x80: the oldest notice into {@code out} (64 bytes, zeroed); another event if more remain. */
+    public void takeReservationNotice(ByteBuffer out) {
+        lock.lock();
+        try {
+            reservationNotices.take(out);
+            reservationEventMasked = !reservationNotices.isEmpty();
+            if (reservationEventMasked) {
+                pendingEvents.add(EVENT_RESERVATION);
+                deliverEvents();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (preempt-and-abort's wait). Any thread. */
+    public boolean busyOn(int nsid) {
+        lock.lock();
+        try {
+            for (Queue q : queues) if (q != null && q.busyOn(nsid)) return true;
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Feature 0x82 of namespace {@code nsid}: the notice types suppressed. */
+    public int reservationMask(int nsid) {
+        lock.lock();
+        try {
+            return reservationNotices.mask(nsid);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public void reservationMask(int nsid, int bits) {
+        lock.lock();
+        try {
+            reservationNotices.mask(nsid, bits);
         } finally {
             lock.unlock();
         }

@@ -7,6 +7,7 @@ import io.iotarget.frontend.nvmetcp.config.Namespace;
 import io.iotarget.frontend.nvmetcp.config.NvmetTree;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
@@ -84,6 +85,8 @@ public final class NvmeTarget implements AutoCloseable {
     /** nvmet_ana_chgcnt: node-wide, bumped by every ana_state and ana_grpid write. Lock held. */
     private long anaChangeCount;
     private final NvmetTree tree;
+    /** Persistent reservations: their store and thread (package reservation). */
+    private final Reservations reservations = new Reservations(this);
 
     /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
     public NvmeTarget(Engine engine, Transport transport) {
@@ -113,6 +116,11 @@ public final class NvmeTarget implements AutoCloseable {
 
     public Engine engine() {
         return engine;
+    }
+
+    /** Persistent reservations; {@link Reservations#use} moves them to a shared store before namespaces are enabled. */
+    public Reservations reservations() {
+        return reservations;
     }
 
     /** Runs {@code task} every {@code periodMs} on the timer thread, for good whatever it throws (keep-alive). */
@@ -268,6 +276,7 @@ public final class NvmeTarget implements AutoCloseable {
         }
         scheduler.shutdownNow();
         authentication.shutdownNow();
+        reservations.close();
         if (ownsTransport) transport.close();
     }
 }

@@ -526,6 +526,21 @@ public final class Queue implements PduHandler, ConnectionHandler {
         connectLimit.cancel();
     }
 
+    /**
+     * Whether a command of this queue for namespace {@code nsid} is on the engine now. Any
+     * thread: a racy read of the slots (a command submitted at this moment may be missed), for
+     * preempt-and-abort's wait.
+     */
+    boolean busyOn(int nsid) {
+        CommandSlot[] all = slots;
+        for (CommandSlot s : all) {
+            if (s == null || s.phase != CommandSlot.ENGINE) continue;
+            ActiveNamespace ns = s.namespace;
+            if (ns != null && ns.nsid() == nsid) return true;
+        }
+        return false;
+    }
+
     /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */
     public boolean offersViews(long length) {
         return !dataDigest && SharedRead.fits(length);

@@ -79,6 +79,27 @@ class KernelHostTest {
     }
 
     /**
+     * Online resize with the kernel host (src/test/vm/resize-host.sh, issue 23 item 3): the memory
+     * backend grows from 64 to 128 MiB while the host is connected; the Namespace Attribute
+     * Changed event makes the host's block device grow without a reconnect, IO reaches past the
+     * old end, data before it is intact, and a shrink while in use is refused.
+     */
+    @Test
+    void linuxHostSeesItsNamespaceGrowWithoutReconnecting() throws Exception {
+        GuestVm.require();
+        try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
+            GuestVm.Result result = GuestVm.run(GuestVm.script("resize-host.sh"), Map.of(
+                    "NQN", TargetFixture.NQN, "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port())),
+                    List.<Path>of(), 300);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed, result.text());
+            assertEquals(7, result.lines("CHECK").size(), "every step reported: " + result.text());
+            assertEquals(0, result.exitCode(), result.text());
+            assertEquals(128L << 20, f.engine.device("default").sizeBytes());
+        }
+    }
+
+    /**
      * DH-HMAC-CHAP with the kernel host (src/test/vm/auth-host.sh), on the 6.12 guest whose host
      * driver can authenticate (Debian's 6.1 cannot): the right key in every transform and hash,
      * both directions in every DH group; a wrong host key, a wrong controller key and no key are

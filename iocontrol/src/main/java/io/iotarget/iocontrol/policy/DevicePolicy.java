@@ -87,6 +87,14 @@ public interface DevicePolicy {
         return null;
     }
 
+    /**
+     * Appends this policy's iotarget.io.stat fields for the pair (" min_pct=100.00"), the ones
+     * Linux's io.stat has no place for; every key on every line, whatever the configuration.
+     * Flusher lock held.
+     */
+    default void appendIotargetStat(DeviceGroup group, StringBuilder line) {
+    }
+
     /** Appends this policy's io.stat fields for the pair (" cost.usage=12"), if any. Flusher lock held. */
     default void appendStat(DeviceGroup group, StringBuilder line) {
     }

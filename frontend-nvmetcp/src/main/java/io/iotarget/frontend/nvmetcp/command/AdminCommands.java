@@ -20,6 +20,10 @@ import java.nio.ByteBuffer;
  *                           Invalid Field
  *  Keep Alive Timer  0x0F  ms, timer restarted           ms
  *  Host Identifier   0x81  Command Sequence Error        the 16-byte host id (EXHID required)
+ *  Resv Notif. Mask  0x82  per resv namespace (or all:   the namespace's mask
+ *                          NSID FFFFFFFFh), bits 1-3
+ *  Resv Persistence  0x83  PTPL (CDW11 bit 0), kept by   PTPL
+ *                          the store; 1 needs persistence
  * </pre>
  */
 public final class AdminCommands {
@@ -63,7 +67,7 @@ public final class AdminCommands {
         return c.ready() ? Status.SUCCESS : Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
     }
 
-    /** A status, or {@link Queue#PENDING} for an AER parked until an event. */
+    /** A status, or {@link Queue#PENDING} for an AER parked until an event or a PTPL change in the store. */
     public static int execute(Controller c, Queue queue, CommandSlot slot) {
         ByteBuffer sqe = slot.sqe;
         int opcode = Sqe.opcode(sqe);
@@ -101,6 +105,9 @@ public final class AdminCommands {
             case FEATURE_HOST_IDENTIFIER -> {
                 return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
             }
+            case ReservationCommands.FEATURE_NOTIFICATION_MASK, ReservationCommands.FEATURE_PERSISTENCE -> {
+                return ReservationCommands.setFeature(c, slot, fid);
+            }
             default -> {
                 return Status.INVALID_FIELD | Status.DNR;
             }
@@ -117,6 +124,9 @@ public final class AdminCommands {
             case FEATURE_NUMBER_OF_QUEUES -> slot.result = queueCount(c);
             case FEATURE_ASYNC_EVENT_CONFIG -> slot.result = Integer.toUnsignedLong(c.aenConfig());
             case FEATURE_KEEP_ALIVE_TIMER -> slot.result = c.katoMs();
+            case ReservationCommands.FEATURE_NOTIFICATION_MASK, ReservationCommands.FEATURE_PERSISTENCE -> {
+                return ReservationCommands.getFeature(c, slot, fid);
+            }
             case FEATURE_HOST_IDENTIFIER -> {
                 if ((slot.sqe.getInt(Sqe.CDW11) & CDW11_EXTENDED_HOST_ID) == 0 || slot.dataLength != c.hostId.length) {
                     return Status.INVALID_FIELD | Status.DNR;

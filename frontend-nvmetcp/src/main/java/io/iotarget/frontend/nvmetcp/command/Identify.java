@@ -100,6 +100,7 @@ public final class Identify {
     static final int ONCS_COMPARE = 1;
     static final int ONCS_DSM = 1 << 2;
     static final int ONCS_WRITE_ZEROES = 1 << 3;
+    static final int ONCS_RESERVATIONS = 1 << 5;
     static final int ONCS_VERIFY = 1 << 7;
     static final int SGLS_SUPPORTED = 1;
     static final int SGLS_OFFSET = 1 << 20;
@@ -111,7 +112,7 @@ public final class Identify {
     static final int ELPE = Controller.ERROR_LOG_ENTRIES - 1;
 
     /*  Identify Namespace (CNS 0x00):
-     *  0 NSZE u64   8 NCAP u64   16 NUSE u64   24 NSFEAT   25 NLBAF   26 FLBAS   30 NMIC   33 DLFEAT
+     *  0 NSZE u64   8 NCAP u64   16 NUSE u64   24 NSFEAT   25 NLBAF   26 FLBAS   30 NMIC   31 RESCAP   33 DLFEAT
      *  92 ANAGRPID u32   99 NSATTR   104 NGUID[16]   120 EUI64[8]   128 LBAF0 u32 (LBADS bits 23:16)
      */
     static final int NS_NSZE = 0;
@@ -120,12 +121,16 @@ public final class Identify {
     static final int NS_NLBAF = 25;
     static final int NS_FLBAS = 26;
     static final int NS_NMIC = 30;
+    static final int NS_RESCAP = 31;
     static final int NS_ANAGRPID = 92;
     static final int NS_DLFEAT = 33;
     static final int NS_NSATTR = 99;
     static final int NS_NGUID = 104;
     static final int NS_LBAF0 = 128;
     static final int NMIC_SHARED = 1;
+    /** RESCAP with resv_enable: types 1-6 (bits 1-6) and IEKEY ignored on Register (bit 7), as nvmet; bit 0 (PTPL) when a state can persist. */
+    static final int RESCAP_TYPES_AND_IEKEY = 0xFE;
+    static final int RESCAP_PTPL = 1;
     /** DLFEAT: deallocated blocks read as zeroes (001b), and Write Zeroes honours DEAC (bit 3). */
     static final int DLFEAT_READ_ZEROES_AND_DEAC = 0x01 | 1 << 3;
     static final int NSATTR_WRITE_PROTECTED = 1;
@@ -208,7 +213,7 @@ public final class Identify {
         out.put(CTRL_FRMW, (byte) (1 | 1 << 1));         // slot 1 read-only, one slot
         out.put(CTRL_ELPE, (byte) ELPE);
         out.putInt(CTRL_NN, MAX_NAMESPACES);
-        out.putShort(CTRL_ONCS, (short) (ONCS_COMPARE | ONCS_DSM | ONCS_WRITE_ZEROES | ONCS_VERIFY));
+        out.putShort(CTRL_ONCS, (short) (ONCS_COMPARE | ONCS_DSM | ONCS_WRITE_ZEROES | ONCS_RESERVATIONS | ONCS_VERIFY));
         out.put(CTRL_VWC, (byte) 1);
         out.putInt(CTRL_MNAN, MAX_NAMESPACES);
         out.putInt(CTRL_IOCCSZ, (Sqe.BYTES + c.inlineDataBytes) / 16);
@@ -237,6 +242,7 @@ public final class Identify {
         out.put(NS_NLBAF, (byte) 0);
         out.put(NS_FLBAS, (byte) 0);
         out.put(NS_NMIC, (byte) NMIC_SHARED);
+        if (ns.reservation() != null) out.put(NS_RESCAP, (byte) (RESCAP_TYPES_AND_IEKEY | (c.target.reservations().persistable() ? RESCAP_PTPL : 0)));
         out.putInt(NS_ANAGRPID, ns.anaGroup());
         out.put(NS_DLFEAT, (byte) DLFEAT_READ_ZEROES_AND_DEAC);
         out.put(NS_NSATTR, (byte) (ns.readOnly() ? NSATTR_WRITE_PROTECTED : 0));

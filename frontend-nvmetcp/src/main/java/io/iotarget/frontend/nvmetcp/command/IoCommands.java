@@ -4,6 +4,7 @@ import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
@@ -25,11 +26,15 @@ import java.nio.ByteBuffer;
  *  0x08    Write Zeroes       WRITE_ZEROES      write            DEAC (bit 25) may unmap, else NO_UNMAP
  *  0x09    Dataset Management DISCARD per range discard          only with AD (CDW11 bit 2); hints alone do nothing
  *  0x0C    Verify             VERIFY            read             reads the media, transfers nothing
+ *  0x0D 0x0E 0x11 0x15 Reservation Register, Report, Acquire, Release (ReservationCommands), with resv_enable
  *  other                      -                 -                Invalid Opcode | DNR
  * </pre>
  *
  * SLBA is CDW10-11, NLB (0's based) CDW12 bits 15:0. A range outside the namespace fails with
  * LBA Out of Range before anything is charged; so does a data length that does not match NLB.
+ * On a namespace with {@code resv_enable}, a command another host's reservation forbids fails
+ * with Reservation Conflict before that too (Flush, Write, Write Zeroes and Dataset Management
+ * write; the others read).
  *
  * <p>The queue's reader thread only; completions arrive through {@link CommandSlot#complete}.
  */
@@ -63,7 +68,8 @@ public final class IoCommands {
     public int precheck(Controller c, CommandSlot slot) {
         if (!c.ready()) return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
         return switch (Sqe.opcode(slot.sqe)) {
-            case FLUSH, WRITE, READ, COMPARE, WRITE_ZEROES, DATASET_MANAGEMENT, VERIFY -> Status.SUCCESS;
+            case FLUSH, WRITE, READ, COMPARE, WRITE_ZEROES, DATASET_MANAGEMENT, VERIFY,
+                 ReservationCommands.REGISTER, ReservationCommands.REPORT, ReservationCommands.ACQUIRE, ReservationCommands.RELEASE -> Status.SUCCESS;
             default -> Status.INVALID_OPCODE | Status.DNR;
         };
     }
@@ -75,8 +81,16 @@ public final class IoCommands {
         if (ns == null) return Status.INVALID_NAMESPACE | Status.DNR;
         int path = Status.of(connection.port.anaState(ns.anaGroup()));
         if (path != Status.SUCCESS) return path;
-        slot.namespace = ns;
         int opcode = Sqe.opcode(sqe);
+        NamespaceReservation reservation = ns.reservation();
+        if (ReservationCommands.is(opcode)) {
+            return reservation == null ? Status.INVALID_OPCODE | Status.DNR : ReservationCommands.execute(c, slot, reservation);
+        }
+        if (reservation != null) {
+            int access = reservation.check(c, ReservationCommands.writes(opcode));
+            if (access != Status.SUCCESS) return access;
+        }
+        slot.namespace = ns;
         return switch (opcode) {
             case FLUSH -> slot.dataLength != 0 ? Status.SGL_DATA_LENGTH_INVALID | Status.DNR
                     : submitOne(slot, ns, IoOp.FLUSH, 0, 0, 0, null);

@@ -9,6 +9,7 @@ import io.iotarget.frontend.nvmetcp.config.Port;
 
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.reservation.NoticeLog;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -28,6 +29,7 @@ public final class LogPages {
     static final int LID_COMMAND_EFFECTS = 0x05;
     static final int LID_ANA = 0x0C;
     static final int LID_DISCOVERY = 0x70;
+    static final int LID_RESERVATION = 0x80;
     static final int CDW10_RAE = 1 << 15;
     /** LSP (CDW10 bits 11:8) bit 0 of the ANA log: return groups only, no NSID lists. */
     static final int CDW10_ANA_RGO = 1 << 8;
@@ -112,6 +114,11 @@ public final class LogPages {
             case LID_ANA -> {
                 ByteBuffer b = ana(c, (cdw10 & CDW10_ANA_RGO) != 0);
                 c.anaLogRead(retain);
+                yield b;
+            }
+            case LID_RESERVATION -> {
+                ByteBuffer b = page(NoticeLog.PAGE_BYTES);
+                c.takeReservationNotice(b);
                 yield b;
             }
             case LID_DISCOVERY -> {
@@ -207,7 +214,8 @@ public final class LogPages {
                 AdminCommands.GET_FEATURES, AdminCommands.ASYNC_EVENT_REQUEST, AdminCommands.KEEP_ALIVE}) {
             b.putInt(4 * op, EFFECT_SUPPORTED);
         }
-        for (int op : new int[]{IoCommands.FLUSH, IoCommands.READ, IoCommands.COMPARE, IoCommands.VERIFY}) {
+        for (int op : new int[]{IoCommands.FLUSH, IoCommands.READ, IoCommands.COMPARE, IoCommands.VERIFY, ReservationCommands.REGISTER,
+                ReservationCommands.REPORT, ReservationCommands.ACQUIRE, ReservationCommands.RELEASE}) {
             b.putInt(EFFECTS_IO + 4 * op, EFFECT_SUPPORTED);
         }
         for (int op : new int[]{IoCommands.WRITE, IoCommands.WRITE_ZEROES, IoCommands.DATASET_MANAGEMENT}) {

@@ -25,12 +25,16 @@ public final class Status {
     public static final int CAPACITY_EXCEEDED = 0x081;
     /** Retried by the host (no DNR). */
     static final int NAMESPACE_NOT_READY = 0x082;
+    /** A persistent reservation held by another host forbids the command (sent with DNR). */
+    public static final int RESERVATION_CONFLICT = 0x083;
     // Command specific status (SCT 1).
     public static final int ASYNC_EVENT_LIMIT = 0x105;
     static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
     public static final int CONNECT_CONTROLLER_BUSY = 0x181;
     public static final int CONNECT_INVALID_PARAMETERS = 0x182;
     public static final int CONNECT_INVALID_HOST = 0x184;
+    /** Reservation Report without EDS while host identifiers are 128-bit. */
+    public static final int HOST_ID_INCONSISTENT = 0x118;
     public static final int AUTH_REQUIRED = 0x191;
     // Media and data integrity errors (SCT 2).
     public static final int COMPARE_FAILURE = 0x285;

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.buffer.BufferAccount;
+import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoGroup;
 
@@ -21,13 +22,19 @@ import io.iotarget.model.IoGroup;
  * @param sharesReads its backend hands every read over as views (memory, null): a READ that
  *                 offers views needs no buffer of its own
  * @param anaGroup its ANA group id (1..128): the port's state for it decides whether IO is served
+ * @param reservation its persistent reservation with {@code resv_enable}, else null
  */
 public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
-                       BufferAccount buffers, boolean sharesReads, int anaGroup) {
+                       BufferAccount buffers, boolean sharesReads, int anaGroup, NamespaceReservation reservation) {
     /** The same namespace in another ANA group (ana_grpid is writable while enabled, as in nvmet). */
     ActiveNamespace inAnaGroup(int grpid) {
-        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid);
+        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid, reservation);
+    }
+
+    /** The same namespace on a device of {@code blocks} LBAs now (revalidate_size). */
+    ActiveNamespace withBlocks(long blocks) {
+        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, anaGroup, reservation);
     }
 
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */

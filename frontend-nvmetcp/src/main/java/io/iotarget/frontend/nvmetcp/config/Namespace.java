@@ -4,6 +4,8 @@ import io.iotarget.backend.Backend;
 import io.iotarget.backend.BackendFactory;
 import io.iotarget.engine.Engine;
 import io.iotarget.engine.Lease;
+import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;
+import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
@@ -37,9 +39,13 @@ public final class Namespace {
     final int nsid;
     String devicePath;
     UUID uuid = UUID.randomUUID();
+    /** device_uuid was written: the random default would differ on every node. */
+    boolean uuidWritten;
     byte[] nguid = new byte[16];
     boolean readOnly;
     boolean bufferedIo;
+    /** resv_enable: persistent reservations (fixed while enabled). */
+    boolean reservations;
     /** ana_grpid: 1..128, the default group unless written. */
     int anaGroup = Port.DEFAULT_ANA_GROUP;
     /** The bound group; null = unbound, charged to the root group (nvmet with the cgroup_id patch, cgroup_id 0). */
@@ -54,6 +60,8 @@ public final class Namespace {
     private ActiveNamespace draining;
     /** The hold on the device and group from enable until the disable's commands in flight are done; null otherwise. */
     private Lease lease;
+    /** Its reservation while enabled with resv_enable (until the disable's commands in flight are done); null otherwise. */
+    private NamespaceReservation reservation;
     /** The device this namespace created for a file path, removed again on disable; null otherwise. */
     private Device ownedDevice;
 
@@ -72,11 +80,16 @@ public final class Namespace {
         if (active != null) active = active.inAnaGroup(grpid);
     }
 
+    /** Its device's size changed: NSZE (and the IO path's bounds) follow. Lock held. */
+    void resized() {
+        if (active != null) active = active.withBlocks(active.device().sizeBytes() >>> active.lbaShift());
+    }
+
     boolean draining() {
         return draining != null;
     }
 
-    void enable(Engine engine) throws ControlException {
+    void enable(Engine engine, Reservations service) throws ControlException {
         if (active != null) return;
         if (devicePath == null) throw new ControlException(Errno.EINVAL, "enable=1: device_path is not set (expected: an engine device name or an absolute path)");
         if (group != null && !group.online()) {
@@ -92,6 +105,8 @@ public final class Namespace {
                     + " is no engine device (expected: a device name such as default, or an absolute path)");
         }
         try {
+            String unshareable = subsystem.shared ? unshareable(engine.backend(device)) : null;
+            if (unshareable != null) throw new ControlException(Errno.EINVAL, "enable=1: " + unshareable);
             lease = engine.bind(device, group);
         } catch (ControlException e) {
             if (created) removeQuietly(engine, device);
@@ -99,9 +114,24 @@ public final class Namespace {
         }
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
+        reservation = reservations ? service.open(subsystem, nsid) : null;
         active = new ActiveNamespace(nsid, device, lease.payer(),
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
-                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup);
+                new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup, reservation);
+    }
+
+    /**
+     * Why this namespace of a shared subsystem cannot be served from several nodes as one
+     * namespace, or null: the subsystem's reason, a UUID another node cannot know (the host
+     * refuses a path whose ids differ), or data that lives in this process only.
+     */
+    String unshareable(Backend backend) {
+        String reason = subsystem.unshareable();
+        if (reason == null && !uuidWritten) reason = "device_uuid is not set (expected: the same device_uuid on every node)";
+        if (reason == null && backend.processPrivate()) {
+            reason = "device_path=" + devicePath + " is a " + backend.kind() + " backend, which no other node can see (expected: a file or block device every node opens)";
+        }
+        return reason == null ? null : "subsystems/" + subsystem.nqn + " is shared with other nodes, but " + reason;
     }
 
     /**
@@ -118,9 +148,11 @@ public final class Namespace {
         return draining == null ? null : draining.inFlight();
     }
 
-    /** Disabling, second half, once the commands in flight completed: lets go of the group and device. */
+    /** Disabling, second half, once the commands in flight completed: lets go of the group and device (and stops following the reservation). */
     public void release(Engine engine) {
         if (draining == null) return;
+        if (reservation != null) reservation.close();
+        reservation = null;
         draining = null;
         lease.close();
         lease = null;

@@ -114,6 +114,8 @@ final class CostDevice implements DevicePolicy {
     final ArrayList<CostGroup> activeGroups = new ArrayList<>();
     /** The period timer's work (ioc_timer_fn), with the QoS samples and the busy level. */
     private final PeriodLoop loop = new PeriodLoop(this);
+    /** io.min's reservation tags and their scale. */
+    final Minimums minimums = new Minimums(this);
 
     // ---- wait timers
     private long earliestWaitTimerNs = NOT_ARMED;
@@ -321,6 +323,25 @@ final class CostDevice implements DevicePolicy {
         return runs;
     }
 
+    /**
+     * Minimums: a request went on a minimum, and its absolute cost comes off the device clock
+     * that the weights share, from {@code now} on.
+     */
+    void takeFromClock(long absCost, DeviceNow now) {
+        periodAtVtime -= absCost;
+        now.take(absCost);
+    }
+
+    /** 1% of the period, ns: how late a wait timer may fire (and a minimum's tag be taken up) with nothing lost. */
+    long timerSlackNs() {
+        return timerSlackNs;
+    }
+
+    /** The current period's number; Minimums stamps what happened in it. */
+    long currentPeriod() {
+        return curPeriod;
+    }
+
     static boolean after(long a, long b) {
         return a - b > 0;
     }
@@ -430,6 +451,11 @@ final class CostDevice implements DevicePolicy {
         DeviceNow now = deviceNow(nowNs);
         if (!activate(g, now)) return true;
         g.cursor = io.offset() + io.length();
+        // dmClock's constraint phase first: a request that fits its minimum goes whatever the budget.
+        if (g.waiters.isEmpty() && minimums.ready(g, io, nowNs)) {
+            minimums.commit(g, io, absCost, false, now);
+            return true;
+        }
         long vtime = g.vtime;
         long cost = adjustInuseAndCalcCost(g, vtime, absCost, now);
         if (g.waiters.isEmpty() && g.absVdebt == 0 && !after(vtime + cost, now.vnow())) {
@@ -502,7 +528,7 @@ final class CostDevice implements DevicePolicy {
         g.absVusage = saturatedAdd(g.absVusage, absCost);
     }
 
-    private static long saturatedAdd(long a, long b) {
+    static long saturatedAdd(long a, long b) {
         long sum = a + b;
         return sum < 0 ? Long.MAX_VALUE : sum;
     }
@@ -572,12 +598,19 @@ final class CostDevice implements DevicePolicy {
         IoRequest next;
         while ((next = g.waiters.peekFirst()) != null) {
             long absCost = next.policyCost();
-            long cost = absCostToCost(absCost, hwi);
-            vbudget -= cost;
-            if (vbudget < 0) break;
-            g.waiters.pollFirst();
-            waiting--;
-            commit(g, next, absCost, cost);
+            if (minimums.ready(g, next, now.nowNs())) {
+                g.waiters.pollFirst();
+                waiting--;
+                minimums.commit(g, next, absCost, true, now);
+                vbudget -= absCost;
+            } else {
+                long cost = absCostToCost(absCost, hwi);
+                vbudget -= cost;
+                if (vbudget < 0) break;
+                g.waiters.pollFirst();
+                waiting--;
+                commit(g, next, absCost, cost);
+            }
             if (next == self) selfCommitted = true;
             else resumer.resume(next);
         }
@@ -590,9 +623,17 @@ final class CostDevice implements DevicePolicy {
         }
         if (g.waitSinceUs == NOT_SET) g.waitSinceUs = now.nowUs();
         // The first remaining waiter fits once vtime has run for the shortage; wake a slack later
-        // so that several waiters leave together.
+        // so that several waiters leave together. A minimum's tag that comes sooner is kept to the ns.
         long shortage = -vbudget;
         long expires = now.nowNs() + Math.ceilDiv(shortage, vtimeBaseRate) * NS_PER_US + timerSlackNs;
+        long minimumReady = minimums.readyNs(g, g.waiters.peekFirst());
+        if (minimumReady < expires) {
+            if (g.waitTimerNs != minimumReady) {
+                g.waitTimerNs = minimumReady;
+                waitTimersChanged = true;
+            }
+            return selfCommitted;
+        }
         if (g.waitTimerNs != NOT_ARMED && Math.abs(g.waitTimerNs - expires) <= timerSlackNs) return selfCommitted;
         g.waitTimerNs = expires;
         waitTimersChanged = true;
@@ -749,6 +790,7 @@ final class CostDevice implements DevicePolicy {
     public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         releaseWaiters(g, resumer, deviceNow(nowNs));
+        minimums.remove(g);
         if (g.onActiveList) {
             deactivate(g);
             weights.commit();
@@ -772,6 +814,26 @@ final class CostDevice implements DevicePolicy {
                 .append(" cost.indebt=").append(g.shownIndebtUs)
                 .append(" cost.indelay=").append(g.shownIndelayUs);
         }
+    }
+
+    /**
+     * io.min in iotarget.io.stat: {@code min_pct}, the fraction of its minimum the group gets
+     * now (100.00 unless the minimums in use claim more than the device; 100.00 for a group
+     * without a minimum on its way), and {@code min_ios}, requests that went on a minimum.
+     * Reads without the lock: a minimum written meanwhile may show either way.
+     */
+    @Override
+    public void appendIotargetStat(DeviceGroup dg, StringBuilder line) {
+        CostGroup g = state(dg);
+        boolean minimum = false;
+        for (int level = 1; level <= g.level; level++) {
+            CostGroup a = g.ancestors[level];
+            minimum |= a.hasMinimum(LinearModel.READ) || a.hasMinimum(LinearModel.WRITE);
+        }
+        long p10k = minimum ? minimums.grantedPpm() / 100 : 10_000;
+        line.append(" min_pct=").append(p10k / 100).append('.');
+        appendTwoDigits(line, p10k % 100);
+        line.append(" min_ios=").append(g.minIos);
     }
 
     static void appendTwoDigits(StringBuilder line, long value) {

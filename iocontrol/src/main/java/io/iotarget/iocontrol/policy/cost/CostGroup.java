@@ -98,6 +98,29 @@ final class CostGroup {
     /** When the wait timer fires (engine ns), or NOT_ARMED. */
     long waitTimerNs = NOT_ARMED;
 
+    // ---- io.min (Minimums), by RateLimits index for the configuration, by direction for the rest
+    /** io.min's rbps, wbps, riops, wiops on this device; 0 = none. Written by io.min under the device lock. */
+    final long[] minimum = new long[4];
+    /** dmClock's reservation tag per direction: when the next IO may pass on this group's minimum (engine ns). */
+    final long[] minTagNs = new long[2];
+    /** The share of the device its minimum takes with IO like its last one on it, ppm. */
+    final long[] minClaimPpm = new long[2];
+    /** The last period in which IO passed on this group's minimum, per direction. */
+    final long[] minPeriod = {-1, -1};
+    /** Absolute cost that passed on this group's minimum since the period started. */
+    long minPeriodAbs;
+    /** Some IO passing on the minimum this period had waited for the tag: the group asks for all of it. */
+    boolean minWaited;
+    /** Counted in the device's claims (a group with a minimum and no ancestor with one). */
+    boolean onReserverList;
+    /** Requests that went on a minimum through this group (hierarchical). Written under the device lock, read by io.stat. */
+    volatile long minIos;
+    /** Absolute cost this group issued on minimums, ever (part of absVusage). */
+    long absVreserved;
+    long lastStatAbsVreserved;
+    /** usageDeltaUs' part that went on minimums: weights share the rest, so donation looks at the rest. */
+    long reservedDeltaUs;
+
     // ---- statistics, µs
     /** Absolute cost of everything committed or incurred as debt, ever. */
     long absVusage;
@@ -122,6 +145,11 @@ final class CostGroup {
         if (parent != null) System.arraycopy(parent.ancestors, 0, ancestors, 0, level);
         this.ancestors[level] = this;
         this.weight = weight;
+    }
+
+    /** Whether io.min sets a minimum for {@code dir} (LinearModel.READ or WRITE) here. */
+    boolean hasMinimum(int dir) {
+        return minimum[dir] != 0 || minimum[2 + dir] != 0;
     }
 
     CostGroup parent() {

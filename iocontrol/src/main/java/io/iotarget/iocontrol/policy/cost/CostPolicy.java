@@ -37,7 +37,7 @@ public final class CostPolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoWeightFile(host, this), new IoCostQosFile(host, this), new IoCostModelFile(host, this));
+        return List.of(new IoWeightFile(host, this), new IoMinFile(host, this), new IoCostQosFile(host, this), new IoCostModelFile(host, this));
     }
 
     /** The group's io.weight "default" line (the kernel's ioc_cgrp); tree lock to write. */

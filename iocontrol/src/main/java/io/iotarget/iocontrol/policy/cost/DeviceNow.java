@@ -31,6 +31,14 @@ final class DeviceNow {
         return this;
     }
 
+    /**
+     * A request went on a minimum: the device clock the weights share is {@code absCost}
+     * behind from now on (CostDevice.takeFromClock moves the period's start the same way).
+     */
+    void take(long absCost) {
+        vnow -= absCost;
+    }
+
     /** The engine's time, ns (timer deadlines are in these units). */
     long nowNs() {
         return nowNs;

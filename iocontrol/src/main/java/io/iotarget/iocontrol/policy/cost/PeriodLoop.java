@@ -180,8 +180,8 @@ final class PeriodLoop {
                 && before(vdone, vnow - periodVtime)) {
                 nrLagging++;
             }
-            long usageUs = g.usageDeltaUs;
-            usageUsSum += usageUs;
+            long usageUs = g.usageDeltaUs - g.reservedDeltaUs;     // the weights share what minimums leave
+            usageUsSum += g.usageDeltaUs;
             if (hwInuse < hwActive || (g.waiters.isEmpty() && before(vtime, vnow - d.marginLow))) {
                 if (vdone != vtime) {
                     long inflightUs = Math.ceilDiv(costToAbsCost(vtime - vdone, hwInuse), d.vtimeBaseRate);
@@ -213,6 +213,7 @@ final class PeriodLoop {
         }
         d.weights.commit();
         surpluses.clear();
+        d.minimums.periodEnd(d.currentPeriod(), d.periodUs());
         // 4. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
         busyLevel = nextBusyLevel(busyLevel, rqWaitPct, missedPpm, thresholdPpm, nrShortages, nrLagging);
         // 5. Move vrate. 6. Maybe switch built-in sets, forgive debts on an idle device.
@@ -302,6 +303,8 @@ final class PeriodLoop {
         long vusageDelta = g.absVusage - g.lastStatAbsVusage;
         g.lastStatAbsVusage = g.absVusage;
         g.usageDeltaUs = vusageDelta / device.vtimeBaseRate;
+        g.reservedDeltaUs = (g.absVreserved - g.lastStatAbsVreserved) / device.vtimeBaseRate;
+        g.lastStatAbsVreserved = g.absVreserved;
         g.localStat[USAGE] += g.usageDeltaUs;
         CostGroup parent = g.parent();
         for (int k = USAGE; k <= INDELAY; k++) {

@@ -1,6 +1,6 @@
 /**
  * iocost: io.weight proportional control of a device, with io.cost.qos and io.cost.model,
- * after the kernel's blk-iocost ({@code block/blk-iocost.c}; names in {@code code} are the
+ * and io.min's guaranteed minimums on top (section 12), after the kernel's blk-iocost ({@code block/blk-iocost.c}; names in {@code code} are the
  * kernel's, so the two read side by side).
  *
  * <h2>The problem</h2>
@@ -173,6 +173,8 @@
  *       arithmetic ({@code propagate_weights}, {@code current_hweight},
  *       {@code transfer_surpluses}), on the {@link io.iotarget.iocontrol.policy.cost.CostGroup}
  *       nodes, the kernel's {@code ioc_gq}.</li>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.Minimums}: section 12, io.min's tags, what
+ *       they take off the device clock, and their scale.</li>
  *   <li>Time: nothing here reads a clock; every entry point of {@code CostDevice} gets the
  *       engine's {@code nowNs}. Those that use the device clock — admit, the timers
  *       ({@code releaseDue}), an io.weight change, a group removed, a cancel — turn it once
@@ -183,6 +185,77 @@
  *       field (the device reuses one {@code DeviceNow}, so as to allocate nothing, and only
  *       the entry points fill it).</li>
  * </ul>
+ *
+ * <h2>12. Guaranteed minimums (io.min)</h2>
+ * io.max is a ceiling and io.weight a share: neither promises a tenant anything when a
+ * neighbour floods the device. io.min ({@code MAJ:MIN rbps=N wbps=N riops=N wiops=N}, 0 =
+ * none) does: a group gets its minimum whenever it asks for it, whatever its siblings' weights
+ * and demand, as long as the device (as iocost's model and vrate see it) can deliver it. The
+ * design is dmClock's (mClock, Gulati et al., OSDI 2010; Ceph's dmclock): a reservation tag per
+ * client served before the weights, with iocost's device clock as the capacity
+ * ({@link io.iotarget.iocontrol.policy.cost.Minimums}).
+ * <ol>
+ *   <li><b>Tags.</b> Each (group, device, direction) with a minimum has a tag, the time its next
+ *       request may go on it. A request of {@code len} bytes moves the tag on by its interval,
+ *       {@code min(⌈10^9 / iops⌉, ⌈len · 10^9 / bps⌉)} ns (either minimum is met: {@code riops=3000
+ *       rbps=40960000} is at least 3000 reads/s or 40 MB/s, whichever is more), from at most a
+ *       timer slack (1% of the period) ago: a request released a little late loses nothing, an
+ *       idle group banks nothing more. A request may go on the minimums when some group from
+ *       its own up to the root's child has a minimum for its direction and every such group's
+ *       tag has come: a parent's minimum covers its children and bounds theirs together, as
+ *       io.max's limits nest. A child's own minimum comes first: below it, the parent's tag may
+ *       run one interval and a timer slack ahead (t {@code riops=5000} with y {@code riops=4000}
+ *       and x without: y 4000, x 1000, whoever asks first). This is checked first (dmClock's
+ *       constraint phase), on admission and for the head of the group's FIFO; a waiter's timer
+ *       is set to its tag to the ns.</li>
+ *   <li><b>Capacity.</b> A request on a minimum does not advance its group's vtime: its absolute
+ *       cost comes off the device clock instead (vnow moves back by it), so every active group's
+ *       budget loses it in proportion to its hweight, and the weights share exactly what the
+ *       minimums leave. Donation looks at what a group used beyond its minimum. io.max still
+ *       caps (it runs first); io.latency is untouched.</li>
+ *   <li><b>Overcommit.</b> A minimum claims the device time of its requests over their interval:
+ *       {@code ⌈absCost · 1000 / vrate⌉} ns per request (vrate in vtime per µs) over the interval,
+ *       in ppm. The claims of the groups that count — a minimum, no ancestor with one, requests
+ *       on it this period or the last — add up to S. A group none of whose requests waited for
+ *       its tag in a period asked for less than its minimum and claims only what it used (so
+ *       a quiet minimum does not shrink the others). While S &gt; 10^6 every interval is
+ *       stretched by S / 10^6: each group gets the same fraction, 10^6 / S, of its minimum
+ *       (iotarget.io.stat's {@code min_pct}). When vrate falls, requests cost more device time,
+ *       the claims grow, and the minimums follow the device.</li>
+ * </ol>
+ * Worked example, as {@code MinimumsSimulationTest} runs it: io.cost.model {@code rbps=40960000
+ * rseqiops=10000 rrandiops=10000}, vrate pinned at 100% ({@code min=100 max=100}): a 4 KiB read
+ * costs ⌈2^37 / 10000⌉ = 13743896 vtime, ⌈13743896 · 1000 / 137438⌉ = 100001 ns of device;
+ * the device does 10,000 a second. Every group floods with 4 KiB reads at queue depth 32.
+ * <ul>
+ *   <li>a {@code riops=3000} (weight 1) against b (weight 1000): a's interval ⌈10^9 / 3000⌉ =
+ *       333334 ns, its claim ⌈100001 · 10^6 / 333334⌉ = 300003 ppm, which fits. a's 3000
+ *       reads/s take 30% of vnow; the weights share the other 7000: a ⌊65536 / 1001⌋ = 65 of
+ *       65536 (7 reads/s), b the rest. a gets 3007 reads/s, b 6993 (measured: 3006.8, 6993.0).</li>
+ *   <li>a {@code riops=8000} and b {@code riops=6000}: claims ⌈100001 · 10^6 / 125000⌉ = 800008
+ *       and ⌈100001 · 10^6 / 166667⌉ = 600005, S = 1400013: the intervals become ⌈125000 ·
+ *       1.400013⌉ = 175002 and ⌈166667 · 1.400013⌉ = 233336 ns, 5714.2 and 4285.7 reads/s, 8/14
+ *       and 6/14 of the device; min_pct = ⌊10^12 / 1400013⌋ = 714279 ppm, shown 71.42. Their
+ *       reads take all of vnow, so their weights add nothing.</li>
+ *   <li>t {@code riops=5000} (weight 1) with children x (none) and y {@code riops=4000}, against
+ *       c (weight 1000): y 4000, x 1000; the weights share the 5000 left, t 1/1001 of it (5 a
+ *       second, split by x and y), c the rest: x 1002.5, y 4002.5, c 4995 (measured: 1002.5,
+ *       4002.5, 4995.8).</li>
+ *   <li>a {@code riops=3000} alone: 3000 on its minimum and, at hweight 1, the 7000 left by
+ *       weight: the whole device (work conserving). A group with {@code riops=8000} that reads
+ *       nothing leaves b (no minimum) the whole device.</li>
+ * </ul>
+ * Not Linux: the kernel has no io.min for block IO. blk-throttle's io.low
+ * (CONFIG_BLK_DEV_THROTTLING_LOW, removed from the kernel) was a best-effort low limit: it held
+ * every group to its io.low until all of them reached theirs, then let them up to io.max; it
+ * promised nothing while a sibling without io.low flooded. io.min needs iocost set up on the
+ * device (EOPNOTSUPP otherwise), since the model is the capacity; it does nothing while iocost
+ * is disabled. Watch iotarget.io.stat's {@code min_pct} (below 100.00: the minimums in use
+ * claim more than the device) and {@code min_ios} (requests that went on a minimum), and the
+ * time requests waited for their tag in {@code cost_usec}. Like the weights, minimums hold only
+ * while the device keeps up with vnow: a model that overrates the device with vrate pinned
+ * leaves a standing queue in the device, which serves requests in arrival order whatever
+ * iocost decided; let the QoS loop find vrate (latency targets) instead.
  *
  * <p>Threads: all state of a device lives under the device's lock (the kernel's ioc lock and
  * waitq locks in one); io.stat and the io.cost.* reads take published snapshots.

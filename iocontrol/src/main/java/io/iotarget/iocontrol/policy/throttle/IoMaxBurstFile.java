@@ -4,6 +4,7 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.RateLimits;
 import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
 
@@ -14,7 +15,7 @@ import io.iotarget.model.ControlException;
  * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max len=S   (devices with some rate)
  * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V] [len=S]          V = decimal or max
  * </pre>
- * io.max's syntax and errors ({@link IoMaxFile#parse}), plus {@code len}: whole seconds, 1 to
+ * io.max's syntax and errors, plus {@code len} ({@link RateLimits.Kind#BURST}): whole seconds, 1 to
  * 86400, 1 when never given (QEMU's default burst length); 0 is ERANGE, as any 0, and so is more
  * than a day. Unspecified keys keep their value; a line whose four rates are all max disappears
  * and its len goes back to 1. A rate for a limit io.max does not set, or not above io.max's, is
@@ -39,7 +40,7 @@ final class IoMaxBurstFile extends InterfaceFile {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             if (!tg.bursting()) continue;
             sb.append(dg.device().device().number());
-            IoMaxFile.appendLimits(sb, tg.burstBps, tg.burstIops).append(' ').append(IoMaxFile.LEN_KEY).append('=').append(tg.burstLenSec).append('\n');
+            IoMaxFile.appendLimits(sb, tg.burstBps, tg.burstIops).append(' ').append(RateLimits.LEN_KEY).append('=').append(tg.burstLenSec).append('\n');
         }
         return sb.toString();
     }
@@ -52,7 +53,7 @@ final class IoMaxBurstFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
-        Long[] given = IoMaxFile.parse(line.body(), true);
+        Long[] given = IoMaxFile.clampIops(RateLimits.parse(line.body(), RateLimits.Kind.BURST));
         host.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             for (int k = 0; k < 4; k++) {
@@ -60,7 +61,7 @@ final class IoMaxBurstFile extends InterfaceFile {
                 if (k < 2) tg.burstBps[k] = given[k];
                 else tg.burstIops[k - 2] = given[k];
             }
-            if (given[4] != null) tg.burstLenSec = given[4];
+            if (given[RateLimits.LEN] != null) tg.burstLenSec = given[RateLimits.LEN];
             if (!tg.bursting()) tg.burstLenSec = ThrottleGroup.DEFAULT_BURST_LEN_SEC;
             ((ThrottleDevice) dg.device().policy(policy.index())).apply(dg, nowNs);
         });

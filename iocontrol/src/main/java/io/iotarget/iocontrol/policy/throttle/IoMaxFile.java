@@ -4,10 +4,9 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.file.RateLimits;
 import io.iotarget.iocontrol.policy.PolicyHost;
 import io.iotarget.model.ControlException;
-import io.iotarget.model.Errno;
-import io.iotarget.model.tree.KernelParse;
 
 /**
  * io.max, as blk-throttle reads and writes it (tg_set_limit), and io.max.global in the same
@@ -16,23 +15,12 @@ import io.iotarget.model.tree.KernelParse;
  * read:  MAJ:MIN rbps=N|max wbps=N|max riops=N|max wiops=N|max    (devices with some limit)
  * write: MAJ:MIN [rbps=V] [wbps=V] [riops=V] [wiops=V]             V = decimal or max
  * </pre>
- * Tokens are split on whitespace and read 26 characters at a time. Per token, in the kernel's
- * order: no '=' or no decimal digit after it (and not "max"): EINVAL; a value of 0: ERANGE
- * (before the key is looked at, so {@code foo=0} and {@code rbps=0x10} are ERANGE); an unknown
- * key or a value of 1: EINVAL. iops above 2^32 - 1 read back as max. The line is parsed whole
- * before anything changes. Refused on purpose where the kernel accepts (docs/decisions.md):
- * characters after the number ({@code rbps=10k}), a number past 2^64 that wraps to one the
- * kernel takes, and a token longer than 26 characters, whose rest the kernel reads as the
- * next token. io.max.global reads each device by its backend's name rather than MAJ:MIN,
- * since the name is what every node of a cluster shares; it takes either on write.
+ * The tokens and their errors are {@link RateLimits}' (a ceiling: {@code max} allowed, 0 is
+ * ERANGE, 1 EINVAL); iops above 2^32 - 1 read back as max. io.max.global reads each device by
+ * its backend's name rather than MAJ:MIN, since the name is what every node of a cluster
+ * shares; it takes either on write.
  */
 final class IoMaxFile extends InterfaceFile {
-    /** The kernel reads each token with "%26s". */
-    private static final int MAX_TOKEN = 26;
-    private static final String[] KEYS = {"rbps", "wbps", "riops", "wiops"};
-    /** io.max.burst's extra key: how long a full credit lasts at the burst rate, seconds. */
-    static final String LEN_KEY = "len";
-
     /** Which limits a file shows and sets. */
     enum Scope { LOCAL, GLOBAL }
 
@@ -78,7 +66,7 @@ final class IoMaxFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
-        Long[] given = parse(line.body(), false);
+        Long[] given = clampIops(RateLimits.parse(line.body(), RateLimits.Kind.CEILING));
         host.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
@@ -100,38 +88,10 @@ final class IoMaxFile extends InterfaceFile {
         });
     }
 
-    /**
-     * The values a line's body gives, in {@link #KEYS} order (then {@code len} when
-     * {@code withLen}: io.max.burst), null for a key it leaves out; errors as the class
-     * documentation says. {@code len} is whole seconds, 1 to
-     * {@link ThrottleGroup#MAX_BURST_LEN_SEC} (ERANGE beyond; "max" is EINVAL).
-     */
-    static Long[] parse(String body, boolean withLen) throws ControlException {
-        Long[] given = new Long[withLen ? KEYS.length + 1 : KEYS.length];
-        for (String token : KernelParse.tokens(body)) {
-            boolean split = token.length() > MAX_TOKEN;
-            String piece = split ? token.substring(0, MAX_TOKEN) : token;
-            int eq = piece.indexOf('=');
-            if (eq < 0) throw new ControlException(Errno.EINVAL, "'" + token + "' (expected: key=value)");
-            String key = piece.substring(0, eq);
-            String value = piece.substring(eq + 1);
-            KernelParse.Scanned n = value.equals("max") ? null : KernelParse.scanDecimal(value, 0);
-            if (n == null && !value.equals("max")) throw KernelParse.invalid(key, value, "a decimal number or max");
-            long v = n == null ? KernelParse.U64_MAX : n.value();
-            if (v == 0) throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: > 0 or max)");
-            int k = withLen && key.equals(LEN_KEY) ? KEYS.length : indexOf(key);
-            if (k < 0) throw new ControlException(Errno.EINVAL, "unknown key '" + key + "' (expected: rbps, wbps, riops or wiops" + (withLen ? ", len)" : ")"));
-            if (v == 1 && k < KEYS.length) throw new ControlException(Errno.EINVAL, key + "=1 (expected: > 1 or max, as Linux 6.1)");
-            if (n != null && (n.end() != value.length() || n.overflow())) throw KernelParse.invalid(key, value, "a decimal number below 2^64 or max");
-            if (split) throw new ControlException(Errno.EINVAL, "'" + token + "' is longer than " + MAX_TOKEN + " characters");
-            if (k == KEYS.length) {
-                if (n == null) throw KernelParse.invalid(key, value, "seconds, 1 to " + ThrottleGroup.MAX_BURST_LEN_SEC);
-                if (Long.compareUnsigned(v, ThrottleGroup.MAX_BURST_LEN_SEC) > 0) {
-                    throw new ControlException(Errno.ERANGE, key + "=" + value + " (expected: seconds, 1 to " + ThrottleGroup.MAX_BURST_LEN_SEC + ")");
-                }
-            }
-            if ((k == 2 || k == 3) && Long.compareUnsigned(v, ThrottleGroup.IOPS_MAX) > 0) v = ThrottleGroup.IOPS_MAX;
-            given[k] = v;
+    /** {@code given} with riops and wiops above 2^32 - 1 lowered to max, as io.max and io.max.burst keep them. */
+    static Long[] clampIops(Long[] given) {
+        for (int k = RateLimits.RIOPS; k <= RateLimits.WIOPS; k++) {
+            if (given[k] != null && Long.compareUnsigned(given[k], ThrottleGroup.IOPS_MAX) > 0) given[k] = ThrottleGroup.IOPS_MAX;
         }
         return given;
     }
@@ -140,10 +100,5 @@ final class IoMaxFile extends InterfaceFile {
     static StringBuilder appendLimits(StringBuilder sb, long[] bps, long[] iops) {
         return sb.append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
                  .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]));
-    }
-
-    private static int indexOf(String key) {
-        for (int i = 0; i < KEYS.length; i++) if (KEYS[i].equals(key)) return i;
-        return -1;
     }
 }

@@ -27,8 +27,6 @@ final class ThrottleGroup {
     static final int QUANTUM_WRITES = 2;
     /** io.max.burst's len when a line gives none: one second, as QEMU's {@code *-max-length}. */
     static final long DEFAULT_BURST_LEN_SEC = 1;
-    /** The longest len: a day at R is far beyond any credit a tenant saves up (EBS gp2's lasts ~30 min). */
-    static final long MAX_BURST_LEN_SEC = 86_400;
     /** Credit is capped here (2^52 units: 4 PiB, or 4.5e15 IOs), so the buckets' arithmetic never overflows. */
     static final long MAX_CREDIT = 1L << 52;
 

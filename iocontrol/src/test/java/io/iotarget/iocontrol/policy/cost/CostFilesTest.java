@@ -51,6 +51,30 @@ class CostFilesTest {
     }
 
     @Test
+    void shouldTakeIoMinInIoMaxSyntaxAsAFloor() throws ControlException {
+        assertEquals(Errno.EOPNOTSUPP, errno("a/io.min", "259:0 riops=3000"), "the device model is the capacity: iocost first");
+        controller.write("io.cost.qos", "259:0 enable=1");
+        controller.write("a/io.min", "259:0 riops=3000 rbps=1048576");
+        controller.write("a/io.min", "d0 wiops=10");                         // keys not named keep their value; a name works
+        assertEquals("259:0 rbps=1048576 wbps=0 riops=3000 wiops=10\n", controller.read("a/io.min"));
+        assertEquals(List.of("259:0 rbps=1048576 wbps=0 riops=3000 wiops=10"), controller.tree().replay("a/io.min"), "saved as its writes");
+        // io.max's errors (RateLimits), but max means nothing as a floor, and 0 and 1 are minimums.
+        assertEquals(Errno.EINVAL, errno("a/io.min", "259:0 riops=max"));
+        assertEquals(Errno.EINVAL, errno("a/io.min", "259:0 riops"));
+        assertEquals(Errno.EINVAL, errno("a/io.min", "259:0 iops=5"));
+        assertEquals(Errno.EINVAL, errno("a/io.min", "259:0 riops=10k"));
+        assertEquals(Errno.EINVAL, errno("a/io.min", "259:0 riops=18446744073709551616"));
+        assertEquals(Errno.ERANGE, errno("a/io.min", "259:0 rbps=9223372036854775808"));
+        assertEquals(Errno.ENODEV, errno("a/io.min", "9:9 riops=5"));
+        assertEquals(Errno.ENOENT, errno("io.min", "259:0 riops=5"), "not on the root");
+        assertEquals("259:0 rbps=1048576 wbps=0 riops=3000 wiops=10\n", controller.read("a/io.min"), "a refused write changes nothing");
+        controller.write("a/io.min", "259:0 rbps=0 riops=1 wiops=0");
+        assertEquals("259:0 rbps=0 wbps=0 riops=1 wiops=0\n", controller.read("a/io.min"));
+        controller.write("a/io.min", "259:0 riops=0");
+        assertEquals("", controller.read("a/io.min"), "all 0: no line");
+    }
+
+    @Test
     void shouldRefusePerDeviceWeightsUntilIocostIsSetUp() throws ControlException {
         assertEquals(Errno.EOPNOTSUPP, errno("a/io.weight", "259:0 50"));
         assertEquals("default 100\n", controller.read("a/io.weight"));

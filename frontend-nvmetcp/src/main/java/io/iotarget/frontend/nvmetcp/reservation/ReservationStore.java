@@ -1,0 +1,48 @@
+package io.iotarget.frontend.nvmetcp.reservation;
+
+import java.util.List;
+
+/**
+ * Where the namespaces' reservations live: in this server ({@link LocalReservationStore}) or in
+ * the cluster's store, shared by every node that serves the same namespace ({@code
+ * RedisReservationStore}). A namespace is a key, {@code SUBSYSTEM-NQN/NSID}. Any thread:
+ * the reservation thread changes states, the configuration thread reads one at enable.
+ */
+public interface ReservationStore extends AutoCloseable {
+    /** The namespace's state, {@link ReservationState#EMPTY} when it has none. */
+    ReservationState read(String key) throws StoreException;
+
+    /**
+     * Stores {@code next} if the namespace's version is still {@code next.version() - 1}, and
+     * tells the other nodes (their {@link Listener}) about the change and its notices, in one
+     * atomic step. False when another node changed it first (read again and retry).
+     */
+    boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices) throws StoreException;
+
+    /** Whether other nodes share this store: then its states are re-read and changes heard of ({@link #listen}). */
+    boolean shared();
+
+    /** Whether the store keeps a state whose PTPL is set across this server's restart (Identify's RESCAP bit 0). */
+    boolean persistent();
+
+    /** Changes other nodes make are reported to {@code listener}, on a thread of the store's. */
+    void listen(Listener listener);
+
+    /** Releases the store's connections and threads. */
+    @Override
+    void close();
+
+    /** Another node changed a namespace's state. */
+    interface Listener {
+        void changed(String key, long version, List<ReservationState.Notice> notices);
+    }
+
+    /** The store could not be reached or refused the command. */
+    final class StoreException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        public StoreException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/**
+ * NVMe persistent reservations (nvmet's {@code resv_enable}), kept on one node or across a
+ * cluster (docs/reservations.md).
+ *
+ * <h2>1. The state and its commands</h2>
+ * Per namespace, one {@link io.iotarget.frontend.nvmetcp.reservation.ReservationState}: the
+ * registrants (host identifier, key), the holder and its type (1..6), the generation, PTPL, and
+ * a version. Register, Acquire (preempt, preempt-and-abort), Release (clear) and Set Features
+ * PTPL are pure functions from a state to an outcome (status, next state, notices), nvmet's
+ * {@code pr.c} semantics. A host is its 128-bit Host Identifier from Connect, so all its
+ * controllers, through any port of any node, are one registrant.
+ *
+ * <h2>2. One store, compare-and-set</h2>
+ * The state lives in a {@link io.iotarget.frontend.nvmetcp.reservation.ReservationStore}, keyed
+ * {@code SUBSYSTEM-NQN/NSID}: in the server ({@link io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore};
+ * with a {@code server.state}, the PTPL states also in a file beside it), or in the cluster's
+ * Redis/Valkey, which every node serving the namespace shares. A command runs on the one
+ * reservation thread ({@link io.iotarget.frontend.nvmetcp.reservation.Reservations}): read the
+ * state from the store, apply, store the result only if the version is unchanged (one Lua
+ * script; else read again). Nothing is granted that the store has not taken: a node that
+ * cannot reach it answers reservation commands with ANA Inaccessible, a path error, and grants
+ * nothing.
+ *
+ * <h2>3. The IO path reads a copy</h2>
+ * Each node keeps a copy of every enabled namespace's state
+ * ({@link io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation}); the access check
+ * (nvmet's table: who may read, who may write) reads it with one volatile load and no lock, so
+ * no IO waits for the store. The copy is replaced after each change this node makes; the store
+ * publishes every change (key, version, notices) and the other nodes re-read the key on
+ * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a lost message,
+ * a restarted store).
+ *
+ * <h2>4. What a stale copy may allow, and fencing</h2>
+ * Between a change in the store and another node's re-read (the message's delivery, normally
+ * well under a millisecond; at most {@code interval_ms} while the node reaches the store), that
+ * node still decides IO with the state before: a preempted host's write may pass there. A node
+ * that has not heard from the store for {@code lease_ms} (cluster section) can no longer vouch
+ * for its copy: it is fenced, and every command on its reservation namespaces gets ANA
+ * Inaccessible (a multipath host tries another node) until the store answers again. So a
+ * change made through one node holds everywhere within {@code lease_ms}, whatever the network
+ * does.
+ *
+ * <h2>5. Notices</h2>
+ * Preempted registrations, released and preempted reservations go to the hosts concerned:
+ * each node delivers them to its own controllers of those hosts (log page 0x80, a FIFO of 64
+ * per controller, and the event 0x00800006), those of the node that made the change at once,
+ * the others' when they hear of it (a notice whose message is lost is lost; the state is not).
+ *
+ * <h2>6. Watch</h2>
+ * The log says when the store fails, when a node fences and when it comes back;
+ * {@link io.iotarget.frontend.nvmetcp.reservation.Reservations#unexpectedErrors} counts what
+ * the reservation thread survived.
+ */
+package io.iotarget.frontend.nvmetcp.reservation;
