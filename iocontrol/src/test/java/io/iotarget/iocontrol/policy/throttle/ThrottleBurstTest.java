@@ -150,6 +150,18 @@ class ThrottleBurstTest {
     }
 
     @Test
+    void shouldTakeLenAtItsBoundsAndOnlyInIoMaxBurst() throws Exception {
+        h.group("a");
+        h.controller.write("a/io.max.burst", "259:0 riops=3000 len=1");
+        assertEquals("259:0 rbps=max wbps=max riops=3000 wiops=max len=1\n", h.controller.read("a/io.max.burst"));
+        h.controller.write("a/io.max.burst", "259:0 len=86400");
+        assertEquals("259:0 rbps=max wbps=max riops=3000 wiops=max len=86400\n", h.controller.read("a/io.max.burst"));
+        assertEquals(Errno.EINVAL, assertThrows(ControlException.class, () -> h.controller.write("a/io.max", "259:0 riops=3000 len=2")).errno(),
+                "len is io.max.burst's key, not io.max's");
+        assertEquals("", h.controller.read("a/io.max"));
+    }
+
+    @Test
     void shouldNotExistOnTheRoot() throws Exception {
         h.group("a");
         assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> h.controller.read("io.max.burst")).errno());
