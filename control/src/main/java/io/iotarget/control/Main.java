@@ -115,8 +115,9 @@ public final class Main {
                     requests completed in the second (from entering the server to completion) and
                     the time requests waited in io.max (MAXHELD) and iocost (COSTHELD) per second
                     (2.0s: two requests waited all along); MIN: io.min met, or the share of it
-                    given while minimums overcommit the device (71%), - when none was used.
-                    Keys: r w R W l p m c sort by RIOPS,
+                    given while minimums overcommit the device (71%), - when none was used;
+                    BURST, the io.max.burst credit left (io.max.burst.stat, "-" without a burst
+                    in effect). Keys: r w R W l p m c sort by RIOPS,
                     WIOPS, RBPS, WBPS, AVGLAT, P99LAT, MAXHELD, COSTHELD (largest first), g by
                     group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
                       iotarget top

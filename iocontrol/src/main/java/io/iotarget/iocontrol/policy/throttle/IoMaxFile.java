@@ -51,10 +51,7 @@ final class IoMaxFile extends InterfaceFile {
 
     /** One device's line as io.max reads it, newline included. */
     static void appendLine(StringBuilder sb, String device, long[] bps, long[] iops) {
-        sb.append(device)
-          .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
-          .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
-          .append('\n');
+        appendLimits(sb.append(device), bps, iops).append('\n');
     }
 
     private static String bps(long v) {
@@ -97,7 +94,11 @@ final class IoMaxFile extends InterfaceFile {
      * RateLimits#KEYS} index, null where the line leaves one as it is.
      */
     static Long[] parseLimits(String body) throws ControlException {
-        Long[] given = RateLimits.parse(body, RateLimits.Kind.CEILING);
+        return clampIops(RateLimits.parse(body, RateLimits.Kind.CEILING));
+    }
+
+    /** {@code given} with riops and wiops above 2^32 - 1 lowered to max, as io.max and io.max.burst keep them. */
+    static Long[] clampIops(Long[] given) {
         for (int k = RateLimits.RIOPS; k <= RateLimits.WIOPS; k++) {
             if (given[k] != null && Long.compareUnsigned(given[k], ThrottleGroup.IOPS_MAX) > 0) given[k] = ThrottleGroup.IOPS_MAX;
         }
@@ -111,5 +112,11 @@ final class IoMaxFile extends InterfaceFile {
             if (k < 2) bps[k] = given[k];
             else iops[k - 2] = given[k];
         }
+    }
+
+    /** rbps=... wbps=... riops=... wiops=... of one pair, as io.max and io.max.burst read them. */
+    static StringBuilder appendLimits(StringBuilder sb, long[] bps, long[] iops) {
+        return sb.append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
+                 .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]));
     }
 }
