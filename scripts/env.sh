@@ -29,3 +29,20 @@ mvn_run() {
   command -v mvn >/dev/null || { echo "iotarget: Maven (mvn) not found; install it (apt-get install maven)" >&2; exit 1; }
   mvn -B -q -f "$IOTARGET_HOME/pom.xml" ${MVN_ARGS:-} "$@"
 }
+
+# The server's jar (shaded: every module and library), and build_jar, which builds it when it is
+# missing or older than a main source, resource or pom; Maven's output shows only on failure.
+IOTARGET_JAR="$IOTARGET_HOME/control/target/iotarget.jar"
+build_jar() {
+  local jar="$IOTARGET_JAR" here="$IOTARGET_HOME" log
+  if [ -f "$jar" ] &&
+     [ -z "$(find "$here" -path "$here/.git" -prune -o \( -name '*.java' -o -name 'pom.xml' -o -name '*.json' \) \
+             -path '*/src/main/*' -newer "$jar" -print -quit 2>/dev/null)" ] &&
+     [ -z "$(find "$here" -maxdepth 2 -name pom.xml -newer "$jar" -print -quit)" ]; then
+    return 0
+  fi
+  echo "iotarget: building (first run, or sources changed)..." >&2
+  log="$(mktemp)"
+  mvn_run package -DskipTests -pl control -am > "$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+}

@@ -27,6 +27,20 @@ public interface Backend extends AutoCloseable {
 
     long sizeBytes();
 
+    /**
+     * nvmet's {@code revalidate_size}, first half: the capacity the backend would have now,
+     * changing nothing — a file's or block device's size on disk, a memory backend's
+     * {@code configuredBytes} (its {@code size} attribute); others keep {@link #sizeBytes()}.
+     * Not on the IO path.
+     */
+    default long revalidatedSize(long configuredBytes) throws IOException {
+        return sizeBytes();
+    }
+
+    /** Second half, once the engine took {@code sizeBytes} (from {@link #revalidatedSize}): IO may reach it from now on. */
+    default void resize(long sizeBytes) {
+    }
+
     /** 512 or 4096. */
     int logicalBlockSize();
 
@@ -75,6 +89,14 @@ public interface Backend extends AutoCloseable {
      * of its own (memory and null backends).
      */
     default boolean sharesReads() {
+        return false;
+    }
+
+    /**
+     * True when the data lives in this process alone (memory): another process that opens "the
+     * same" backend sees none of its writes, so no other node may serve it as the same store.
+     */
+    default boolean processPrivate() {
         return false;
     }
 

@@ -3,6 +3,7 @@ package io.iotarget.backend;
 import io.iotarget.backend.file.FileBackend;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.backend.nullblk.NullBackend;
+import io.iotarget.backend.nullblk.TimedNullBackend;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,16 +35,30 @@ public final class BackendFactory {
      * @param sizeBytes capacity of a null or memory backend; a file backend's is the file's
      * @param path      the file or block device of a file backend, null otherwise
      * @param blockSize 512 or 4096; for a file, 0 asks for {@link #nativeBlockSize}
-     * @param direct    O_DIRECT (file backends)
+     * @param direct       O_DIRECT (file backends)
+     * @param completionNs a null backend's time per request, 0 for none (null_blk's completion_nsec)
+     * @param mbps         a null backend's bandwidth in MiB/s, 0 for unlimited (null_blk's mbps)
      */
-    public record Spec(Type type, long sizeBytes, Path path, int blockSize, boolean readOnly, boolean direct) {
+    public record Spec(Type type, long sizeBytes, Path path, int blockSize, boolean readOnly, boolean direct, long completionNs, long mbps) {
         public Spec {
             Objects.requireNonNull(type, "type");
             if (type == Type.FILE) Objects.requireNonNull(path, "path");
+            if (type != Type.NULL && (completionNs != 0 || mbps != 0)) {
+                throw new IllegalArgumentException("completion_nsec and mbps are for null backends");
+            }
         }
 
         public static Spec file(Path path, int blockSize, boolean readOnly, boolean direct) {
-            return new Spec(Type.FILE, 0, path, blockSize, readOnly, direct);
+            return new Spec(Type.FILE, 0, path, blockSize, readOnly, direct, 0, 0);
+        }
+
+        public static Spec memory(long sizeBytes, int blockSize, boolean readOnly) {
+            return new Spec(Type.MEMORY, sizeBytes, null, blockSize, readOnly, false, 0, 0);
+        }
+
+        /** A null backend; with a {@code completionNs} or {@code mbps}, a {@link TimedNullBackend}. */
+        public static Spec nullDevice(long sizeBytes, int blockSize, boolean readOnly, long completionNs, long mbps) {
+            return new Spec(Type.NULL, sizeBytes, null, blockSize, readOnly, false, completionNs, mbps);
         }
     }
 
@@ -55,7 +70,10 @@ public final class BackendFactory {
      */
     public static Backend open(Spec spec) throws IOException {
         return switch (spec.type()) {
-            case NULL -> new NullBackend(spec.sizeBytes(), spec.blockSize(), spec.readOnly());
+            case NULL -> {
+                NullBackend store = new NullBackend(spec.sizeBytes(), spec.blockSize(), spec.readOnly());
+                yield spec.completionNs() == 0 && spec.mbps() == 0 ? store : new TimedNullBackend(store, spec.completionNs(), spec.mbps());
+            }
             case MEMORY -> new MemoryBackend(spec.sizeBytes(), spec.blockSize(), spec.readOnly());
             case FILE -> FileBackend.open(spec.path(), spec.blockSize() == 0 ? nativeBlockSize(spec.path()) : spec.blockSize(),
                                           spec.readOnly(), spec.direct());

@@ -63,6 +63,11 @@ public abstract class ForwardingBackend implements Backend {
     }
 
     @Override
+    public boolean processPrivate() {
+        return inner.processPrivate();
+    }
+
+    @Override
     public void write(long offset, ByteBuffer src, boolean fua) throws IOException {
         inner.write(offset, src, fua);
     }

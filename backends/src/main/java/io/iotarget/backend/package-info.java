@@ -6,7 +6,8 @@
  * <h2>1. Kinds, one package each</h2>
  * <pre>
  *   backend            Backend, Completion, errors, BackendFactory, PacedBackend (any kind, paced)
- *   ├── nullblk        NullBackend: discards writes, reads zeroes; everything but storage, like null_blk
+ *   ├── nullblk        NullBackend: discards writes, reads zeroes; everything but storage, like null_blk;
+ *   │                  TimedNullBackend: null_blk's completion_nsec and mbps, a device of known capacity
  *   ├── memory         MemoryBackend: sparse, off-heap, chunks allocated on first write
  *   └── file           FileBackend: a regular file or a block device, optionally O_DIRECT,
  *                      and the IoEngine blocking backends run on: io_uring (IoRing, RingSlot)

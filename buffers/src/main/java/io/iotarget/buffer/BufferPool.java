@@ -29,7 +29,7 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class BufferPool implements AutoCloseable {
     /** The smallest class: one page, so that every buffer is O_DIRECT-aligned. */
     public static final int MIN_CLASS_BYTES = 4096;
-    /** The largest buffer: the largest power of two a ByteBuffer can hold (NBD needs 32 MiB). */
+    /** The largest buffer: the largest power of two a ByteBuffer can hold (NBD's max_request is at most this). */
     public static final int MAX_BUFFER_BYTES = 1 << 30;
     /**
      * Classes below this are cut out of mappings of this size: bounds the mappings to
@@ -162,6 +162,11 @@ public final class BufferPool implements AutoCloseable {
 
     public long capacityBytes() {
         return capacityBytes;
+    }
+
+    /** The most one account may hold in use at once: no single buffer may be larger. */
+    public long shareBytes() {
+        return shareBytes;
     }
 
     /** Bytes in use over all accounts, in class sizes; the sum is not an atomic snapshot. */

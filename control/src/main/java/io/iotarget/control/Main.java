@@ -30,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget save [FILE]                    the whole configuration as serve --config takes it
  *  iotarget top                            every group's IOPS, bandwidth, latency, held time per device, live
  *  iotarget watch PATH TRIGGER             wait until an io.pressure trigger fires
+ *  iotarget calibrate DEVICE [--seconds N] [--force] [--apply]   measure io.cost.model and a suggested io.cost.qos
  *  iotarget web                            a one-time address that opens the live web view in a browser
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
@@ -114,8 +115,9 @@ public final class Main {
                     requests completed in the second (from entering the server to completion) and
                     the time requests waited in io.max (MAXHELD) and iocost (COSTHELD) per second
                     (2.0s: two requests waited all along); MIN: io.min met, or the share of it
-                    given while minimums overcommit the device (71%), - when none was used.
-                    Keys: r w R W l p m c sort by RIOPS,
+                    given while minimums overcommit the device (71%), - when none was used;
+                    BURST, the io.max.burst credit left (io.max.burst.stat, "-" without a burst
+                    in effect). Keys: r w R W l p m c sort by RIOPS,
                     WIOPS, RBPS, WBPS, AVGLAT, P99LAT, MAXHELD, COSTHELD (largest first), g by
                     group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
                       iotarget top
@@ -131,6 +133,22 @@ public final class Main {
                     while it waits (ENODEV). Ctrl-C removes the trigger.
                       iotarget watch tenants/a/io.pressure "some 150000 1000000"
                       iotarget watch io.pressure "full 500000 2000000"
+                    """),
+            new Command("calibrate", "calibrate DEVICE [--seconds N] [--force] [--apply]",
+                        "measure a device's io.cost.model and a suggested io.cost.qos", """
+                    Measures DEVICE (a backend's name or MAJ:MIN) as tools/cgroup/iocost_coef_gen.py
+                    does: sequential 1 MiB reads (rbps), sequential and random 4 KiB reads
+                    (rseqiops, rrandiops), then the same writes, each run N seconds (default 3, so
+                    about 18 s) at the device's queue_depth, which saturates it. The IO runs inside
+                    the server, straight on the device: no tenant is charged and no policy holds it.
+                    Writes put back the bytes they just read, so the contents do not change. Prints
+                    the progress on stderr, then two lines on stdout: the io.cost.model line and a
+                    suggested io.cost.qos line (enable=1, rpct/wpct 95 with rlat/wlat the p99
+                    latency of random reads and writes at that depth). --apply writes both.
+                    A device a tenant sent IO to in the last 10 s is in use: refused (EBUSY), and a
+                    calibration stops if tenant IO arrives, unless --force. Ctrl-C stops it.
+                      iotarget calibrate default
+                      iotarget calibrate 259:0 --seconds 10 --apply
                     """),
             new Command("web", "web", "print a one-time address that logs a browser into the live web view", """
                     Asks the server for a login code and prints the address to open, e.g.
@@ -184,6 +202,11 @@ public final class Main {
         return 2;
     }
 
+    private static void tellServiceManager(Map<String, String> env, String state, PrintStream err) {
+        String failure = ServiceManager.notify(env, state);
+        if (failure != null) err.println("iotarget: warning: the service manager was not told " + state.lines().findFirst().orElse("") + ": " + failure);
+    }
+
     /** What {@code ls -l} measures live rates over, and how often {@code top} redraws. */
     private static final Duration LIVE_RATE_INTERVAL = Duration.ofSeconds(1);
 
@@ -215,7 +238,7 @@ public final class Main {
         String command = a.get(0);
         List<String> rest = a.subList(1, a.size());
         if (command.equals("help") || command.equals("-h") || command.equals("--help")) return help(rest, out, err);
-        if (command.equals("serve")) return serve(rest, ControlToken.directory(env), out, err);
+        if (command.equals("serve")) return serve(rest, env, out, err);
         // Closed at the end: the CLI runs in-process in tests and tools, where an open connection
         // would stay proven on the server until its idle timeout.
         try (ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile)) {
@@ -251,6 +274,7 @@ public final class Main {
                     if (rest.size() < 2) throw new UsageException("watch PATH TRIGGER");
                     yield client.watch(rest.get(0), String.join(" ", rest.subList(1, rest.size())));
                 }
+                case "calibrate" -> calibrate(client, rest, err);
                 case "mkdir", "rmdir", "unlink" -> client.post(command, one(rest, command + " PATH"), null, null);
                 case "ln" -> {
                     if (rest.size() != 2) throw new UsageException("ln TARGET LINK");
@@ -282,6 +306,42 @@ public final class Main {
         }
     }
 
+    /** {@code calibrate DEVICE [--seconds N] [--force] [--apply]}: progress on {@code err}; with --apply, the two lines written. */
+    private static ControlClient.Reply calibrate(ControlClient client, List<String> args, PrintStream err) throws IOException, UsageException {
+        String usage = "calibrate DEVICE [--seconds N] [--force] [--apply]";
+        String device = null;
+        StringBuilder options = new StringBuilder();
+        boolean apply = false;
+        for (int i = 0; i < args.size(); i++) {
+            switch (args.get(i)) {
+                case "--apply" -> apply = true;
+                case "--force" -> options.append(" force=1");
+                case "--seconds" -> {
+                    if (++i == args.size()) throw new UsageException(usage);
+                    options.append(" seconds=").append(args.get(i));
+                }
+                default -> {
+                    if (device != null || args.get(i).startsWith("-")) throw new UsageException(usage);
+                    device = args.get(i);
+                }
+            }
+        }
+        if (device == null) throw new UsageException(usage);
+        ControlClient.Reply result = client.calibrate(device, options.toString().strip(), line -> {
+            err.print(line);
+            err.flush();
+        });
+        if (!result.ok() || !apply) return result;
+        String[] lines = result.body().split("\n");
+        for (int i = 0; i < 2; i++) {
+            String file = i == 0 ? "io.cost.model" : "io.cost.qos";
+            ControlClient.Reply written = client.post("write", file, null, lines[i]);
+            if (!written.ok()) return new ControlClient.Reply(written.status(), "writing " + file + ": " + written.body(), written.errno());
+            err.println("wrote " + file);
+        }
+        return result;
+    }
+
     /** {@code save FILE}: the file replaced atomically, 0600 (it holds DH-HMAC-CHAP keys). */
     private static int saveTo(String file, String json, PrintStream err) {
         try {
@@ -306,7 +366,7 @@ public final class Main {
         }
     }
 
-    private static int serve(List<String> args, Path tokenDirectory, PrintStream out, PrintStream err) {
+    private static int serve(List<String> args, Map<String, String> env, PrintStream out, PrintStream err) {
         Path config = null;
         if (args.size() == 2 && args.get(0).equals("--config")) {
             config = Path.of(args.get(1));
@@ -316,7 +376,7 @@ public final class Main {
         }
         Server server;
         try {
-            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), tokenDirectory);
+            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), ControlToken.directory(env));
         } catch (ConfigException e) {
             err.println("iotarget: config " + (config == null ? "(embedded default)" : config) + ": " + e.getMessage());
             return 1;
@@ -326,13 +386,17 @@ public final class Main {
         }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            // SIGTERM (systemctl stop): connections answer what they accepted, backends flush, then exit.
+            tellServiceManager(env, "STOPPING=1\nSTATUS=draining connections and flushing backends", err);
             server.close();
             stopped.countDown();
         }, "iotarget-shutdown"));
-        out.println("iotarget: serving (" + (config == null ? "embedded default config" : config) + ")");
+        String serving = "serving (" + (config == null ? "embedded default config" : config) + ")";
+        out.println("iotarget: " + serving);
         for (String line : server.summary()) out.println("  " + line);
         out.print(Server.deviceTable(server.engine()).indent(2));
         out.flush();
+        tellServiceManager(env, "READY=1\nSTATUS=" + serving + "\nMAINPID=" + ProcessHandle.current().pid(), err);
         try {
             stopped.await();
         } catch (InterruptedException e) {

@@ -11,6 +11,7 @@ import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
+import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
@@ -127,6 +128,7 @@ public final class Server implements AutoCloseable {
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
             if (settings.state() != null) {
                 state = PersistedTree.open(settings.state(), mounts, saver, config, trees);
+                engine.controller().tree().onHostChildMade(state::hostGroupMade);
             } else {
                 ConfigLoader.apply(config, trees);
             }
@@ -149,7 +151,8 @@ public final class Server implements AutoCloseable {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
                 if (cluster != null) metrics.register(new ClusterMetrics(cluster));
-                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save);
+                endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save,
+                                              (device, options) -> Calibration.prepare(engine, device, options));
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);
             }

@@ -55,6 +55,27 @@ class ConfigMistakesTest {
         }
     }
 
+    /**
+     * A subsystem other nodes serve too (issue 20.2) on the memory backend of the usual config: refused at start, with the
+     * namespace's enable as the field and what no other node could see; the ids a node alone would make up come first.
+     */
+    @Test
+    void shouldRefuseASharedSubsystemThatSeveralNodesCannotServeAsOne() {
+        String config = """
+                { "server": { "control": "127.0.0.1:0" },
+                  "backends": { "m": { "type": "memory", "size": "1M", "enable": 1 } },
+                  "nvmet": { "subsystems": { "nqn.2026-12.io.example:ha": { "shared": 1, %s
+                             "namespaces": { "1": { "device_path": "m", %s "enable": 1 } } } } } }
+                """;
+        assertEquals("nvmet.subsystems.nqn.2026-12.io.example:ha.namespaces.1.enable = 1: Invalid argument (EINVAL): enable=1: "
+                     + "subsystems/nqn.2026-12.io.example:ha is shared with other nodes, but attr_serial is not set (expected: the same attr_serial on every node)",
+                refusal(config.formatted("", "")));
+        assertEquals("nvmet.subsystems.nqn.2026-12.io.example:ha.namespaces.1.enable = 1: Invalid argument (EINVAL): enable=1: "
+                     + "subsystems/nqn.2026-12.io.example:ha is shared with other nodes, but device_path=m is a memory backend, which no other node can see "
+                     + "(expected: a file or block device every node opens)",
+                refusal(config.formatted("\"attr_serial\": \"ha-1\", \"attr_cntlid_max\": 100,", "\"device_uuid\": \"5a1e0c3d-9b7f-4e21-8c4a-0d6f2e8b1c97\",")));
+    }
+
     private static int cli(Map<String, String> env, String... args) {
         return Main.run(args, env, new PrintStream(new ByteArrayOutputStream()), new PrintStream(new ByteArrayOutputStream()));
     }
@@ -82,7 +103,7 @@ class ConfigMistakesTest {
     @Test
     void shouldRefuseABooleanSizeNamingSize() {
         assertEquals("backends.m.size = true: expected a positive size in bytes, or with K, M, G or T (an integer or a string), got a boolean "
-                     + "(true/false are for the 0/1 flags: allow_any_client, attr_allow_any_host, buffered_io, create, direct, enable, readonly, tls)",
+                     + "(true/false are for the 0/1 flags: allow_any_client, attr_allow_any_host, buffered_io, create, direct, enable, readonly, shared, tls)",
                 refusal(memory("true")));
     }
 

@@ -127,6 +127,17 @@ class MetricsTest {
         assertTrue(avg > 0.0001 && avg < 0.01, "held to 3000 IOPS per direction, a request takes a fraction of a ms or more: " + avg);
     }
 
+    /** io.max.burst's credit, per limit in effect: full for a group that has not spent it, absent for a dormant burst. */
+    @Test
+    void shouldShowTheBurstCreditLeft() throws Exception {
+        server.engine().controller().write("tenants/a/io.max.burst", "259:0 riops=5000 wiops=7000 wbps=1048576 len=2");
+        String text = scrape();
+        assertEquals(4000.0, value(text, "iotarget_io_burst_credit{device=\"259:0\",group=\"/tenants/a\",limit=\"riops\"}"), text);
+        assertEquals(4000.0, value(text, "iotarget_io_burst_credit_full{device=\"259:0\",group=\"/tenants/a\",limit=\"riops\"}"), text);
+        assertEquals(8000.0, value(text, "iotarget_io_burst_credit{device=\"259:0\",group=\"/tenants/a\",limit=\"wiops\"}"), text);
+        assertTrue(!text.contains("limit=\"wbps\""), "io.max does not limit wbps: that burst is dormant\n" + text);
+    }
+
     /** The value of one sample in exposition text, by its name and labels as written. */
     private static double value(String text, String series) {
         Matcher m = Pattern.compile("^" + Pattern.quote(series) + " (\\S+)$", Pattern.MULTILINE).matcher(text);

@@ -64,10 +64,10 @@ class NbdTlsConfigTest {
                 "\"backend\": \"a\", \"allow_any_client\": 0, \"enable\": 1")), dir.resolve("tokens")));
         assertEquals("nbd.exports.a.enable = 1: Invalid argument (EINVAL): enable=1: exports/a: allow_any_client 0 needs tls 1 "
                      + "(a client certificate is only seen over TLS)", noTls.getMessage());
-        ConfigException order = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config(server,
-                "\"backend\": \"a\", \"tls\": 1, \"allowed_clients\": [\"CN=a\"], \"allow_any_client\": 0")), dir.resolve("tokens")));
+        ConfigException anyClient = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config(server,
+                "\"backend\": \"a\", \"tls\": 1, \"allowed_clients\": [\"CN=a\"]")), dir.resolve("tokens")));
         assertEquals("nbd.exports.a.allowed_clients[0] = \"CN=a\": Invalid argument (EINVAL): exports/a/allowed_clients: "
-                     + "allow_any_client is 1 (write 0 first, as for nvmet's allowed_hosts)", order.getMessage());
+                     + "allow_any_client is 1 (write 0 first, as for nvmet's allowed_hosts)", anyClient.getMessage());
         ConfigException bad = assertThrows(ConfigException.class, () -> Server.start(json.readTree(config(server,
                 "\"backend\": \"a\", \"tls\": 1, \"allow_any_client\": 0, \"allowed_clients\": [\"tenant-a\"]")), dir.resolve("tokens")));
         assertTrue(bad.getMessage().startsWith("nbd.exports.a.allowed_clients[0] = \"tenant-a\": Invalid argument (EINVAL): "

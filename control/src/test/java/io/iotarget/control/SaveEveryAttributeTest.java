@@ -45,7 +45,9 @@ class SaveEveryAttributeTest {
      */
     private static final Map<String, String> UNCHANGEABLE = Map.of(
             "/cgroup/cgroup.subtree_control", "+io already, from the config: the groups below need it",
-            "/cgroup/tenants/cgroup.subtree_control", "+io already, from the config: the groups below need it");
+            "/cgroup/tenants/cgroup.subtree_control", "+io already, from the config: the groups below need it",
+            "/backends/spare/enable", "the walk makes spare a memory backend with null_blk's completion_nsec and mbps, which only a null backend takes",
+            "/backends/spare/revalidate_size", "an action, not a setting: it reads 0, and a disabled backend refuses it");
     /** The device the other trees use is left alone (an enabled backend's attributes are EBUSY); {@code spare} has them all changed. */
     private static final String DEVICE_IN_USE = "/backends/disk/";
     /** Pre-shared keys beside the certificates, for nbd's tls/psk_file. */
@@ -56,9 +58,10 @@ class SaveEveryAttributeTest {
 
     @Test
     void shouldKeepEveryWritableAttributeOfEveryTree() throws Exception {
+        // disk is a null backend: the subsystem is made shared too, and a shared namespace may not be on memory.
         String config = """
                 { "server": { "control": "127.0.0.1:0" },
-                  "backends": { "disk": { "type": "memory", "size": "64M", "device": "259:5", "enable": 1 }, "spare": {} },
+                  "backends": { "disk": { "type": "null", "size": "64M", "device": "259:5", "enable": 1 }, "spare": {} },
                   "cgroup": { "cgroup.subtree_control": "+io", "tenants": { "cgroup.subtree_control": "+io", "a": {} } },
                   "nbd": { "exports": { "x": {} } },
                   "nvmet": { "hosts": { "%s": {} },

@@ -89,6 +89,7 @@ class SaveRestoreTest {
                 {"mkdir", "tenants"}, {"write", "tenants/cgroup.subtree_control", "+io"}, {"write", "tenants/cgroup.max.descendants", "2"},
                 {"mkdir", "tenants/a"}, {"mkdir", "tenants/b"},
                 {"write", "tenants/a/io.max", "259:3 riops=20000 wbps=104857600"}, {"write", "tenants/a/io.max", "fast rbps=1048576"},
+                {"write", "tenants/a/io.max.burst", "259:3 riops=40000 len=3"},
                 {"write", "tenants/a/io.weight", "default 200"}, {"write", "tenants/b/io.weight", "259:3 50"},
                 {"mkdir", "/nbd/exports/a"}, {"write", "/nbd/exports/a/backend", "disk"}, {"write", "/nbd/exports/a/cgroup", "tenants/a"},
                 {"write", "/nbd/exports/a/description", "tenant a's disk"}, {"write", "/nbd/exports/a/max_connections", "4"},
@@ -116,12 +117,15 @@ class SaveRestoreTest {
         assertTrue(saved.contains("\"io.max\" : [ \"259:3 rbps=max wbps=104857600 riops=20000 wiops=max\""), saved);
         assertTrue(saved.contains("\"cgroup.subtree_control\" : \"+io\""), saved);
         assertTrue(!saved.contains("cgroup_id"), "the binding is saved by path: ids are not stable across restarts");
+        assertTrue(saved.contains("\"io.max.burst\" : \"259:3 rbps=max wbps=max riops=40000 wiops=max len=3\""), saved);
         String ioMax = ok("read", "tenants/a/io.max");
+        String burst = ok("read", "tenants/a/io.max.burst");
         String qos = ok("read", "io.cost.qos");
 
         restart(saved);
         assertEquals(saved, ok("save"), "save -> restart -> save is identical");
         assertEquals(ioMax, ok("read", "tenants/a/io.max"));
+        assertEquals(burst, ok("read", "tenants/a/io.max.burst"));
         assertEquals(qos, ok("read", "io.cost.qos"));
         assertEquals("/tenants/a\n", ok("read", "/nbd/exports/a/cgroup"));
         assertEquals(HOST + "\n", ok("ls", "/nvmet/subsystems/" + NQN + "/allowed_hosts"));

@@ -3,6 +3,7 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
+import io.iotarget.iocontrol.Group;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.testkit.Tools;
 import io.iotarget.testkit.Prerequisites;
@@ -95,6 +96,28 @@ class StateJournalTest {
         }
         assertTrue(Files.notExists(next(after)), "the start wrote one snapshot and an empty journal");
         assertEquals(header(after), Files.readString(journal(after)));
+    }
+
+    /**
+     * A host's group made by a connect (cgroup_per_host) has no endpoint request to journal: the
+     * next change writes a whole snapshot, so what is then written to that group comes back
+     * after a restart rather than failing on a group the journal never made.
+     */
+    @Test
+    void shouldSnapshotAHostsGroupBeforeAChangeToItIsKept() throws Exception {
+        Path state = Files.createDirectories(dir.resolve("host")).resolve("state.json");
+        String host = "nqn.2014-08.org.nvmexpress:uuid:12345678-0000-0000-0000-000000000000";
+        try (Server server = start(state)) {
+            ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null);
+            assertTrue(client.post("mkdir", "tenant", null, null).ok());
+            Group tenant = server.engine().controller().group("tenant");
+            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, host));   // a host came and went
+            assertTrue(client.post("write", "tenant/" + host + "/cgroup.max.descendants", null, "5").ok());
+            assertTrue(Files.readString(state).contains(host), "the change after the connect wrote a whole snapshot");
+        }
+        try (Server server = start(state)) {
+            assertEquals("5\n", server.mounts().read("tenant/" + host + "/cgroup.max.descendants"));
+        }
     }
 
     /**

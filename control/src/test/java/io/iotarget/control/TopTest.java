@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * {@code iotarget top} in a real terminal: tmux runs the CLI (Main on the test's classpath, as
  * bin/iotarget runs its jar) in a detached pane while fio reads through tenant a (io.max riops=2000,
  * so io.max holds most of its 8 requests in flight) and writes through tenant b (no limit; fio
- * itself paces it to 500 writes/s at queue depth 1); the test reads the screen with capture-pane
+ * itself paces it to 500 writes/s at queue depth 1, under io.max wiops=1000 with a burst to 3000,
+ * whose credit it never spends); the test reads the screen with capture-pane
  * and types keys.
  */
 @Timeout(30)
@@ -43,7 +44,7 @@ class TopTest {
                   "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
                   "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
                                            "a": { "io.max": "default riops=2000" },
-                                           "b": { } } },
+                                           "b": { "io.max": "default wiops=1000", "io.max.burst": "default wiops=3000" } } },
                   "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 },
                                         "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 } } } }"""), dir);
         control = ControlEndpoint.hostPort(server.controlAddress());
@@ -84,6 +85,8 @@ class TopTest {
             assertEquals("0", b[MAXHELD], "nothing holds b:\n" + second);
             assertEquals("0", a[COSTHELD], "iocost is off:\n" + second);
             assertEquals("-", a[MIN], "no io.min, nothing to meet:\n" + second);
+            assertEquals("-", a[BURST], "a has no burst:\n" + second);
+            assertEquals("100%", b[BURST], "b writes 500/s under its wiops=1000: its burst credit stays full:\n" + second);
             assertTrue(usec(a[AVGLAT]) >= 1000 && usec(a[AVGLAT]) <= 10_000, "8 in flight at 2000/s take ~4 ms each:\n" + second);
             assertTrue(usec(a[P99LAT]) >= usec(a[AVGLAT]), second);
             assertTrue(usec(b[AVGLAT]) < usec(a[AVGLAT]) / 2, "b's requests are not held:\n" + second);
@@ -127,14 +130,14 @@ class TopTest {
         return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 
-    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD MIN. */
-    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, MIN = 10;
+    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD MIN BURST. */
+    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, MIN = 10, BURST = 11;
 
     /** {@code group}'s row split into its columns, or null while it is not on the screen. */
     private static String[] row(String screen, String group) {
         for (String line : screen.lines().toList()) {
             String[] f = line.strip().split(" +");
-            if (f.length == 11 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
+            if (f.length == 12 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
         }
         return null;
     }

@@ -9,6 +9,7 @@ import static io.iotarget.model.CounterDescriptor.Description.gauge;
 public enum DispatchCounter implements CounterDescriptor {
     BACKEND_ERRORS(counter("backend_errors", "backend calls that failed (every errno, full file systems included)")),
     ABORTED(counter("aborted", "requests failed ABORTED without reaching the backend, because the device was being removed")),
+    UNCHARGED(counter("uncharged", "requests run past the controller, charged to no group: iotarget calibrate's measurements")),
     IN_FLIGHT(gauge("in_flight", "requests on the backend now (at most the queue depth)")),
     WAITING(gauge("waiting", "requests waiting for a free slot of the queue depth"));
 

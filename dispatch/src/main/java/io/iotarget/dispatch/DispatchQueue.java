@@ -12,6 +12,8 @@ import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -70,6 +72,17 @@ public final class DispatchQueue {
         }
     };
     private volatile boolean closed;
+    /** When a tenant last submitted a request for the device (engine clock); written opaque, a hint for calibrate. */
+    private long lastTenantSubmitNs = Long.MIN_VALUE;
+    private static final VarHandle LAST_TENANT_SUBMIT;
+
+    static {
+        try {
+            LAST_TENANT_SUBMIT = MethodHandles.lookup().findVarHandle(DispatchQueue.class, "lastTenantSubmitNs", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /**
      * @param ioEngine where blocking backends run their requests
@@ -101,6 +114,16 @@ public final class DispatchQueue {
     /** Requests on the backend right now. */
     public int inFlight() {
         return inFlight.get();
+    }
+
+    /** A tenant submitted a request for this device at {@code nowNs} (engine clock). Any thread; the engine's submit path. */
+    public void tenantSubmitted(long nowNs) {
+        LAST_TENANT_SUBMIT.setOpaque(this, nowNs);
+    }
+
+    /** When a tenant last submitted a request for this device; {@link Long#MIN_VALUE} if never. Any thread; may lag a moment. */
+    public long lastTenantSubmitNs() {
+        return (long) LAST_TENANT_SUBMIT.getOpaque(this);
     }
 
     /** This queue's counters ({@link DispatchCounter}). Any thread. */

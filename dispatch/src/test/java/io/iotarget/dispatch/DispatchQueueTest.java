@@ -145,7 +145,7 @@ class DispatchQueueTest {
         Thread submitter = Thread.ofPlatform().start(() -> queue.dispatch(read(0)));
         assertTrue(backend.entered.await(5, TimeUnit.SECONDS));
         queue.dispatch(read(512));   // waits for the slot
-        assertEquals(Map.of(DispatchCounter.BACKEND_ERRORS, 0L, DispatchCounter.ABORTED, 0L, DispatchCounter.IN_FLIGHT, 1L, DispatchCounter.WAITING, 1L),
+        assertEquals(Map.of(DispatchCounter.BACKEND_ERRORS, 0L, DispatchCounter.ABORTED, 0L, DispatchCounter.UNCHARGED, 0L, DispatchCounter.IN_FLIGHT, 1L, DispatchCounter.WAITING, 1L),
                 queue.counters().snapshot());
         Thread closer = Thread.ofPlatform().start(() -> {
             queue.close();

@@ -28,6 +28,8 @@ import io.iotarget.model.tree.GroupBinding;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
 /**
  * One iotarget instance: devices (backend + dispatch queue), the IO controller, and the single
@@ -71,6 +73,7 @@ public final class Engine implements AutoCloseable {
     private final IoEngine ioEngine;
     /** The one device table: the controller's state and the dispatch queue of every device. */
     private final DeviceRegistry<DispatchQueue> registry = new DeviceRegistry<>();
+    private final List<Consumer<Device>> resizeListeners = new CopyOnWriteArrayList<>();
 
     /** An engine on the system clock with its releaser thread running, on io_uring where it works. */
     public Engine() {
@@ -211,9 +214,65 @@ public final class Engine implements AutoCloseable {
         return new Lease(this, device, group);
     }
 
+    /**
+     * A host starts using a member bound with {@code cgroup_per_host}: its IO is charged to the
+     * child of {@code parent} named after {@code identity}, found or made and then bound
+     * ({@link io.iotarget.iocontrol.GroupTree#bindHostChild}) until {@link #releaseHostGroup}.
+     */
+    public Group bindHostGroup(Group parent, String identity) throws ControlException {
+        return controller.tree().bindHostChild(parent, identity);
+    }
+
+    /** The host has finished with its group: undoes one {@link #bindHostGroup}; the group stays, an ordinary group. */
+    public void releaseHostGroup(Group group) {
+        controller.unbind(group);
+    }
+
     /** Undoes the device half of one {@link #bind}; {@link Lease#close} only. */
     synchronized void release(Device device) {
         registry.release(device);
+    }
+
+    /** {@code listener} hears of each device whose size {@link #revalidateSize} changed, on the thread that revalidated it. */
+    public void onResize(Consumer<Device> listener) {
+        resizeListeners.add(listener);
+    }
+
+    /**
+     * nvmet's {@code revalidate_size}: the device takes the size its backend has now (a file grown
+     * on disk, a block device resized, a memory backend's new {@code configuredBytes}), rounded
+     * down to whole logical blocks, and the {@link #onResize} listeners hear of it. Growing is
+     * always allowed; shrinking only while no export or namespace uses the device, since a host
+     * may hold data past the new end.
+     *
+     * @return the size now
+     * @throws ControlException ENODEV when the device was removed; EBUSY when it would shrink
+     *                          while in use (the device keeps its size); EINVAL when the memory
+     *                          backend cannot be that large
+     */
+    public long revalidateSize(Device device, long configuredBytes) throws ControlException, IOException {
+        long size;
+        synchronized (this) {
+            DispatchQueue queue = queue(device);
+            if (queue == null) throw new ControlException(Errno.ENODEV, "device " + device.name() + " was removed");
+            size = queue.backend().revalidatedSize(configuredBytes);
+            size -= size % device.logicalBlockSize();
+            long before = device.sizeBytes();
+            if (size == before) return size;
+            int users = registry.users(device);
+            if (size < before && users > 0) {
+                throw new ControlException(Errno.EBUSY, "device " + device.name() + " would shrink from " + before + " to " + size
+                                           + " bytes while " + users + " export(s)/namespace(s) use it");
+            }
+            try {
+                queue.backend().resize(size);
+            } catch (IllegalArgumentException e) {
+                throw new ControlException(Errno.EINVAL, e.getMessage());
+            }
+            device.resize(size);
+        }
+        for (Consumer<Device> listener : resizeListeners) listener.accept(device);
+        return size;
     }
 
     /** Exports and namespaces using the device. */
@@ -304,7 +363,44 @@ public final class Engine implements AutoCloseable {
             finish(io, IoStatus.ABORTED);
             return;
         }
+        queue.tenantSubmitted(now);
         if (controller.admit(io, now)) proceed(io, queue);
+    }
+
+    /**
+     * Runs a request on its device past the controller: charged to no group (io.stat, the
+     * latency histograms and io.pressure never see it), held by no policy, only the device's
+     * queue depth between it and the backend — the device measured as it is, for calibrate
+     * ({@code control.calibrate}). The request names a group all the same ({@link RequestCheck});
+     * its callback runs once, as {@link #submit}'s does. Any thread.
+     */
+    public void submitUncharged(IoRequest io) {
+        long now = clock.nanoTime();
+        io.submitNs(now);
+        io.admitNs(now);
+        IoStatus check = RequestCheck.check(io);
+        DispatchQueue queue = check == IoStatus.OK ? queue(io.device()) : null;
+        if (queue == null) {
+            finish(io, check == IoStatus.OK ? IoStatus.ABORTED : check);
+            return;
+        }
+        queue.counters().increment(DispatchCounter.UNCHARGED);
+        queue.dispatch(io);
+    }
+
+    /** The device's queue depth (its backend's {@code queue_depth}), or 0 when it was removed. */
+    public int queueDepth(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? 0 : q.depth();
+    }
+
+    /**
+     * When a tenant last submitted a request for the device (engine clock), {@link Long#MIN_VALUE}
+     * if never or the device is gone; requests of {@link #submitUncharged} do not count.
+     */
+    public long lastTenantSubmitNs(Device device) {
+        DispatchQueue q = queue(device);
+        return q == null ? Long.MIN_VALUE : q.lastTenantSubmitNs();
     }
 
     /** An admitted request goes to its device, or back to its creator for its data first. */

@@ -48,6 +48,7 @@ public final class GroupTree {
     private final Clock clock;
     private final Map<String, InterfaceFile> files = new LinkedHashMap<>();
     private final Group root;
+    private volatile Runnable hostChildListener;
 
     /**
      * @param clock read only by configuration changes (a new limit starts a new slice "now");
@@ -234,25 +235,87 @@ public final class GroupTree {
         checkName(name);
         treeLock.lock();
         try {
-            Group parent = resolve(parts.subList(0, parts.size() - 1));
-            if (parent.children.containsKey(name) || files.containsKey(name)) {
-                throw new ControlException(Errno.EEXIST, (parent.isRoot() ? "" : parent.path().substring(1) + "/") + name + " exists");
-            }
-            int depth = 1;
-            for (Group a = parent; a != null; a = a.parent(), depth++) {
-                if (a.descendantCount() >= a.maxDescendants) {
-                    throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.descendants=" + a.maxDescendants);
-                }
-                if (depth > a.maxDepth) {
-                    throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.depth=" + a.maxDepth);
-                }
-            }
-            Group g = newGroup(name, parent);
-            parent.children.put(name, g);
-            return g;
+            return mkdirLocked(resolve(parts.subList(0, parts.size() - 1)), name);
         } finally {
             treeLock.unlock();
         }
+    }
+
+    /** mkdir of a checked name under {@code parent}, with cgroup's limits. Tree lock held. */
+    private Group mkdirLocked(Group parent, String name) throws ControlException {
+        if (parent.children.containsKey(name) || files.containsKey(name)) {
+            throw new ControlException(Errno.EEXIST, (parent.isRoot() ? "" : parent.path().substring(1) + "/") + name + " exists");
+        }
+        int depth = 1;
+        for (Group a = parent; a != null; a = a.parent(), depth++) {
+            if (a.descendantCount() >= a.maxDescendants) {
+                throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.descendants=" + a.maxDescendants);
+            }
+            if (depth > a.maxDepth) {
+                throw new ControlException(Errno.EAGAIN, a.path() + " has reached cgroup.max.depth=" + a.maxDepth);
+            }
+        }
+        Group g = newGroup(name, parent);
+        parent.children.put(name, g);
+        return g;
+    }
+
+    /**
+     * A host's IO under {@code cgroup_per_host} is charged to the child of {@code parent} named
+     * after it ({@link HostGroupName}): finds that child, or makes it with mkdir's rules
+     * (cgroup.max.descendants, cgroup.max.depth, a name no file has) and has each policy seed it
+     * ({@link IoPolicy#hostChildMade}: io.max.per_host); enables io in cgroup.subtree_control of
+     * {@code parent} and of any ancestor that lacks it; and binds the child, so that rmdir fails
+     * with EBUSY until {@link #unbind}. A child that exists already, made by an earlier connect
+     * or by mkdir, is used as it is. Such a change of the tree is reported to the {@link
+     * #onHostChildMade} listener, under the tree lock.
+     *
+     * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN, ENAMETOOLONG),
+     *                          ENOENT when {@code parent} was removed
+     */
+    public Group bindHostChild(Group parent, String identity) throws ControlException {
+        String name = HostGroupName.of(identity);
+        treeLock.lock();
+        try {
+            if (!parent.online()) throw new ControlException(Errno.ENOENT, parent.path() + " was removed");
+            Group child = parent.children.get(name);
+            boolean made = child == null;
+            if (made) {
+                checkName(name);
+                if (files.containsKey(name)) {
+                    throw new ControlException(Errno.EEXIST, "host " + identity + ": its group name " + name + " is a file of " + parent.path());
+                }
+                child = mkdirLocked(parent, name);
+            }
+            boolean enabled = enableIoDownTo(parent);
+            if (made) for (IoPolicy p : policies) p.hostChildMade(parent, child);
+            Runnable listener = hostChildListener;
+            if ((made || enabled) && listener != null) listener.run();
+            child.members++;
+            return child;
+        } finally {
+            treeLock.unlock();
+        }
+    }
+
+    /**
+     * Enables io in cgroup.subtree_control of {@code g} and of every ancestor that lacks it, top
+     * first; true when one lacked it. Tree lock held.
+     */
+    private boolean enableIoDownTo(Group g) {
+        if (g.ioInSubtree) return false;
+        if (g.parent() != null) enableIoDownTo(g.parent());
+        setIoInSubtree(g, true);
+        return true;
+    }
+
+    /**
+     * Runs {@code listener} (under the tree lock; it must not block) each time {@link
+     * #bindHostChild} makes a group, so that whoever keeps the configuration knows it changed
+     * without a write of its own. One listener; a later call replaces it.
+     */
+    public void onHostChildMade(Runnable listener) {
+        hostChildListener = listener;
     }
 
     /**
@@ -265,7 +328,7 @@ public final class GroupTree {
             Group g = resolve(path);
             if (g.isRoot()) throw new ControlException(Errno.EBUSY, "the root group cannot be removed");
             if (!g.children.isEmpty()) throw new ControlException(Errno.EBUSY, g.path() + " has child groups");
-            if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound export(s)/namespace(s)");
+            if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound user(s): enabled exports or namespaces, nvmet host entries, hosts connected under cgroup_per_host");
             g.markOffline();
             g.pressure().markRemoved();
             g.recomputeEffective();

@@ -137,7 +137,7 @@ class InterfaceFilesTest {
         h.controller.rmdir("a/b");
         assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> h.controller.rmdir("a/b")).errno());
         assertEquals(List.of("a/", "cgroup.controllers", "cgroup.subtree_control", "cgroup.stat", "cgroup.max.descendants",
-                "cgroup.max.depth", "io.stat", "io.pressure", "iotarget.io.stat", "io.cost.qos", "io.cost.model"), h.controller.list("/"));
+                "cgroup.max.depth", "io.stat", "io.pressure", "iotarget.io.stat", "io.max.per_host", "io.cost.qos", "io.cost.model"), h.controller.list("/"));
         // As Linux answers root: cgroup_file_write finds no write handler (kernfs' 0444 does not stop root).
         assertEquals(Errno.EINVAL, errno("io.stat", "x"));
         assertEquals(Errno.EINVAL, errno("iotarget.io.stat", "x"));

@@ -7,6 +7,7 @@ package io.iotarget.model;
 public enum Errno {
     EPERM(1, "Operation not permitted"),
     ENOENT(2, "No such file or directory"),
+    EINTR(4, "Interrupted system call"),
     EIO(5, "Input/output error"),
     E2BIG(7, "Argument list too long"),
     EAGAIN(11, "Resource temporarily unavailable"),
@@ -19,6 +20,7 @@ public enum Errno {
     EISDIR(21, "Is a directory"),
     EINVAL(22, "Invalid argument"),
     ENOSPC(28, "No space left on device"),
+    EROFS(30, "Read-only file system"),
     ERANGE(34, "Numerical result out of range"),
     ENAMETOOLONG(36, "File name too long"),
     ENOTEMPTY(39, "Directory not empty"),

@@ -78,7 +78,8 @@ public final class FileBackend implements Backend {
 
     private final Path path;
     private final int fd;
-    private final long sizeBytes;
+    /** Written by resize only. */
+    private volatile long sizeBytes;
     private final int logicalBlockSize;
     private final boolean readOnly;
     private final boolean direct;
@@ -160,6 +161,19 @@ public final class FileBackend implements Backend {
     @Override
     public long sizeBytes() {
         return sizeBytes;
+    }
+
+    /** What lseek(SEEK_END) says now: a file grown (or cut) on disk, a block device resized; {@code configuredBytes} does not count. */
+    @Override
+    public long revalidatedSize(long configuredBytes) throws IOException {
+        long size = LinuxCalls.lseek(fd, 0, LinuxCalls.SEEK_END);
+        if (size < 0) throw new ErrnoException("lseek(" + path + ", SEEK_END)", (int) -size);
+        return size;
+    }
+
+    @Override
+    public void resize(long sizeBytes) {
+        this.sizeBytes = sizeBytes;
     }
 
     @Override
@@ -391,9 +405,14 @@ public final class FileBackend implements Backend {
         }
     }
 
+    /** Flushes what was written (a stopping server loses nothing a host wrote without FUA or flush), then closes. */
     @Override
     public void close() throws IOException {
-        LinuxCalls.close(fd);
-        if (regionChannel != null) regionChannel.close();
+        try {
+            if (!readOnly) flush();
+        } finally {
+            LinuxCalls.close(fd);
+            if (regionChannel != null) regionChannel.close();
+        }
     }
 }

@@ -15,6 +15,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 /**
  * A sparse RAM disk. The device is cut into {@link #CHUNK_BYTES} chunks of off-heap memory,
@@ -34,17 +35,27 @@ public final class MemoryBackend implements Backend {
      * chunk (discard of the whole chunk) races with a concurrent write to it exactly as a disk's
      * TRIM races with a write to the same blocks: either order is a valid outcome. Memory is
      * returned to the system by the GC's cleaner of the dropped buffer.
+     *
+     * The chunk table is a directory of segments of SEGMENT_CHUNKS slots each, every segment
+     * made when the size first covers it and never replaced: growing (resize) publishes a longer
+     * directory that holds the same segments, so a chunk installed in a segment while the
+     * directory is copied is in the new directory too. IO reaches only offsets inside the size it
+     * was checked against, and the directory is published before the larger size.
      */
 
     /** 64 KiB: small enough that 4 KiB random writes do not inflate memory much, large enough for few table entries. */
     public static final int CHUNK_BYTES = 64 * 1024;
     private static final int CHUNK_SHIFT = Integer.numberOfTrailingZeros(CHUNK_BYTES);
     private static final VarHandle CHUNKS = MethodHandles.arrayElementVarHandle(ByteBuffer[].class);
+    /** Chunk slots per segment of the table: 256 MiB of device, a 16 KiB array. */
+    private static final int SEGMENT_SHIFT = 12;
+    private static final int SEGMENT_CHUNKS = 1 << SEGMENT_SHIFT;
 
-    private final long sizeBytes;
     private final int logicalBlockSize;
     private final boolean readOnly;
-    private final ByteBuffer[] chunks;
+    /** Written by resize only (serialized by this object's lock). */
+    private volatile long sizeBytes;
+    private volatile ByteBuffer[][] segments = new ByteBuffer[0][];
 
     /** How large a memory backend may be, and what sets that bound (for people). */
     public record SizeLimit(long bytes, String reason) {
@@ -84,17 +95,47 @@ public final class MemoryBackend implements Backend {
 
     /** @throws IllegalArgumentException if {@code sizeBytes} is above {@link #sizeLimit()} */
     public MemoryBackend(long sizeBytes, int logicalBlockSize, boolean readOnly) {
+        this.logicalBlockSize = logicalBlockSize;
+        this.readOnly = readOnly;
+        resize(sizeBytes);
+    }
+
+    /** Its {@code size} attribute is what it holds after revalidate_size. */
+    @Override
+    public long revalidatedSize(long configuredBytes) {
+        return configuredBytes;
+    }
+
+    /**
+     * Changes the size (revalidate_size on a memory backend given a new {@code size}). Growing
+     * adds zeroes; shrinking frees the chunks past the end and zeroes the tail of the last one,
+     * so that growing again shows zeroes there. The caller keeps IO away from what it cuts off.
+     *
+     * @throws IllegalArgumentException if {@code sizeBytes} is above {@link #sizeLimit()}
+     */
+    @Override
+    public synchronized void resize(long sizeBytes) {
         SizeLimit limit = sizeLimit();
         if (sizeBytes > limit.bytes()) {
             throw new IllegalArgumentException("a memory backend of " + sizeBytes + " bytes is larger than " + limit.reason() + ", "
                                                + limit.bytes() + " bytes");
         }
-        long count = (sizeBytes + CHUNK_BYTES - 1) >>> CHUNK_SHIFT;
+        long count = chunkCount(sizeBytes);
         if (count > Integer.MAX_VALUE - 8) throw new IllegalArgumentException("size " + sizeBytes + " too large for a memory backend");
+        int segmentCount = (int) ((count + SEGMENT_CHUNKS - 1) >>> SEGMENT_SHIFT);
+        ByteBuffer[][] table = segments;
+        if (segmentCount > table.length) {
+            ByteBuffer[][] longer = Arrays.copyOf(table, segmentCount);
+            for (int i = table.length; i < segmentCount; i++) longer[i] = new ByteBuffer[SEGMENT_CHUNKS];
+            segments = longer;
+        }
+        long before = this.sizeBytes;
         this.sizeBytes = sizeBytes;
-        this.logicalBlockSize = logicalBlockSize;
-        this.readOnly = readOnly;
-        this.chunks = new ByteBuffer[(int) count];
+        if (sizeBytes < before) zero(sizeBytes, chunkCount(before) * CHUNK_BYTES - sizeBytes, true);
+    }
+
+    private static long chunkCount(long sizeBytes) {
+        return (sizeBytes + CHUNK_BYTES - 1) >>> CHUNK_SHIFT;
     }
 
     @Override
@@ -120,7 +161,7 @@ public final class MemoryBackend implements Backend {
     /** Bytes of memory currently allocated to chunks. */
     public long allocatedBytes() {
         long n = 0;
-        for (int i = 0; i < chunks.length; i++) {
+        for (int i = 0, count = (int) chunkCount(sizeBytes); i < count; i++) {
             if (chunk(i) != null) n += CHUNK_BYTES;
         }
         return n;
@@ -149,6 +190,11 @@ public final class MemoryBackend implements Backend {
     /** Shares the chunks themselves; unwritten chunks are shared zeroes. */
     @Override
     public boolean sharesReads() {
+        return true;
+    }
+
+    @Override
+    public boolean processPrivate() {
         return true;
     }
 
@@ -215,7 +261,7 @@ public final class MemoryBackend implements Backend {
             ByteBuffer chunk = chunk(index);
             if (chunk != null) {
                 if (n == CHUNK_BYTES && dropWhole) {
-                    CHUNKS.setRelease(chunks, index, (ByteBuffer) null);
+                    CHUNKS.setRelease(segment(index), index & (SEGMENT_CHUNKS - 1), (ByteBuffer) null);
                 } else {
                     Zeroes.fill(chunk, within, n);
                 }
@@ -250,11 +296,17 @@ public final class MemoryBackend implements Backend {
 
     @Override
     public void close() {
-        for (int i = 0; i < chunks.length; i++) CHUNKS.setRelease(chunks, i, (ByteBuffer) null);
+        for (ByteBuffer[] segment : segments) {
+            for (int i = 0; i < segment.length; i++) CHUNKS.setRelease(segment, i, (ByteBuffer) null);
+        }
+    }
+
+    private ByteBuffer[] segment(int index) {
+        return segments[index >>> SEGMENT_SHIFT];
     }
 
     private ByteBuffer chunk(int index) {
-        return (ByteBuffer) CHUNKS.getAcquire(chunks, index);
+        return (ByteBuffer) CHUNKS.getAcquire(segment(index), index & (SEGMENT_CHUNKS - 1));
     }
 
     private ByteBuffer chunkForWrite(int index) throws ErrnoException {
@@ -266,7 +318,7 @@ public final class MemoryBackend implements Backend {
         } catch (OutOfMemoryError e) {
             throw new ErrnoException("memory backend: allocating a " + CHUNK_BYTES + "-byte chunk", BackendErrors.ENOSPC, e);
         }
-        ByteBuffer witness = (ByteBuffer) CHUNKS.compareAndExchange(chunks, index, (ByteBuffer) null, fresh);
+        ByteBuffer witness = (ByteBuffer) CHUNKS.compareAndExchange(segment(index), index & (SEGMENT_CHUNKS - 1), (ByteBuffer) null, fresh);
         return witness == null ? fresh : witness;
     }
 }

@@ -33,18 +33,23 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 
 /**
  * Loads a JSON config by replaying it onto the control trees, the way nvmetcli restores a
  * saved configfs: an object is a directory (created with mkdir unless it exists), a scalar is
  * an attribute write, an array is several writes to one attribute — or, under a links
- * directory such as {@code ports/1/subsystems}, one link per element. In every directory the
- * attributes that gate what follows ({@link #LAST}: {@code enable}, and the cgroup limits on
- * descendants, which would refuse the groups below) are written last, after its
- * subdirectories, and a section's links are made after all its directories and attributes (a port links subsystems and hosts that may come later in
- * the file). Sections are applied in dependency order (backends, cgroup, nbd, nvmet)
- * whatever their order in the file.
+ * directory such as {@code ports/1/subsystems}, one link per element.
+ *
+ * <p>The order of keys in the file never matters (JSON objects are unordered): what decides is
+ * each tree's own listing order, which is its dependency order and the order a save writes.
+ * Sections are applied in dependency order (backends, cgroup, nbd, nvmet). In every directory
+ * the attributes come first, in listing order (a group's {@code cgroup.subtree_control} before
+ * its children, nbd's {@code allow_any_client} before {@code allowed_clients}); then the
+ * subdirectories, in listing order ({@code tls} before {@code exports}: an export with tls 1
+ * needs the credentials), new ones by name; then the attributes that gate what follows
+ * ({@link #LAST}: {@code enable}, and the cgroup limits on descendants, which would refuse the
+ * groups below). A section's links are made after all its directories and attributes (a port
+ * links subsystems and hosts made elsewhere in the section).
  *
  * <pre>{@code
  * {
@@ -73,7 +78,7 @@ public final class ConfigLoader {
     private static final Set<String> SECRET_ATTRIBUTES = Set.of("dhchap_key", "dhchap_ctrl_key", "tls_key");
     /** The 0/1 attributes of every tree: only these take JSON {@code true}/{@code false} (as 1/0). */
     private static final Set<String> FLAGS = Set.of("enable", "readonly", "create", "direct", "buffered_io", "attr_allow_any_host", "tls",
-                                                    "allow_any_client");
+                                                    "allow_any_client", "shared", "cgroup_per_host");
     /** What attributes other than flags expect, where that is narrower than any string or integer. */
     private static final Map<String, String> EXPECTED = Map.of("size", Sizes.EXPECTED + " (an integer or a string)");
 
@@ -185,8 +190,7 @@ public final class ConfigLoader {
      */
     public static ServerSettings serverSettings(JsonNode root) throws ConfigException {
         checkObject(root, "(top level)");
-        for (var it = root.fieldNames(); it.hasNext(); ) {
-            String key = it.next();
+        for (String key : sortedKeys(root)) {
             if (!key.equals("server") && !key.equals("cluster") && !SECTIONS.contains(key)) {
                 throw new ConfigException(key + ": unknown section (expected: server, cluster, " + String.join(", ", SECTIONS) + ")");
             }
@@ -195,8 +199,7 @@ public final class ConfigLoader {
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "control_key_passphrase_file", "nbd", "event_loops", "send_timeout_ms",
                                     "send_buffer", "poll_us", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
-        for (var it = server.fieldNames(); it.hasNext(); ) {
-            String key = it.next();
+        for (String key : sortedKeys(server)) {
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
         }
         Listen control = server.has("control")
@@ -265,8 +268,7 @@ public final class ConfigLoader {
         JsonNode cluster = root.path("cluster");
         if (cluster.isMissingNode()) return null;
         checkObject(cluster, "cluster");
-        for (var it = cluster.fieldNames(); it.hasNext(); ) {
-            String key = it.next();
+        for (String key : sortedKeys(cluster)) {
             if (!CLUSTER_KEYS.contains(key)) throw new ConfigException("cluster." + key + ": unknown setting (expected: " + String.join(", ", CLUSTER_KEYS) + ")");
         }
         JsonNode node = cluster.get("node");
@@ -299,9 +301,12 @@ public final class ConfigLoader {
         };
     }
 
-    /** Smallest pool that still serves a few of the largest transfers (NBD's 32 MiB). */
+    /** Smallest pool that still serves a few transfers of the spec's default maximum (32 MiB). */
     private static final long MIN_BUFFER_MEMORY = 64L << 20;
-    /** A group must be able to hold one NBD transfer of the largest size. */
+    /**
+     * A group must be able to hold one NBD transfer of the spec's default maximum, what a client
+     * assumes when nothing is advertised; nbd/max_request (default 64 MiB) is held to the share.
+     */
     private static final long MIN_BUFFER_SHARE = 32L << 20;
 
     /** A size setting of the server section ({@code "2G"} or bytes), or its default when absent. */
@@ -385,47 +390,80 @@ public final class ConfigLoader {
                                    + ": " + c.getMessage() + " (the port starts listening when " + link.where + " is linked)");
     }
 
+    /**
+     * Replays one object onto directory {@code dir}. The object's key order is never used: its
+     * attributes are written in the order the tree lists them (its dependency order, the order
+     * a save writes them in), then its subdirectories are made and filled in listing order, then
+     * the gates ({@link #LAST}); keys the listing does not name (new groups, exports, a typo)
+     * follow the named ones in name order, so that even the first error is the same whatever
+     * the order in the file.
+     */
     private static void applyDirectory(ConfigTree tree, String dir, JsonNode object, String where, List<Link> links) throws ConfigException {
-        Map<String, JsonNode> last = new TreeMap<>(Comparator.comparingInt(LAST::indexOf));
-        for (var it = object.properties().iterator(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            String name = e.getKey();
-            JsonNode value = e.getValue();
-            String path = dir.isEmpty() ? name : dir + "/" + name;
+        List<String> keys = inListingOrder(tree, dir, object, where);
+        for (String name : keys) {
+            JsonNode value = object.get(name);
+            if (!value.isObject() && !LAST.contains(name)) applyAttribute(tree, dir, name, value, where, links);
+        }
+        for (String name : keys) {
+            JsonNode value = object.get(name);
+            if (!value.isObject()) continue;
+            String path = path(dir, name);
             String at = where + "." + name;
-            if (name.isEmpty() || name.contains("/")) throw new ConfigException(at + ": names may not be empty or contain '/'");
-            if (value.isObject()) {
-                if (kindOrNull(tree, path) == null) run(at, value, () -> tree.mkdir(path));
-                else if (kindOrNull(tree, path) != ConfigTree.Kind.DIRECTORY) throw new ConfigException(at + ": is an attribute, not a directory");
-                applyDirectory(tree, path, value, at, links);
-            } else if (value.isArray()) {
-                ConfigTree.Kind kind = kindOrNull(tree, path);
-                if (kind == ConfigTree.Kind.LINKS) {
-                    String targetDir = LINK_TARGETS.get(name);
-                    if (targetDir == null) throw new ConfigException(at + ": links directory without a known target");
-                    for (int i = 0; i < value.size(); i++) {
-                        String target = scalar(at + "[" + i + "]", name, value.get(i));
-                        links.add(new Link(at + "[" + i + "]", value.get(i), targetDir + "/" + target, path + "/" + target));
-                    }
-                } else {
-                    for (int i = 0; i < value.size(); i++) {
-                        String text = scalar(at + "[" + i + "]", name, value.get(i));
-                        run(at + "[" + i + "]", value.get(i), () -> tree.write(path, text));
-                    }
-                }
-            } else if (LAST.contains(name)) {
-                last.put(name, value);
-            } else {
-                String text = scalar(at, name, value);
-                run(at, SECRET_ATTRIBUTES.contains(name) ? SECRET : value, () -> tree.write(path, text));
+            ConfigTree.Kind kind = kindOrNull(tree, path);
+            if (kind == null) run(at, value, () -> tree.mkdir(path));
+            else if (kind != ConfigTree.Kind.DIRECTORY) throw new ConfigException(at + ": is an attribute, not a directory");
+            applyDirectory(tree, path, value, at, links);
+        }
+        for (String name : LAST) {
+            JsonNode value = object.get(name);
+            if (value != null && !value.isObject()) applyAttribute(tree, dir, name, value, where, links);
+        }
+    }
+
+    /**
+     * The object's keys: those {@code dir}'s listing names in its order, then the others by name.
+     * A name that cannot be a tree entry is refused here, before anything is written.
+     */
+    private static List<String> inListingOrder(ConfigTree tree, String dir, JsonNode object, String where) throws ConfigException {
+        List<String> listed = new ArrayList<>();
+        try {
+            for (String entry : tree.list(dir)) listed.add(entry.endsWith("/") ? entry.substring(0, entry.length() - 1) : entry);
+        } catch (ControlException e) {
+            // Not a directory the tree lists: every key is then refused by the tree itself, in name order.
+        }
+        List<String> keys = sortedKeys(object);
+        keys.sort(Comparator.comparingInt(k -> listed.contains(k) ? listed.indexOf(k) : Integer.MAX_VALUE));    // stable: the rest by name
+        for (String name : keys) {
+            if (name.isEmpty() || name.contains("/")) throw new ConfigException(where + "." + name + ": names may not be empty or contain '/'");
+        }
+        return keys;
+    }
+
+    /** One key that is not a directory: an attribute's write or writes, or the links of a links directory (made later). */
+    private static void applyAttribute(ConfigTree tree, String dir, String name, JsonNode value, String where, List<Link> links)
+            throws ConfigException {
+        String path = path(dir, name);
+        String at = where + "." + name;
+        if (value.isArray() && kindOrNull(tree, path) == ConfigTree.Kind.LINKS) {
+            String targetDir = LINK_TARGETS.get(name);
+            if (targetDir == null) throw new ConfigException(at + ": links directory without a known target");
+            for (int i = 0; i < value.size(); i++) {
+                String target = scalar(at + "[" + i + "]", name, value.get(i));
+                links.add(new Link(at + "[" + i + "]", value.get(i), targetDir + "/" + target, path + "/" + target));
             }
+        } else if (value.isArray()) {
+            for (int i = 0; i < value.size(); i++) {
+                String text = scalar(at + "[" + i + "]", name, value.get(i));
+                run(at + "[" + i + "]", value.get(i), () -> tree.write(path, text));
+            }
+        } else {
+            String text = scalar(at, name, value);
+            run(at, SECRET_ATTRIBUTES.contains(name) ? SECRET : value, () -> tree.write(path, text));
         }
-        for (Map.Entry<String, JsonNode> e : last.entrySet()) {
-            String at = where + "." + e.getKey();
-            String text = scalar(at, e.getKey(), e.getValue());
-            String path = dir.isEmpty() ? e.getKey() : dir + "/" + e.getKey();
-            run(at, e.getValue(), () -> tree.write(path, text));
-        }
+    }
+
+    private static String path(String dir, String name) {
+        return dir.isEmpty() ? name : dir + "/" + name;
     }
 
     private static ConfigTree.Kind kindOrNull(ConfigTree tree, String path) {
@@ -467,6 +505,14 @@ public final class ConfigLoader {
         if (v.isNumber()) return "a number with a fraction or an exponent";
         if (v.isNull()) return "null";
         return v.isArray() ? "an array" : "an object";
+    }
+
+    /** An object's keys in name order: an unknown one is named the same whatever the order in the file. */
+    private static List<String> sortedKeys(JsonNode object) {
+        List<String> keys = new ArrayList<>();
+        object.fieldNames().forEachRemaining(keys::add);
+        keys.sort(Comparator.naturalOrder());
+        return keys;
     }
 
     private static void checkObject(JsonNode n, String where) throws ConfigException {

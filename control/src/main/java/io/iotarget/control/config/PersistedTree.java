@@ -77,6 +77,8 @@ public final class PersistedTree extends ForwardingTree implements AutoCloseable
     private Future<?> compaction = CompletableFuture.completedFuture(null);
     /** The journal lacks a change, or a compaction failed: the next change writes a whole snapshot. */
     private volatile boolean broken;
+    /** A connect made a host's group (cgroup_per_host) since the last snapshot: the next change writes a whole snapshot. */
+    private volatile boolean hostGroupsMade;
 
     private PersistedTree(ConfigTree tree, ConfigSaver saver, StateFile state, boolean restored) {
         this.tree = tree;
@@ -161,9 +163,21 @@ public final class PersistedTree extends ForwardingTree implements AutoCloseable
         }
     }
 
+    /**
+     * A connect made a host's group under {@code cgroup_per_host}: a change of the trees that
+     * no endpoint request named, so the journal cannot hold it. The next change writes a whole
+     * snapshot instead, so a journaled write to that group (its io.max) never precedes the group
+     * on replay. Until then a restart lacks only groups that a reconnect makes again. Any
+     * thread (under the group tree's lock): it only sets a flag.
+     */
+    public void hostGroupMade() {
+        hostGroupsMade = true;
+    }
+
     /** Saves the trees as a new snapshot and starts an empty journal after it. Lock held. */
     private void compactNow() throws IOException, ControlException {
         awaitCompaction();
+        hostGroupsMade = false;                         // before the save: a group made during it sets it again
         byte[] snapshot = saver.save().getBytes(StandardCharsets.UTF_8);
         writeSnapshot(snapshot);
         Journal previous = journal;
@@ -244,7 +258,7 @@ public final class PersistedTree extends ForwardingTree implements AutoCloseable
         try {
             change.run();
             try {
-                if (broken) compactNow();
+                if (broken || hostGroupsMade) compactNow();
                 else journal.append(op, args);
             } catch (IOException | ControlException e) {
                 broken = true;

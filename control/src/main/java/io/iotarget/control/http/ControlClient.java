@@ -40,6 +40,7 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * The CLI's side of the {@link ControlEndpoint}. It sends the token only to the endpoint it
@@ -204,6 +205,45 @@ public final class ControlClient implements AutoCloseable {
                 return event.equals("gone") ? new Reply(404, data, Errno.ENODEV.name()) : new Reply(status, data, null);
             }
             throw new IOException("the server ended the watch");
+        } finally {
+            close();
+        }
+    }
+
+    /**
+     * Calibrates {@code device} ({@code POST /v1/calibrate}): each progress line goes to
+     * {@code progress} as it comes; the reply holds the io.cost.model and io.cost.qos lines, or
+     * the refusal, or the error that stopped the run (its errno). Returning closes the
+     * connection, which stops a calibration still running on the server.
+     */
+    public Reply calibrate(String device, String options, Consumer<String> progress) throws IOException {
+        ClassicHttpRequest request = request("POST", "calibrate", device, null, options);
+        try {
+            ClassicHttpResponse response = execute(request);
+            int status = response.getCode();
+            if (status / 100 != 2) return reply(request, response);
+            BufferedReader events = new BufferedReader(new InputStreamReader(response.getEntity().getContent(), StandardCharsets.UTF_8));
+            String event = "";
+            StringBuilder data = new StringBuilder();
+            for (String line; (line = events.readLine()) != null; ) {
+                if (line.startsWith("event: ")) event = line.substring("event: ".length());
+                if (line.startsWith("data: ")) data.append(line.substring("data: ".length())).append('\n');
+                if (!line.isEmpty()) continue;
+                switch (event) {
+                    case "progress" -> progress.accept(data.toString());
+                    case "result" -> {
+                        return new Reply(status, data.toString(), null);
+                    }
+                    case "error" -> {
+                        String[] errnoAndMessage = data.toString().split(" ", 2);
+                        return new Reply(400, errnoAndMessage.length == 2 ? errnoAndMessage[1] : data.toString(), errnoAndMessage[0]);
+                    }
+                    default -> { }
+                }
+                event = "";
+                data.setLength(0);
+            }
+            throw new IOException("the server ended the calibration without a result");
         } finally {
             close();
         }

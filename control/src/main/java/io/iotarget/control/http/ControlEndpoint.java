@@ -2,6 +2,7 @@ package io.iotarget.control.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -63,6 +64,11 @@ import java.util.function.Supplier;
  *  POST /v1/write?path=P           body = the value, as one write(2)
  *  POST /v1/mkdir?path=P    POST /v1/rmdir?path=P
  *  POST /v1/link?path=LINK&amp;target=T    POST /v1/unlink?path=LINK
+ *  POST /v1/calibrate?path=DEV     body = options ("seconds=3 force=0"): 200 and a server-sent event
+ *                                  stream, "event: progress" lines, then "event: result" (the
+ *                                  io.cost.model and io.cost.qos lines) or "event: error" (ERRNO message);
+ *                                  a device that cannot be measured is refused before the stream
+ *                                  ({@link io.iotarget.control.calibrate.Calibration})
  *  POST /v1/watch?path=P           body = a trigger (io.pressure's "some 150000 1000000"): 200 and
  *                                  a server-sent event stream, "event: fired" each time it fires,
  *                                  a last "event: gone" (ENODEV) if the group is removed
@@ -180,7 +186,7 @@ public final class ControlEndpoint implements AutoCloseable {
     static final int MAX_HEADER_BYTES = 8 * 1024;
     private static final int BACKLOG = 1024;
     private static final Set<String> READS = Set.of("read", "list", "read-below", "devices", "save");
-    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login");
+    private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login", "calibrate");
     /** How often a watch's stream proves the client is still there. */
     static final long HEARTBEAT_NS = 1_000_000_000L;
     /** The content type of a watch's stream. */
@@ -204,7 +210,14 @@ public final class ControlEndpoint implements AutoCloseable {
     private final PrometheusTextFormatWriter metricsFormat = PrometheusTextFormatWriter.create();
 
     private final Report save;
+    private final Calibrator calibrator;
     private final WebView web;
+
+    /** Starts the calibration of a device; a refusal (no device, in use) is thrown here, before any stream. */
+    @FunctionalInterface
+    public interface Calibrator {
+        Calibration prepare(String device, String options) throws ControlException;
+    }
 
     /** A text the endpoint serves whole, made when asked. */
     @FunctionalInterface
@@ -217,11 +230,12 @@ public final class ControlEndpoint implements AutoCloseable {
      *
      * @param tls     null for plain HTTP, which only a loopback address may use
      * @param metrics what {@code GET /metrics} scrapes
-     * @param save    the configuration as {@code serve --config} takes it
+     * @param save       the configuration as {@code serve --config} takes it
+     * @param calibrator {@code calibrate}'s measurements of a device
      * @throws java.net.BindException when the address is taken
      */
     public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices,
-                           PrometheusRegistry metrics, Report save) throws IOException {
+                           PrometheusRegistry metrics, Report save, Calibrator calibrator) throws IOException {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
@@ -230,6 +244,7 @@ public final class ControlEndpoint implements AutoCloseable {
         this.devices = devices;
         this.metrics = metrics;
         this.save = save;
+        this.calibrator = calibrator;
         this.connections = new HttpConnections(tls, this::proves, this::answer);
         this.loop = new MultiThreadIoEventLoopGroup(1, Thread.ofPlatform().name("iotarget-control").daemon().factory(),
                                                    NioIoHandler.newFactory());
@@ -441,6 +456,9 @@ public final class ControlEndpoint implements AutoCloseable {
             case "watch" -> {
                 return watch(ex, required(path), value);
             }
+            case "calibrate" -> {
+                return calibrate(ex, required(path), value);
+            }
             default -> {
                 return new Reply(404, "unknown operation " + op + "\n", null);
             }
@@ -496,6 +514,33 @@ public final class ControlEndpoint implements AutoCloseable {
                 }
                 if (!sent(ex.channel(), chunk(event))) return STREAMED;
             }
+        } catch (InterruptedException stopping) {
+            Thread.currentThread().interrupt();
+            return STREAMED;
+        }
+    }
+
+    /**
+     * Measures the device, streaming each progress line as an event; the last event is the
+     * result or the error that stopped it. A client that goes away (a write not taken within
+     * {@link #SEND_TIMEOUT_NS}) stops the calibration at its next line, within a second.
+     */
+    private Reply calibrate(Exchange ex, String device, String options) throws ControlException {
+        try (Calibration calibration = calibrator.prepare(device, options)) {
+            DefaultHttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+            head.headers().set(HttpHeaderNames.CONTENT_TYPE, EVENT_STREAM + "; charset=utf-8");
+            head.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-store");
+            HttpUtil.setTransferEncodingChunked(head, true);
+            if (!sent(ex.channel(), head)) return STREAMED;
+            String last;
+            try {
+                Calibration.Result result = calibration.run(line -> sent(ex.channel(), chunk("event: progress\ndata: " + line + "\n\n")));
+                last = "event: result\ndata: " + result.modelLine() + "\ndata: " + result.qosLine() + "\n\n";
+            } catch (ControlException failed) {
+                last = "event: error\ndata: " + failed.errno().name() + " " + failed.getMessage() + "\n\n";
+            }
+            if (sent(ex.channel(), chunk(last))) sent(ex.channel(), LastHttpContent.EMPTY_LAST_CONTENT);
+            return STREAMED;
         } catch (InterruptedException stopping) {
             Thread.currentThread().interrupt();
             return STREAMED;

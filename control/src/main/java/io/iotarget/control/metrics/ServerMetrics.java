@@ -10,6 +10,8 @@ import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
+import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.HeldTime;
@@ -86,6 +88,7 @@ public final class ServerMetrics implements MultiCollector {
     public MetricSnapshots collect() {
         List<MetricSnapshot> out = new ArrayList<>();
         ioStat(out);
+        burstCredit(out);
         pressure(out);
         devices(out);
         buffers(out);
@@ -219,6 +222,24 @@ public final class ServerMetrics implements MultiCollector {
             }
         }
         return null;
+    }
+
+    /** io.max.burst's credit, per limit with a burst in effect (io.max.burst.stat), in the limit's unit. */
+    private void burstCredit(List<MetricSnapshot> out) {
+        GaugeSnapshot.Builder left = GaugeSnapshot.builder().name("iotarget_io_burst_credit")
+                .help("io.max.burst credit the group has left now, in the limit's unit (IOs or bytes): what it may still send above io.max");
+        GaugeSnapshot.Builder full = GaugeSnapshot.builder().name("iotarget_io_burst_credit_full")
+                .help("a full io.max.burst credit: (burst rate - io.max) x len, in the limit's unit");
+        for (IoPolicy p : engine.controller().policies()) {
+            if (!(p instanceof ThrottlePolicy throttle)) continue;
+            for (ThrottlePolicy.BurstCredit c : throttle.burstCredits()) {
+                Labels labels = Labels.of("group", c.group().path(), "device", c.device().device().number().toString(), "limit", c.limit());
+                left.dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(c.left()).build());
+                full.dataPoint(GaugeDataPointSnapshot.builder().labels(labels).value(c.full()).build());
+            }
+        }
+        out.add(left.build());
+        out.add(full.build());
     }
 
     /**

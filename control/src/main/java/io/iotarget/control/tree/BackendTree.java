@@ -29,7 +29,9 @@ import java.util.TreeMap;
 /**
  * The backends (the engine's devices), configured like an nvmet namespace: mkdir a directory,
  * write its attributes, then {@code enable}. While enabled the attributes are fixed (EBUSY);
- * disabling removes the device, which fails (EBUSY) while an export or namespace uses it.
+ * disabling removes the device, which fails (EBUSY) while an export or namespace uses it. Online
+ * resize is the exception: a memory backend's {@code size} may be written while enabled, and
+ * {@code revalidate_size} applies it (or a file's new size).
  *
  * <pre>
  *  backends/NAME/type         null | memory | file
@@ -40,9 +42,15 @@ import java.util.TreeMap;
  *  backends/NAME/direct       1: O_DIRECT (file)
  *  backends/NAME/readonly     0 | 1
  *  backends/NAME/block_size   512 | 4096
- *  backends/NAME/queue_depth  requests on the backend at once (default 256)
+ *  backends/NAME/queue_depth  requests on the backend at once (default 256; null_blk's hw_queue_depth)
+ *  backends/NAME/completion_nsec  null: every request takes this long (0: none; null_blk's completion_nsec)
+ *  backends/NAME/mbps         null: bandwidth in MiB/s (0: unlimited; null_blk's mbps)
  *  backends/NAME/device       MAJ:MIN; empty = the next free 259:N (shows the number once enabled)
  *  backends/NAME/enable       0 | 1
+ *  backends/NAME/revalidate_size  1: take the size the backend has now (nvmet's name) — a file
+ *                             grown on disk, a block device resized, a memory backend's size
+ *                             as written while enabled; NVMe hosts are told, NBD clients see it
+ *                             on their next connection; shrinking is refused while in use
  * </pre>
  * Flags read as kstrtobool ({@code 1}, {@code y}, {@code on}, ...) and numbers as kstrtou64, the
  * same as in the NBD and nvmet trees ({@code io.iotarget.model.tree}); {@code size} also takes
@@ -50,6 +58,11 @@ import java.util.TreeMap;
  */
 public final class BackendTree implements ConfigTree {
     private static final String ENABLE = "enable";
+    /** A minute per request: longer would only stall the clients' timeouts. */
+    private static final long MAX_COMPLETION_NS = 60_000_000_000L;
+    /** null_blk's mbps is an unsigned int. */
+    private static final long MAX_MBPS = 0xffff_ffffL;
+    private static final String REVALIDATE_SIZE = "revalidate_size";
 
     private final Engine engine;
     private final Map<String, Spec> backends = new TreeMap<>();
@@ -67,9 +80,12 @@ public final class BackendTree implements ConfigTree {
                 Attribute.flag("readonly", s -> s.readOnly, (s, on) -> s.readOnly = on),
                 Attribute.number("block_size", s -> s.blockSize, BackendTree::writeBlockSize),
                 Attribute.number("queue_depth", s -> s.queueDepth, BackendTree::writeQueueDepth),
+                Attribute.number("completion_nsec", s -> s.completionNs, BackendTree::writeCompletionNs),
+                Attribute.number("mbps", s -> s.mbps, BackendTree::writeMbps),
                 Attribute.text("device", s -> s.device != null ? s.device.number().toString() : s.number == null ? "" : s.number.toString(),
                                (s, v) -> s.number = v.isBlank() ? null : DeviceNumber.parse(v.strip())),
-                Attribute.flag(ENABLE, s -> s.device != null, this::writeEnable)));
+                Attribute.flag(ENABLE, s -> s.device != null, this::writeEnable),
+                Attribute.flag(REVALIDATE_SIZE, s -> false, this::writeRevalidateSize).replayedAs(Attribute::nothing)));
     }
 
     /** One backend's attributes, and its device once enabled. */
@@ -83,6 +99,8 @@ public final class BackendTree implements ConfigTree {
         boolean readOnly;
         int blockSize = 512;
         int queueDepth = Engine.DEFAULT_QUEUE_DEPTH;
+        long completionNs;
+        long mbps;
         DeviceNumber number;
         Device device;
 
@@ -128,15 +146,28 @@ public final class BackendTree implements ConfigTree {
         return attributes.find(p.get(1)).replay(spec(p.get(0)));
     }
 
-    /** Every attribute but {@code enable} is fixed while the backend is enabled. */
+    /** Every attribute but {@code enable}, {@code revalidate_size} and a memory backend's {@code size} is fixed while the backend is enabled. */
     @Override
     public synchronized void write(String path, String value) throws ControlException {
         List<String> p = attributePath(path);
         Spec s = spec(p.get(0));
-        if (!p.get(1).equals(ENABLE) && s.device != null) {
+        String name = p.get(1);
+        boolean online = name.equals(ENABLE) || name.equals(REVALIDATE_SIZE) || (name.equals("size") && s.type.equals("memory"));
+        if (!online && s.device != null) {
             throw new ControlException(Errno.EBUSY, "backend " + s.name + " is enabled; write enable=0 first");
         }
-        attributes.find(p.get(1)).write(s, value);
+        attributes.find(name).write(s, value);
+    }
+
+    /** nvmet_ns_revalidate_size_store: EINVAL unless enabled; any true value revalidates. */
+    private void writeRevalidateSize(Spec s, boolean on) throws ControlException {
+        if (!on) throw KernelParse.invalid(REVALIDATE_SIZE, "0", "1");
+        if (s.device == null) throw new ControlException(Errno.EINVAL, "backend " + s.name + " is not enabled: enable it before revalidate_size");
+        try {
+            engine.revalidateSize(s.device, s.size);
+        } catch (IOException e) {
+            throw new ControlException(Errno.EIO, "backend " + s.name + ": cannot read its size: " + e.getMessage());
+        }
     }
 
     private void writeEnable(Spec s, boolean on) throws ControlException {
@@ -174,6 +205,16 @@ public final class BackendTree implements ConfigTree {
     private static void writeQueueDepth(Spec s, long depth) throws ControlException {
         if (depth < 1 || depth > 65536) throw KernelParse.invalid("queue_depth", Long.toUnsignedString(depth), "1..65536");
         s.queueDepth = (int) depth;
+    }
+
+    private static void writeCompletionNs(Spec s, long ns) throws ControlException {
+        if (ns > MAX_COMPLETION_NS) throw KernelParse.invalid("completion_nsec", Long.toUnsignedString(ns), "0.." + MAX_COMPLETION_NS);
+        s.completionNs = ns;
+    }
+
+    private static void writeMbps(Spec s, long mbps) throws ControlException {
+        if (mbps > MAX_MBPS) throw KernelParse.invalid("mbps", Long.toUnsignedString(mbps), "0.." + MAX_MBPS);
+        s.mbps = mbps;
     }
 
     /**
@@ -215,11 +256,14 @@ public final class BackendTree implements ConfigTree {
 
     private void enableBackend(Spec s) throws ControlException {
         String name = s.name;
+        if (!s.type.equals("null") && (s.completionNs != 0 || s.mbps != 0)) {
+            throw new ControlException(Errno.EINVAL, "backend " + name + ": completion_nsec and mbps are for type null (write 0 to them)");
+        }
         Backend backend = switch (s.type) {
             case "null", "memory" -> {
                 if (s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": size is required for type " + s.type);
-                BackendFactory.Type type = s.type.equals("null") ? BackendFactory.Type.NULL : BackendFactory.Type.MEMORY;
-                yield open(name, s, new BackendFactory.Spec(type, s.size, null, s.blockSize, s.readOnly, false));
+                yield open(name, s, s.type.equals("null") ? BackendFactory.Spec.nullDevice(s.size, s.blockSize, s.readOnly, s.completionNs, s.mbps)
+                                                          : BackendFactory.Spec.memory(s.size, s.blockSize, s.readOnly));
             }
             case "file" -> openFile(name, s);
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");

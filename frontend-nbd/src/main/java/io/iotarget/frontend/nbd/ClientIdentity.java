@@ -2,19 +2,27 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.transport.TlsPsk;
 
+import javax.naming.InvalidNameException;
+import javax.naming.ldap.LdapName;
+import javax.naming.ldap.Rdn;
 import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
+import javax.security.auth.x500.X500Principal;
+import java.net.InetSocketAddress;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.cert.CertificateEncodingException;
 import java.security.cert.X509Certificate;
 import java.util.HexFormat;
+import java.util.List;
 
 /**
  * What the server knows of the client at the other end of a connection: nothing before TLS;
  * after it, whether the client showed a certificate (verified against the server's CA by the
- * TLS handshake) and which, or which pre-shared key's username it proved it holds. Exports are opened by identity ({@link Export#admits}); the IO is
- * still charged to the export's group, never to an identity. Immutable; any thread.
+ * TLS handshake) and which, or which pre-shared key's username it proved it holds. Exports are
+ * opened by identity ({@link Export#admits}); the IO is charged to the export's group, or with
+ * {@code cgroup_per_host} to its child named after the identity ({@link #hostName}).
+ * Immutable; any thread.
  *
  * @param tls         the connection runs TLS
  * @param certificate the client's verified certificate, or null (no TLS, or none shown)
@@ -47,6 +55,35 @@ record ClientIdentity(boolean tls, X509Certificate certificate, String fingerpri
             return HexFormat.ofDelimiter(":").withUpperCase().formatHex(digest);
         } catch (NoSuchAlgorithmException | CertificateEncodingException e) {
             throw new IllegalStateException("cannot fingerprint a certificate the handshake accepted", e);
+        }
+    }
+
+    /**
+     * The name of this client's own group under {@code cgroup_per_host}: its certificate's
+     * subject CN (the most specific, when there are several), else the certificate's
+     * fingerprint; else — a TLS-PSK handshake, which shows no certificate — the username of its
+     * pre-shared key; else — no TLS identity at all — the address it connects from.
+     */
+    String hostName(InetSocketAddress remote) {
+        if (certificate != null) {
+            String cn = commonName(certificate.getSubjectX500Principal());
+            return cn != null ? cn : fingerprint;
+        }
+        if (pskUsername != null) return pskUsername;
+        return remote.getAddress().getHostAddress();
+    }
+
+    /** The subject's CN, or null when it has none (or an empty one). RFC 2253 lists the most specific RDN first. */
+    private static String commonName(X500Principal subject) {
+        try {
+            List<Rdn> rdns = new LdapName(subject.getName(X500Principal.RFC2253)).getRdns();
+            for (int i = rdns.size() - 1; i >= 0; i--) {
+                Rdn rdn = rdns.get(i);
+                if (rdn.getType().equalsIgnoreCase("CN") && rdn.getValue() instanceof String cn && !cn.isEmpty()) return cn;
+            }
+            return null;
+        } catch (InvalidNameException e) {
+            throw new IllegalStateException("the JDK's own RFC 2253 form did not parse: " + subject, e);
         }
     }
 

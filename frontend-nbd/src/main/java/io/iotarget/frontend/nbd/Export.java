@@ -14,7 +14,9 @@ import java.util.List;
  *                    {@value ExportTree#DEFAULT_EXPORT})
  * @param description free text shown by NBD_OPT_LIST and NBD_INFO_DESCRIPTION
  * @param device      the engine device behind the export
- * @param group       who pays for the export's IO
+ * @param group       who pays for the export's IO (the bound group, or the root)
+ * @param perHost     {@code cgroup_per_host}: each client's IO is charged to the child of
+ *                    {@code group} named after it ({@link ClientIdentity#hostName}) instead
  * @param readOnly    writes, trims and write-zeroes fail with EPERM
  * @param tls         only clients that started TLS may see and open it
  * @param allowAnyClient any client may see and open it (over TLS when {@code tls}); when false
@@ -22,7 +24,7 @@ import java.util.List;
  *                    {@code attr_allow_any_host} and {@code allowed_hosts}); false only with {@code tls}
  * @param allowedClients the client certificates and pre-shared keys that may see and open it; empty when {@code allowAnyClient}
  */
-record Export(String name, String description, Device device, Group group, boolean readOnly, boolean tls,
+record Export(String name, String description, Device device, Group group, boolean perHost, boolean readOnly, boolean tls,
               boolean allowAnyClient, List<AllowedClient> allowedClients) {
     /**
      * Whether {@code client} may see this export (NBD_OPT_LIST) and open it (INFO, GO,

@@ -29,6 +29,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The NBD front end's configuration, laid out like nvmet's configfs namespaces:
  *
  * <pre>
+ *  max_request          largest READ/WRITE payload in bytes, advertised in NBD_INFO_BLOCK_SIZE: a power of
+ *                       two from 1 MiB to the buffer share; default 64 MiB (the share, if smaller);
+ *                       clients that connect afterwards are told and held to a new value
  *  tls/
  *    certificates       absolute path of the server's X.509 credentials ({@link TlsCredentials}); "" = none
  *    psk_file           absolute path of its pre-shared keys, psktool's USERNAME:HEXKEY lines ({@link TlsPsk}); "" = none
@@ -37,6 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *      backend          engine device name (e.g. "default")            changeable only while disabled
  *      cgroup           group path; "" = unbound: the root pays (default) changeable only while disabled
  *      cgroup_id        the same binding by group id (nvmet's); 0 unbinds  changeable only while disabled
+ *      cgroup_per_host  0 | 1: each client pays in its own child of that group   changeable only while disabled
  *      readonly         0 | 1                                           changeable only while disabled
  *      description      free text for NBD_OPT_LIST / NBD_INFO_DESCRIPTION
  *      max_connections  clients transmitting on it at once; 0 = no limit (default)
@@ -81,6 +85,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     static final String TLS = "tls";
     static final String CERTIFICATES = "certificates";
     static final String PSK_FILE = "psk_file";
+    static final String MAX_REQUEST = "max_request";
     private static final int MAX_NAME_BYTES = 255;
 
     private final Engine engine;
@@ -92,21 +97,26 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     private TlsPsk pskKeys;
     /** Both together, or null: no TLS. Written under the tree's lock, read by connections as they open. */
     private volatile TlsCredentials tls;
+    /** The largest READ/WRITE payload for clients connecting from now on. Written under the tree's lock. */
+    private volatile int maxRequestBytes;
 
     private final Attributes<Entry> attributes;
     private final Attribute<ExportTree> certificates = Attribute.text(CERTIFICATES,
             t -> t.certificateCredentials == null ? "" : t.certificateCredentials.directory().toString(), ExportTree::writeCertificates);
     private final Attribute<ExportTree> pskFile = Attribute.text(PSK_FILE,
             t -> t.pskKeys == null ? "" : t.pskKeys.file().toString(), ExportTree::writePskFile);
+    private final Attribute<ExportTree> maxRequest = Attribute.number(MAX_REQUEST, t -> t.maxRequestBytes, ExportTree::writeMaxRequest);
 
     ExportTree(Engine engine) {
         this.engine = engine;
+        this.maxRequestBytes = (int) Math.min(NbdWire.DEFAULT_MAX_REQUEST, Long.highestOneBit(engine.buffers().shareBytes()));
         this.attributes = Attributes.of(List.of(
                 Attribute.flag("allow_any_client", e -> e.allowAnyClient, this::writeAllowAnyClient),
                 Attribute.lines("allowed_clients", e -> e.allowedClients.stream().map(AllowedClient::text).toList(), this::writeAllowedClients),
                 Attribute.text("backend", e -> e.backend == null ? "" : e.backend, this::writeBackend),
                 GroupBinding.cgroup(engine.groups(), e -> e.group, ExportTree::bindGroup),
                 GroupBinding.cgroupId(engine.groups(), e -> e.group, ExportTree::bindGroup),
+                Attribute.flag("cgroup_per_host", e -> e.perHost, ExportTree::writePerHost),
                 Attribute.text("description", e -> e.description, this::writeDescription),
                 Attribute.flag("enable", e -> e.live != null, this::writeEnable),
                 Attribute.number("max_connections", e -> e.maxConnections, ExportTree::writeMaxConnections),
@@ -120,6 +130,8 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         String backend;
         /** The bound group; null = unbound, charged to the root ({@link GroupBinding}). */
         Group group;
+        /** cgroup_per_host: each client's IO goes to the child of the group named after it. */
+        boolean perHost;
         boolean readOnly;
         String description = "";
         /** 0 = no limit; read lock-free by negotiating connections. */
@@ -211,6 +223,11 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         return tls;
     }
 
+    @Override
+    public int maxRequest() {
+        return maxRequestBytes;
+    }
+
     /**
      * Registers a connection entering transmission on {@code export}, holding its device and
      * group until {@link Hold#detach}; null when the export was disabled meanwhile (the
@@ -291,7 +308,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     @Override
     public synchronized List<String> list(String path) throws ControlException {
         return switch (resolve(path)) {
-            case Root r -> List.of(TLS + "/", EXPORTS + "/");        // dependency order: an export with tls 1 needs the credentials
+            case Root r -> List.of(MAX_REQUEST, TLS + "/", EXPORTS + "/");        // dependency order: an export with tls 1 needs the credentials
             case Tls t -> List.of(CERTIFICATES, PSK_FILE);
             case Exports x -> entries.keySet().stream().map(name -> name + "/").toList();
             case ExportDir d -> attributes.names();
@@ -355,6 +372,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             node = switch (node) {
                 case Root r when name.equals(EXPORTS) -> new Exports();
                 case Root r when name.equals(TLS) -> new Tls();
+                case Root r when name.equals(MAX_REQUEST) -> new File<>(this, maxRequest);
                 case Tls t when name.equals(CERTIFICATES) -> new File<>(this, certificates);
                 case Tls t when name.equals(PSK_FILE) -> new File<>(this, pskFile);
                 case Exports x when entries.containsKey(name) -> new ExportDir(entries.get(name));
@@ -372,13 +390,13 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     }
 
     private ControlException noEntry(String path) {
-        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + TLS + "/" + CERTIFICATES + ", "
+        return new ControlException(Errno.ENOENT, "no " + path + " in the NBD tree (expected: " + MAX_REQUEST + ", " + TLS + "/" + CERTIFICATES + ", "
                                                   + TLS + "/" + PSK_FILE + " or exports/<name>/{" + String.join(",", attributes.names()) + "})");
     }
 
     // ------------------------------------------------------------ export attributes
 
-    /** backend, cgroup, cgroup_id and readonly are fixed while the export is enabled. */
+    /** backend, cgroup, cgroup_id, cgroup_per_host and readonly are fixed while the export is enabled. */
     private static void requireDisabled(Entry e, String attribute) throws ControlException {
         if (e.live != null) {
             throw new ControlException(Errno.EBUSY, EXPORTS + "/" + e.name + "/" + attribute + ": export is enabled (write 0 to enable first)");
@@ -446,9 +464,32 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
         e.group = group;
     }
 
+    /**
+     * Fixed while enabled, as the binding is: a client's group is chosen once, when it starts
+     * transmitting, and no client changes payer mid-connection.
+     */
+    private static void writePerHost(Entry e, boolean perHost) throws ControlException {
+        requireDisabled(e, "cgroup_per_host");
+        e.perHost = perHost;
+    }
+
     private static void writeReadOnly(Entry e, boolean readOnly) throws ControlException {
         requireDisabled(e, "readonly");
         e.readOnly = readOnly;
+    }
+
+    /**
+     * A power of two, so that a request of the maximum takes a buffer of exactly its size from
+     * the pool's classes; at least the spec's 1 MiB; at most one group's buffer share, which a
+     * request must fit in whole.
+     */
+    private void writeMaxRequest(long bytes) throws ControlException {
+        long share = engine.buffers().shareBytes();
+        if (Long.bitCount(bytes) != 1 || bytes < NbdWire.MIN_MAX_REQUEST || bytes > share) {
+            throw KernelParse.invalid(MAX_REQUEST, Long.toUnsignedString(bytes), "a power of two from " + NbdWire.MIN_MAX_REQUEST
+                                      + " (1 MiB) to the buffer share, " + share + " bytes (server.buffer_share)");
+        }
+        maxRequestBytes = (int) bytes;
     }
 
     // ------------------------------------------------------------ TLS
@@ -554,7 +595,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
             throw new ControlException(x.errno(), "enable=1: " + x.detail());
         }
         e.hold = new Hold(e, lease);
-        e.live = new Export(e.name, e.description, device, lease.payer(), e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
+        e.live = new Export(e.name, e.description, device, lease.payer(), e.perHost, e.readOnly, e.tls, e.allowAnyClient, List.copyOf(e.allowedClients));
     }
 
     /**
@@ -564,7 +605,7 @@ final class ExportTree implements ConfigTree, Negotiation.Exports {
     private void republish(Entry e) {
         Export live = e.live;
         if (live == null) return;
-        Export next = new Export(e.name, e.description, live.device(), live.group(), e.readOnly, e.tls, e.allowAnyClient,
+        Export next = new Export(e.name, e.description, live.device(), live.group(), live.perHost(), e.readOnly, e.tls, e.allowAnyClient,
                                  List.copyOf(e.allowedClients));
         e.live = next;
         for (Map.Entry<NbdConnection, ClientIdentity> c : e.connections.entrySet()) {

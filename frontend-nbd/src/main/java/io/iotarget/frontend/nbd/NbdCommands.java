@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoFlags;
@@ -34,15 +35,22 @@ import java.nio.ByteBuffer;
 final class NbdCommands {
     private final Engine engine;
     private final Export export;
+    /** Who pays: the export's group, or the client's child of it under cgroup_per_host. */
+    private final Group payer;
     /** The connection as io.pressure's task, carried by every request. */
     private final TenantQueue queue;
     private final IoCallback completion;
     private final boolean structured;
     private final boolean blockStatusAllowed;
+    /** The largest READ/WRITE payload the client was told: longer ones get EINVAL (EOVERFLOW for a DF read). */
+    private final int maxRequest;
 
-    NbdCommands(Engine engine, Export export, TenantQueue queue, IoCallback completion, boolean structured, boolean blockStatusAllowed) {
+    NbdCommands(Engine engine, Export export, Group payer, TenantQueue queue, IoCallback completion, boolean structured,
+                boolean blockStatusAllowed, int maxRequest) {
         this.engine = engine;
+        this.maxRequest = maxRequest;
         this.export = export;
+        this.payer = payer;
         this.queue = queue;
         this.completion = completion;
         this.structured = structured;
@@ -85,10 +93,10 @@ final class NbdCommands {
         // Zero-length requests are unspecified by the protocol; this server refuses them uncharged.
         if (length == 0) return NbdWire.EINVAL;
         boolean data = type == NbdWire.CMD_READ || type == NbdWire.CMD_WRITE;
-        if (data && length > NbdWire.MAX_PAYLOAD) {
+        if (data && length > maxRequest) {
             return (flags & NbdWire.CMD_FLAG_DF) != 0 ? NbdWire.EOVERFLOW : NbdWire.EINVAL;
         }
-        // The engine checks the range too; here it spares a refused request its data buffer (up to 32 MiB).
+        // The engine checks the range too; here it spares a refused request its data buffer (up to max_request).
         if (data && !export.device().contains(offset, length)) return Command.errno(IoStatus.OUT_OF_RANGE, type);
         return 0;
     }
@@ -125,7 +133,7 @@ final class NbdCommands {
     }
 
     private void submit(Command c, IoOp op, int ioFlags, ByteBuffer data, boolean views) {
-        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), export.group()).queue(queue).callback(completion, c, 0)
+        c.io.set(op, ioFlags, c.offset, c.length, data).target(export.device(), payer).queue(queue).callback(completion, c, 0)
                 .views(views ? c.shared.expect(c.length) : null);
         c.submitted = true;
         engine.submit(c.io);

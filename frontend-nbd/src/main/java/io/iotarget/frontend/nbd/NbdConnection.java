@@ -4,7 +4,9 @@ import io.iotarget.buffer.BufferAccount;
 import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
+import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
+import io.iotarget.model.ControlException;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
 import io.iotarget.transport.Connection;
@@ -45,6 +47,7 @@ import java.util.List;
  * group stay held until the last request of the connection has finished, whatever the ending.
  */
 final class NbdConnection implements ConnectionHandler, IoCallback {
+    private static final System.Logger LOG = System.getLogger(NbdConnection.class.getName());
     /** Requests in flight per connection: above the kernel client's 128 tags and nbdcopy's 64. */
     static final int MAX_IN_FLIGHT = 256;
     /** Payloads at least this large are read from the socket straight into their buffer. */
@@ -70,6 +73,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
     private EventLoop.Timeout handshakeLimit;
     private NbdCommands commands;
     private ExportTree.Hold hold;
+    /** The client's own group under cgroup_per_host, bound until the hold goes; null otherwise. */
+    private Group hostGroup;
     private Command free;
     /** Every command this connection made, free or not. */
     private final Command[] made = new Command[MAX_IN_FLIGHT];
@@ -262,11 +267,28 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             connection.closeWhenFlushed();
             return;
         }
+        Group payer = export.group();
+        if (export.perHost()) {
+            String host = negotiation.client().hostName(connection.remoteAddress());
+            try {
+                hostGroup = engine.bindHostGroup(export.group(), host);
+                payer = hostGroup;
+            } catch (ControlException e) {
+                LOG.log(System.Logger.Level.WARNING, "NBD export " + export.name() + ": client " + host + " cannot have its own group under "
+                                                     + export.group().path() + " (cgroup_per_host), disconnected: " + e.getMessage());
+                server.counters().increment(NbdCounter.HOST_GROUP_REFUSED);
+                ending = true;
+                connection.endInput();
+                connection.closeWhenFlushed();
+                return;
+            }
+        }
         buffers = engine.buffers().account(export.group());
         var backend = engine.backend(export.device());
         sharedReads = backend != null && backend.sharesReads();
-        queue = engine.newQueue(export.group());
-        commands = new NbdCommands(engine, export, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed());
+        queue = engine.newQueue(payer);
+        commands = new NbdCommands(engine, export, payer, queue, this, negotiation.structuredReplies(), negotiation.blockStatusAllowed(),
+                                   negotiation.maxRequest());
     }
 
     /** Bytes of pool buffer a valid command needs before it can run. */
@@ -482,6 +504,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     private void releaseHold() {
         if (queue != null) engine.closeQueue(queue);
+        if (hostGroup != null) engine.releaseHostGroup(hostGroup);
+        hostGroup = null;
         ExportTree.Hold h = hold;
         hold = null;
         if (h != null) h.detach(this);

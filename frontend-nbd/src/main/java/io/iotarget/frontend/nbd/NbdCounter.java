@@ -11,6 +11,7 @@ public enum NbdCounter implements CounterDescriptor {
     PROTOCOL_ERRORS(counter("protocol_errors", "connections closed because the client broke the framing (a bad option or request magic)")),
     HANDSHAKE_TIMEOUTS(counter("handshake_timeouts", "connections cut for not finishing negotiation within the handshake limit")),
     ABORTED(counter("aborted", "requests dropped unanswered because their client went away while io.max or iocost held them")),
+    HOST_GROUP_REFUSED(counter("host_group_refused", "connections ended because cgroup_per_host could not make or find their host's group")),
     UNEXPECTED_ERRORS(counter("unexpected_errors", "connections that ended because of an unexpected failure (a bug, or no memory)"));
 
     private final Description description;

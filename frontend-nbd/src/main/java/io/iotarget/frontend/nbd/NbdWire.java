@@ -111,8 +111,14 @@ final class NbdWire {
     // ------------------------------------------------------------ sizes and limits
     /** Preferred block size advertised in NBD_INFO_BLOCK_SIZE: the page size clients already favour. */
     static final int PREFERRED_BLOCK_SIZE = 4096;
-    /** Largest READ/WRITE payload: the 32 MiB every client assumes when nothing is advertised. */
-    static final int MAX_PAYLOAD = 32 << 20;
+    /**
+     * The default of {@code max_request}, the largest READ/WRITE payload advertised in
+     * NBD_INFO_BLOCK_SIZE: 64 MiB, as nbdkit and nbd-server take (the spec's default, what a
+     * client assumes when nothing is advertised, is 32 MiB).
+     */
+    static final int DEFAULT_MAX_REQUEST = 64 << 20;
+    /** The smallest {@code max_request}: the spec's SHOULD for the maximum payload. */
+    static final int MIN_MAX_REQUEST = 1 << 20;
     /** Strings (export names, queries) may not exceed this (the spec's MUST). */
     static final int MAX_STRING = 4096;
 }

@@ -60,6 +60,9 @@ final class Negotiation {
         /** True while the server is closing: options get ERR_SHUTDOWN. */
         boolean shuttingDown();
 
+        /** The largest READ/WRITE payload, in bytes, for a client connecting now ({@code max_request}). */
+        int maxRequest();
+
         /** The server's TLS credentials, or null when it serves no TLS. */
         TlsCredentials tls();
     }
@@ -82,11 +85,20 @@ final class Negotiation {
     private boolean baseAllocationSelected;
     private Export chosen;
 
+    /** The largest READ/WRITE payload, as the server's max_request was when the client connected; advertised and enforced. */
+    private final int maxRequest;
+
     Negotiation(Exports exports, String refusal) {
         this.exports = exports;
         this.refusal = refusal;
         this.tls = exports.tls();
+        this.maxRequest = exports.maxRequest();
         this.forcedTls = tls != null && exports.enabled().stream().allMatch(Export::tls);
+    }
+
+    /** The largest READ/WRITE payload this client was told (NBD_INFO_BLOCK_SIZE) or may assume. */
+    int maxRequest() {
+        return maxRequest;
     }
 
     /** The credentials for the switch that {@link Next#START_TLS} asks for. */
@@ -264,7 +276,7 @@ final class Negotiation {
         out.accept(reply(code, NbdWire.REP_INFO, 12).putShort((short) NbdWire.INFO_EXPORT)
                 .putLong(export.device().sizeBytes()).putShort((short) export.transmissionFlags(structuredReplies)).flip());
         out.accept(reply(code, NbdWire.REP_INFO, 14).putShort((short) NbdWire.INFO_BLOCK_SIZE)
-                .putInt(export.minimumBlockSize()).putInt(export.preferredBlockSize()).putInt(NbdWire.MAX_PAYLOAD).flip());
+                .putInt(export.minimumBlockSize()).putInt(export.preferredBlockSize()).putInt(maxRequest).flip());
         if (wantName) {
             byte[] canonical = export.name().getBytes(StandardCharsets.UTF_8);
             out.accept(reply(code, NbdWire.REP_INFO, 2 + canonical.length).putShort((short) NbdWire.INFO_NAME).put(canonical).flip());

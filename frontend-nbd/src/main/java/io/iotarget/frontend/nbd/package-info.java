@@ -19,7 +19,7 @@
  * <h2>Choices the protocol leaves open</h2>
  * <ul>
  * <li>Zero-length READ/WRITE/TRIM/WRITE_ZEROES/CACHE/BLOCK_STATUS: EINVAL.</li>
- * <li>READ or WRITE over 32 MiB: EINVAL (EOVERFLOW for a DF read); the WRITE's payload is
+ * <li>READ or WRITE over {@code max_request} (default 64 MiB, advertised in NBD_INFO_BLOCK_SIZE): EINVAL (EOVERFLOW for a DF read); the WRITE's payload is
  * read and dropped so the stream stays in step.</li>
  * <li>The empty export name selects the export named "default".</li>
  * <li>A disabled export, or a closing server, ends its connections like NBD_CMD_DISC:

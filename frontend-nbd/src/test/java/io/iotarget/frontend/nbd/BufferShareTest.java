@@ -16,20 +16,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * IO goes on; the held writes complete in order as io.max lets them go.
  */
 class BufferShareTest {
-    private static final int BIG = 32 << 20;
-    private static final long SHARE = 64L << 20;
+    /** The largest request a client may send by default (max_request). */
+    private static final int BIG = NbdWire.DEFAULT_MAX_REQUEST;
+    private static final long SHARE = 2L * BIG;
 
     @Test
     void aFloodingTenantIsStoppedAtItsShareAndTheOtherGoesOn() throws Exception {
-        try (TestTarget t = new TestTarget(new Engine.Settings(256L << 20, SHARE, io.iotarget.backend.file.IoEngine.Kind.AUTO))) {
-            Device flood = t.memoryExport("flood", 256L << 20);
+        try (TestTarget t = new TestTarget(new Engine.Settings(4 * SHARE, SHARE, io.iotarget.backend.file.IoEngine.Kind.AUTO))) {
+            Device flood = t.memoryExport("flood", 6L * BIG);
             Device other = t.memoryExport("other", 64L << 20);
             t.engine.controller().write("tenants/flood/io.max", flood.number() + " wiops=4");
             BufferAccount floodBuffers = t.engine.buffers().account(t.engine.controller().group("tenants/flood"));
             byte[] payload = new byte[BIG];
             new Random(9).nextBytes(payload);
             try (RawClient a = RawClient.connect(t.port, "flood", false); RawClient b = RawClient.connect(t.port, "other", false)) {
-                // Six 32 MiB writes at wiops=4: the first pass, the others wait; 64 MiB of share holds two.
+                // Six 64 MiB writes at wiops=4: the first pass, the others wait; the share holds two.
                 Thread writer = Thread.startVirtualThread(() -> {
                     try {
                         for (int i = 0; i < 6; i++) a.write(0, i, (long) i * BIG, payload);

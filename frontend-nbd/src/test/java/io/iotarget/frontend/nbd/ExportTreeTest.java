@@ -54,9 +54,9 @@ class ExportTreeTest {
 
     @Test
     void shouldListAndReadDefaults() throws Exception {
-        assertEquals(List.of("tls/", "exports/"), tree.list(""));
+        assertEquals(List.of("max_request", "tls/", "exports/"), tree.list(""));
         assertEquals(List.of("default/"), tree.list("exports"));
-        assertEquals(List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id", "description", "enable", "max_connections",
+        assertEquals(List.of("allow_any_client", "allowed_clients", "backend", "cgroup", "cgroup_id", "cgroup_per_host", "description", "enable", "max_connections",
                 "readonly", "tls"),
                 tree.list("exports/default"));
         assertEquals("1\n", tree.read("exports/default/allow_any_client"));

@@ -130,7 +130,7 @@ class HandshakeTest {
                         sawBlockSize = true;
                         assertEquals(1, b.getInt());
                         assertEquals(4096, b.getInt());
-                        assertEquals(32 << 20, b.getInt());
+                        assertEquals(NbdWire.DEFAULT_MAX_REQUEST, b.getInt());
                     }
                     default -> {
                     }

@@ -156,7 +156,7 @@ class NbdDecoderFuzzTest {
 
     private static final Group ROOT = new IoController(Clock.SYSTEM, Engine.STANDARD_POLICIES).root();
     private static final Export DEFAULT = new Export("default", "the default export",
-            new Device(0, new DeviceNumber(259, 0), "default", 1 << 20, 512, false, 1), ROOT, false, false, true, List.of());
+            new Device(0, new DeviceNumber(259, 0), "default", 1 << 20, 512, false, 1), ROOT, false, false, false, true, List.of());
 
     private static final Negotiation.Exports EXPORTS = new Negotiation.Exports() {
         @Override
@@ -182,6 +182,11 @@ class NbdDecoderFuzzTest {
         @Override
         public boolean shuttingDown() {
             return false;
+        }
+
+        @Override
+        public int maxRequest() {
+            return NbdWire.DEFAULT_MAX_REQUEST;
         }
     };
 

@@ -131,7 +131,7 @@ class NbdSocketFuzzTest {
 
     /**
      * A READ or WRITE past the end is refused before its data buffer is allocated: otherwise
-     * each costs the server a 32 MiB allocation to refuse it, 256 at a time per connection.
+     * each costs the server a 64 MiB allocation to refuse it, 256 at a time per connection.
      */
     @Test
     void requestsPastTheEndAreRefusedWithoutADataBuffer() throws Exception {
@@ -139,10 +139,10 @@ class NbdSocketFuzzTest {
             t.memoryExport("fuzz", EXPORT_BYTES);
             try (RawClient c = RawClient.connect(t.port, "fuzz", false)) {
                 long before = ProcessResources.now().directBytes();
-                for (int i = 0; i < 8; i++) c.request(0, NbdWire.CMD_READ, i, EXPORT_BYTES, NbdWire.MAX_PAYLOAD);
+                for (int i = 0; i < 8; i++) c.request(0, NbdWire.CMD_READ, i, EXPORT_BYTES, NbdWire.DEFAULT_MAX_REQUEST);
                 for (int i = 0; i < 8; i++) assertEquals(NbdWire.EINVAL, c.reply(0).error());
                 assertTrue(ProcessResources.now().directBytes() - before < 1 << 20,
-                        "no 32 MiB buffers for refused reads: " + (ProcessResources.now().directBytes() - before) + " bytes");
+                        "no 64 MiB buffers for refused reads: " + (ProcessResources.now().directBytes() - before) + " bytes");
                 c.write(0, 9, EXPORT_BYTES - 512, new byte[4096]);
                 assertEquals(NbdWire.ENOSPC, c.reply(0).error(), "a write past the end is out of space, its payload skipped");
                 c.request(0, NbdWire.CMD_FLUSH, 10, 0, 0);
@@ -325,12 +325,12 @@ class NbdSocketFuzzTest {
             long length = switch (random.nextInt(8)) {
                 case 0 -> 0;
                 case 1 -> random.nextInt() & 0xFFFFFFFFL;        // up to 4 GiB: refused, a WRITE's payload is then skipped
-                case 2 -> NbdWire.MAX_PAYLOAD + 1 - random.nextInt(2);
+                case 2 -> NbdWire.DEFAULT_MAX_REQUEST + 1 - random.nextInt(2);
                 default -> 1 + random.nextInt(16384);
             };
             if (type == NbdWire.CMD_WRITE && length > 16384) {
                 // The payload is sent whatever the length: up to 1 MiB, and now and then one just over the limit (skipped).
-                length = random.nextInt(50) == 0 ? NbdWire.MAX_PAYLOAD + 1 : 1 + random.nextInt(1 << 20);
+                length = random.nextInt(50) == 0 ? NbdWire.DEFAULT_MAX_REQUEST + 1 : 1 + random.nextInt(1 << 20);
             }
             ByteBuffer header = ByteBuffer.allocate(28).putInt(NbdWire.REQUEST_MAGIC).putShort((short) flags).putShort((short) type)
                     .putLong(cookie).putLong(offset).putInt((int) length);

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
 import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterAll;
@@ -113,6 +114,24 @@ class TlsPskClientsTest {
         Tools.ok(120, "nbdcopy", uri("a", "alice", keys), back.toString());
         assertArrayEquals(data, Arrays.copyOf(Files.readAllBytes(back), data.length));
         assertNotEquals(0, Tools.run(60, List.of("nbdcopy", src.toString(), uri("a", "bob", keys))).exit(), "bob's key cannot write to a");
+    }
+
+    @Test
+    void underCgroupPerHostAPskClientPaysInTheChildNamedAfterItsUsername() throws Exception {
+        Tools.require("nbdcopy", "/usr/bin/nbdcopy");
+        Device device = target.memoryExport("perhost", 4 * MiB);
+        target.server.tree().write("exports/perhost/enable", "0");
+        target.server.tree().write("exports/perhost/tls", "1");
+        target.server.tree().write("exports/perhost/allow_any_client", "0");
+        target.server.tree().write("exports/perhost/allowed_clients", "psk:alice");
+        target.server.tree().write("exports/perhost/cgroup_per_host", "1");
+        target.server.tree().write("exports/perhost/enable", "1");
+        byte[] data = new byte[(int) MiB];
+        new Random(5).nextBytes(data);
+        Tools.ok(120, "nbdcopy", Files.write(dir.resolve("perhost.img"), data).toString(), uri("perhost", "alice", keys));
+        assertEquals(MiB, target.ioStat("tenants/perhost/alice", device).get("wbytes"), "alice's writes, in the child named after her PSK username");
+        assertEquals(List.of("alice/"), target.engine.controller().list("tenants/perhost").stream().filter(e -> e.endsWith("/")).toList(),
+                     "no child named after the address");
     }
 
     @Test

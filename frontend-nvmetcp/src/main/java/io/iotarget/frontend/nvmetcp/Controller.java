@@ -7,10 +7,16 @@ import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+import io.iotarget.frontend.nvmetcp.config.Host;
 import io.iotarget.frontend.nvmetcp.reservation.NoticeLog;
+import io.iotarget.iocontrol.Group;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.IoGroup;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -79,7 +85,23 @@ public final class Controller {
     public final int inlineDataBytes;
     public final long cap;
 
+    private static final System.Logger LOG = System.getLogger(Controller.class.getName());
+
     final ReentrantLock lock = new ReentrantLock();
+    /**
+     * The host's group ({@code hosts/NQN/cgroup}) as it was at the admin Connect, bound until
+     * the controller goes; null: none.
+     */
+    private final Group hostGroup;
+    /**
+     * Under {@code cgroup_per_host}: by the group that would pay, the host's child of it, bound
+     * until the controller goes. Read lock-free by the queues; filled under {@link #lock}.
+     */
+    private final ConcurrentHashMap<IoGroup, Group> hostChildren = new ConcurrentHashMap<>();
+    /** The groups were let go: no child is bound any more (lock). */
+    private boolean groupsReleased;
+    /** A host group could not be had; logged once per controller (lock). */
+    private boolean hostGroupFailureLogged;
     /**
      * The host's DH-HMAC-CHAP credentials, null when its queues need not authenticate: read at
      * the admin Connect, re-read by a Negotiate on the admin queue (re-authentication).
@@ -129,6 +151,65 @@ public final class Controller {
         this.katoMs = katoMs == 0 && subsystem.discovery ? DISCOVERY_KATO_MS : katoMs;
         this.cap = (queueSizeLimit - 1) | 1L << 16 | CAP_TIMEOUT << 24 | 1L << 37;
         this.credentials = target.credentials(subsystem, hostNqn);
+        this.hostGroup = bindHostGroup(target, hostNqn);
+        for (int i = 0; i < subsystem.table.size(); i++) payer(subsystem.table.get(i));
+    }
+
+    /** The host entry's group, bound for this controller; null when it names none. Configuration lock held. */
+    private static Group bindHostGroup(NvmeTarget target, String hostNqn) {
+        Host h = target.hosts.get(hostNqn);
+        Group g = h == null ? null : h.ioGroup();
+        if (g == null) return null;
+        try {
+            target.engine().controller().bind(g);
+            return g;
+        } catch (ControlException removed) {
+            return null;                                // the entry holds its group: not reached
+        }
+    }
+
+    /**
+     * Who pays for this controller's IO on {@code ns}, in DESIGN's association order: the
+     * namespace's own group, else the host's ({@code hosts/NQN/cgroup}), else the root; under
+     * {@code cgroup_per_host}, the child of that group named after the host NQN, made on first
+     * use (at the admin Connect for the namespaces enabled then) and bound until the controller
+     * goes. Null when that child cannot be had (a name no group may take, cgroup.max.descendants
+     * reached): the command fails. Any queue thread; lock-free once the child is known.
+     */
+    public IoGroup payer(ActiveNamespace ns) {
+        IoGroup base = ns.bound() || hostGroup == null ? ns.group() : hostGroup;
+        if (!ns.perHost()) return base;
+        Group child = hostChildren.get(base);
+        return child != null ? child : bindHostChild(base);
+    }
+
+    private IoGroup bindHostChild(IoGroup base) {
+        lock.lock();
+        try {
+            if (groupsReleased) return base;           // a command racing the controller's end: its parent pays, nothing stays bound
+            Group child = hostChildren.get(base);
+            if (child != null) return child;
+            child = target.engine().bindHostGroup((Group) base, hostNqn);
+            hostChildren.put(base, child);
+            return child;
+        } catch (ControlException e) {
+            if (!hostGroupFailureLogged) {
+                hostGroupFailureLogged = true;
+                LOG.log(System.Logger.Level.WARNING, "host " + hostNqn + " cannot have its own group under " + base.path()
+                                                     + " (cgroup_per_host): its IO commands fail: " + e.getMessage());
+            }
+            return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The controller went: lets go of the host's group and its children (they stay, ordinary groups). Lock held. */
+    private void releaseGroups() {
+        groupsReleased = true;
+        for (Group child : hostChildren.values()) target.engine().releaseHostGroup(child);
+        hostChildren.clear();
+        if (hostGroup != null) target.engine().controller().unbind(hostGroup);
     }
 
     DhChapCredentials credentials() {
@@ -180,6 +261,7 @@ public final class Controller {
             dead = true;
             if (keepAlive != null) keepAlive.cancel(false);
             for (Queue c : queues) if (c != null) c.close();
+            releaseGroups();
         } finally {
             lock.unlock();
         }

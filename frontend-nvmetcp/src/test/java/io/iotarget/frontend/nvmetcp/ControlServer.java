@@ -29,6 +29,7 @@ import java.nio.charset.StandardCharsets;
  *   cg-write PATH VALUE...  write it
  *   nvmet-read PATH / nvmet-write PATH VALUE... / nvmet-mkdir PATH / nvmet-rmdir PATH
  *   nvmet-connections       one line per live connection (Queue.describe)
+ *   revalidate DEVICE BYTES a memory backend takes a new size (the backends tree's revalidate_size)
  *   auth-attack CNTLID QID HOSTNQN HOSTID
  *                           issue 19's hijack of a live controller by a client that knows its
  *                           host's NQN and host ID but not its key: one line per attack,
@@ -94,6 +95,7 @@ final class ControlServer implements AutoCloseable {
                     yield "OK\n";
                 }
                 case "nvmet-connections" -> connections();
+                case "revalidate" -> engine.revalidateSize(engine.device(arg), Long.parseLong(value)) + "\n";
                 case "auth-attack" -> attack(Integer.parseInt(arg), value.split("\\s+"));
                 default -> "ERR EINVAL unknown command " + p[0] + "\n";
             };

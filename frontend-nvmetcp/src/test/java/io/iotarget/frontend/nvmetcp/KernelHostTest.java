@@ -79,6 +79,27 @@ class KernelHostTest {
     }
 
     /**
+     * Online resize with the kernel host (src/test/vm/resize-host.sh, issue 23 item 3): the memory
+     * backend grows from 64 to 128 MiB while the host is connected; the Namespace Attribute
+     * Changed event makes the host's block device grow without a reconnect, IO reaches past the
+     * old end, data before it is intact, and a shrink while in use is refused.
+     */
+    @Test
+    void linuxHostSeesItsNamespaceGrowWithoutReconnecting() throws Exception {
+        GuestVm.require();
+        try (TargetFixture f = new TargetFixture(); ControlServer control = new ControlServer(f.engine, f.target)) {
+            GuestVm.Result result = GuestVm.run(GuestVm.script("resize-host.sh"), Map.of(
+                    "NQN", TargetFixture.NQN, "PORT", Integer.toString(f.port), "CTL_PORT", Integer.toString(control.port())),
+                    List.<Path>of(), 300);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed, result.text());
+            assertEquals(7, result.lines("CHECK").size(), "every step reported: " + result.text());
+            assertEquals(0, result.exitCode(), result.text());
+            assertEquals(128L << 20, f.engine.device("default").sizeBytes());
+        }
+    }
+
+    /**
      * DH-HMAC-CHAP with the kernel host (src/test/vm/auth-host.sh), on the 6.12 guest whose host
      * driver can authenticate (Debian's 6.1 cannot): the right key in every transform and hash,
      * both directions in every DH group; a wrong host key, a wrong controller key and no key are
@@ -174,6 +195,41 @@ class KernelHostTest {
             assertTrue(cg.read("nvmet-file/io.stat").startsWith(fileDev + " rbytes="), cg.read("nvmet-file/io.stat"));
         } finally {
             Files.deleteIfExists(image);
+        }
+    }
+
+    /**
+     * cgroup_per_host with the kernel host (src/test/vm/per-host.sh): the namespace is bound to
+     * {@code tenant} with io.max.per_host; the host's IO is charged to the child of tenant named
+     * by the host NQN the kernel connected with, which starts with io.max.per_host and keeps its
+     * io.stat after the host disconnected; tenant's io.stat is the child's.
+     */
+    @Test
+    void linuxHostGetsItsOwnGroupNamedByItsNqn() throws Exception {
+        GuestVm.require();
+        try (TargetFixture f = new TargetFixture()) {
+            var cg = f.engine.controller();
+            String dev = f.engine.device("default").number().toString();
+            cg.mkdir("tenant");
+            String ns = "subsystems/" + TargetFixture.NQN + "/namespaces/1";
+            f.tree.write(ns + "/enable", "0");
+            f.tree.write(ns + "/cgroup", "tenant");
+            f.tree.write(ns + "/cgroup_per_host", "1");
+            f.tree.write(ns + "/enable", "1");
+            cg.write("tenant/io.max.per_host", dev + " rbps=104857600");
+            GuestVm.Result result = GuestVm.run(GuestVm.script("per-host.sh"), Map.of("NQN", TargetFixture.NQN, "PORT", Integer.toString(f.port)),
+                                                List.<Path>of(), 300);
+            List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+            assertEquals(List.of(), failed, result.text());
+            assertEquals(0, result.exitCode(), result.text());
+            List<String> hostNqn = result.lines("HOSTNQN ");
+            assertEquals(1, hostNqn.size(), result.text());
+            String child = "tenant/" + hostNqn.getFirst().substring("HOSTNQN ".length()).strip();
+            assertEquals(dev + " rbps=104857600 wbps=max riops=max wiops=max\n", cg.read(child + "/io.max"), "started with io.max.per_host");
+            String childStat = cg.read(child + "/io.stat");
+            long rbytes = Long.parseLong(childStat.replaceAll("(?s).*rbytes=(\\d+).*", "$1"));
+            assertTrue(rbytes >= 1 << 20, "the host's 1 MiB read (and its partition scan) in its own group: " + childStat);
+            assertEquals(childStat, cg.read("tenant/io.stat"), "the only host: tenant's io.stat is its child's");
         }
     }
 }

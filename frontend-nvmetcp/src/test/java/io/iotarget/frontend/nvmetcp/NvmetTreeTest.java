@@ -59,8 +59,9 @@ class NvmetTreeTest {
     void shouldListInDependencyOrderWithEnableLast() throws Exception {
         assertEquals(List.of("hosts/", "subsystems/", "ports/", "discovery_nqn"), tree.list(""));
         assertEquals(List.of("attr_allow_any_host", "attr_version", "attr_serial", "attr_model", "attr_firmware",
-                "attr_cntlid_min", "attr_cntlid_max", "attr_qid_max", "allowed_hosts/", "namespaces/"), tree.list(S));
-        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "resv_enable", "enable"),
+                "attr_cntlid_min", "attr_cntlid_max", "attr_qid_max", "shared", "allowed_hosts/", "namespaces/"), tree.list(S));
+        assertEquals(List.of("device_path", "device_uuid", "device_nguid", "readonly", "buffered_io", "ana_grpid", "cgroup_id", "cgroup", "cgroup_per_host",
+                             "resv_enable", "enable"),
                 tree.list(NS));
         assertEquals(ConfigTree.Kind.LINKS, tree.kind(S + "/allowed_hosts"));
         assertEquals(ConfigTree.Kind.FILE, tree.kind(NS + "/enable"));
@@ -181,6 +182,39 @@ class NvmetTreeTest {
         refused(Errno.ENOENT, () -> tree.write(NS + "/enable", "1"));
     }
 
+    /**
+     * Issue 20.2: a subsystem other nodes serve too enables a namespace only with what every node
+     * can agree on (attr_serial, device_uuid, a controller-id range of its own) over a backend
+     * another process sees; each refusal names what is missing, and nothing is left half done.
+     */
+    @Test
+    void shouldEnableASharedNamespaceOnlyWhereSeveralNodesCanServeIt(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("shared.img");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(8 << 20);
+        }
+        tree.write(S + "/shared", "1");
+        tree.write(NS + "/device_path", file.toString());
+        tree.write(NS + "/buffered_io", "1");                      // @TempDir may be on a file system without O_DIRECT
+        assertTrue(refused(Errno.EINVAL, () -> tree.write(NS + "/enable", "1")).getMessage().contains("attr_serial is not set"));
+        tree.write(S + "/attr_serial", "ha0001");
+        assertTrue(refused(Errno.EINVAL, () -> tree.write(NS + "/enable", "1")).getMessage().contains("attr_cntlid_min..attr_cntlid_max is the whole range"));
+        tree.write(S + "/attr_cntlid_max", "1000");
+        assertTrue(refused(Errno.EINVAL, () -> tree.write(NS + "/enable", "1")).getMessage().contains("device_uuid is not set"));
+        assertNull(engine.device(file.toString()), "a refused enable leaves no device behind");
+        tree.write(NS + "/device_uuid", "0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70");
+        tree.write(NS + "/enable", "1");
+        tree.write(NS + "/enable", "0");
+        tree.write(NS + "/device_path", "default");
+        String memory = refused(Errno.EINVAL, () -> tree.write(NS + "/enable", "1")).getMessage();
+        assertTrue(memory.contains("device_path=default is a memory backend, which no other node can see"), memory);
+
+        tree.write(S + "/shared", "0");
+        tree.write(NS + "/enable", "1");                            // one node: memory is fine
+        assertTrue(refused(Errno.EINVAL, () -> tree.write(S + "/shared", "1")).getMessage().contains("(namespace 1 is enabled)"));
+        assertEquals("0\n", tree.read(S + "/shared"));
+    }
+
     @Test
     void shouldLinkHostsAndSubsystemsAsConfigfsDoes() throws Exception {
         String host = "nqn.2014-08.org.nvmexpress:uuid:h1";
@@ -240,7 +274,7 @@ class NvmetTreeTest {
     void shouldKeepAHostsDhchapSettingsAndShowThemAsNvmet() throws Exception {
         String h = "hosts/nqn.2014-08.org.nvmexpress:uuid:host1";
         tree.mkdir(h);
-        assertEquals(List.of("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup", "tls_key"), tree.list(h));
+        assertEquals(List.of("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup", "tls_key", "cgroup_id", "cgroup"), tree.list(h));
         assertEquals("\n", tree.read(h + "/dhchap_key"), "no key: an empty line, as nvmet");
         assertEquals("\n", tree.read(h + "/dhchap_ctrl_key"));
         assertEquals("hmac(sha256)\n", tree.read(h + "/dhchap_hash"));

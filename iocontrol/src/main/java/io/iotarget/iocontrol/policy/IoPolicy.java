@@ -42,4 +42,12 @@ public interface IoPolicy {
     default Object newGroupData(Group group) {
         return null;
     }
+
+    /**
+     * {@code child} was just made under {@code parent} for a host ({@code cgroup_per_host}):
+     * the policy gives it what {@code parent} holds for new hosts' children (io.max.per_host).
+     * Tree lock held.
+     */
+    default void hostChildMade(Group parent, Group child) {
+    }
 }

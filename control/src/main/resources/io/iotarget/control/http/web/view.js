@@ -2,7 +2,9 @@
  * The web view: polls the endpoint and draws what it reads. Everything is a GET the session
  * cookie admits (WebView.java):
  *   /metrics every second      rates (metrics.js), info metrics for exports and namespaces
- *   /v1/list, /v1/read         every 5 s: the group tree, each group's io.max, io.weight, io.latency, io.min
+ *   /v1/list, /v1/read         every 5 s: the group tree, each group's io.max, io.max.per_host (what
+ *                              the children made for hosts under cgroup_per_host start with),
+ *                              io.weight, io.latency, io.min, io.max.burst.stat
  *   /v1/devices                every 5 s: names, sizes and types of the devices
  * Charts keep the last WINDOW_S seconds, one line per leaf group (a parent's counters are the sum
  * of its children's, so its line would only repeat them; the table shows every level).
@@ -18,7 +20,7 @@
   let previous = null;                  // the last scrape
   let rates = null;                     // IotargetMetrics.rates of the last two scrapes
   let metrics = new Map();              // the last scrape's metrics
-  let tree = [];                        // [{group, depth, files: {io.max, io.weight, io.latency, io.min}}], parents first
+  let tree = [];                        // [{group, depth, files: {io.max, io.max.per_host, io.weight, io.latency, io.min, io.max.burst.stat}}], parents first
   let devices = [];                     // [{name, number, size, type}]
   const history = new Map();            // group -> [{t, iops, bps, latencyAvg, latencyP99, throttled}]
   const colors = new Map();
@@ -113,7 +115,7 @@
     const entries = listing.split("\n").filter(e => e);
     const node = { group: "/" + path, depth, files: {} };
     out.push(node);
-    for (const file of ["io.max", "io.weight", "io.latency", "io.min"]) {
+    for (const file of ["io.max", "io.max.per_host", "io.weight", "io.latency", "io.min", "io.max.burst.stat"]) {
       const text = entries.includes(file) ? await getIfThere("/v1/read?path=" + encodeURIComponent(join(path, file))) : null;
       if (text !== null) node.files[file] = text.trim();
     }
@@ -191,9 +193,11 @@
       cell(tr, v && v.latencyP99 !== null ? seconds(v.latencyP99) : "—", "num");
       cell(tr, v && v.throttled ? fixed(v.throttled.total) + " s/s" : "—", "num");
       cell(tr, ioMax(node.files["io.max"]), "limits");
+      cell(tr, ioMax(node.files["io.max.per_host"]), "limits");
       cell(tr, node.files["io.weight"] ?? "", "limits");
       cell(tr, node.files["io.latency"] ?? "", "limits");
       cell(tr, ioMin(node.files["io.min"], node.group), "limits");
+      cell(tr, burstCredit(node.files["io.max.burst.stat"]), "limits");
       for (const td of tr.cells) if (td.textContent === "—" || td.textContent === "") td.classList.add("none");
       queueMicrotask(() => drawSpark(spark, history.get(node.group) || [], charted.has(node.group) ? color(node.group) : "#8a93a5"));
       return tr;
@@ -231,6 +235,19 @@
       const g = granted.get(device);
       return device + " " + set.join(" ") + (g === undefined ? "" : g >= 1 ? " · met" : " · " + Math.floor(g * 100) + "%");
     }).filter(l => l).join("\n");
+  }
+
+  /** io.max.burst.stat's credit left per limit as a percentage of a full credit: "259:0 riops 80%". */
+  function burstCredit(text) {
+    if (!text) return "";
+    return text.split("\n").map(line => {
+      const [device, ...credits] = line.trim().split(/\s+/);
+      return device + " " + credits.map(c => {
+        const [k, v] = c.split("=");
+        const [left, full] = v.split("/").map(Number);
+        return k + " " + Math.round(100 * left / full) + "%";
+      }).join(" ");
+    }).join("\n");
   }
 
   function deviceTable() {

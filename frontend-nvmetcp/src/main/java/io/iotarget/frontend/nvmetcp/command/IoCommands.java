@@ -2,11 +2,13 @@ package io.iotarget.frontend.nvmetcp.command;
 
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.NvmeTcpCounter;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.IoFlags;
+import io.iotarget.model.IoGroup;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 
@@ -14,7 +16,8 @@ import java.nio.ByteBuffer;
 
 /**
  * The NVM command set on an IO queue. Every command that touches the media becomes one or more
- * {@link IoRequest}s charged to the namespace's group and submitted through the engine; there is
+ * {@link IoRequest}s charged to the group that pays for the host's IO on the namespace
+ * ({@link Controller#payer}: the namespace's group, the host's, or a per-host child) and submitted through the engine; there is
  * no other way to a backend.
  *
  * <pre>
@@ -90,17 +93,22 @@ public final class IoCommands {
             int access = reservation.check(c, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;
         }
+        IoGroup payer = c.payer(ns);
+        if (payer == null) {
+            c.target.counters().increment(NvmeTcpCounter.HOST_GROUP_REFUSED);
+            return Status.INTERNAL | Status.DNR;
+        }
         slot.namespace = ns;
         return switch (opcode) {
             case FLUSH -> slot.dataLength != 0 ? Status.SGL_DATA_LENGTH_INVALID | Status.DNR
-                    : submitOne(slot, ns, IoOp.FLUSH, 0, 0, 0, null);
-            case READ, WRITE, COMPARE, WRITE_ZEROES, VERIFY -> lbaCommand(slot, ns, opcode);
-            case DATASET_MANAGEMENT -> datasetManagement(slot, ns);
+                    : submitOne(slot, ns, payer, IoOp.FLUSH, 0, 0, 0, null);
+            case READ, WRITE, COMPARE, WRITE_ZEROES, VERIFY -> lbaCommand(slot, ns, payer, opcode);
+            case DATASET_MANAGEMENT -> datasetManagement(slot, ns, payer);
             default -> Status.INVALID_OPCODE | Status.DNR;
         };
     }
 
-    private int lbaCommand(CommandSlot slot, ActiveNamespace ns, int opcode) {
+    private int lbaCommand(CommandSlot slot, ActiveNamespace ns, IoGroup payer, int opcode) {
         ByteBuffer sqe = slot.sqe;
         long slba = sqe.getLong(Sqe.CDW10);
         int cdw12 = sqe.getInt(Sqe.CDW12);
@@ -120,33 +128,33 @@ public final class IoCommands {
                 // one enabled since under the same nsid may not: the host tries again.
                 if (!slot.hasBuffer() && !ns.sharesReads()) yield Status.NAMESPACE_NOT_READY;
                 connection.count(Queue.COUNT_READS, length);
-                IoRequest io = prepareOne(slot, ns, IoOp.READ, 0, offset, length, slot.hasBuffer() ? slot.data() : null);
+                IoRequest io = prepareOne(slot, ns, payer, IoOp.READ, 0, offset, length, slot.hasBuffer() ? slot.data() : null);
                 if (connection.offersViews(length)) io.views(slot.shared.expect(length));
-                yield submit(slot, ns, 1);
+                yield submit(slot, ns, payer, 1);
             }
             case WRITE -> {
                 connection.count(Queue.COUNT_WRITES, length);
                 if (slot.awaitingData) {
                     // Through R2T: the write passes io.max and iocost first and asks for its data
                     // only once admitted, so while it waits it holds no buffer (CommandSlot.admitted).
-                    slot.request(0).set(IoOp.WRITE, fua, offset, length, null).target(ns.device(), ns.group())
+                    slot.request(0).set(IoOp.WRITE, fua, offset, length, null).target(ns.device(), payer)
                             .callback(slot, null, 0).dataLater();
-                    yield submit(slot, ns, 1);
+                    yield submit(slot, ns, payer, 1);
                 }
-                yield submitOne(slot, ns, IoOp.WRITE, fua, offset, length, slot.data());
+                yield submitOne(slot, ns, payer, IoOp.WRITE, fua, offset, length, slot.data());
             }
             case COMPARE -> {
                 connection.count(Queue.COUNT_READS, 0);
-                yield submitOne(slot, ns, IoOp.COMPARE, 0, offset, length, slot.data());
+                yield submitOne(slot, ns, payer, IoOp.COMPARE, 0, offset, length, slot.data());
             }
             case VERIFY -> {
                 connection.count(Queue.COUNT_READS, 0);
-                yield submitOne(slot, ns, IoOp.VERIFY, 0, offset, length, null);
+                yield submitOne(slot, ns, payer, IoOp.VERIFY, 0, offset, length, null);
             }
             default -> {
                 connection.count(Queue.COUNT_WRITES, 0);
                 int unmap = (cdw12 & CDW12_DEALLOCATE) != 0 ? 0 : IoFlags.NO_UNMAP;
-                yield submitOne(slot, ns, IoOp.WRITE_ZEROES, fua | unmap, offset, length, null);
+                yield submitOne(slot, ns, payer, IoOp.WRITE_ZEROES, fua | unmap, offset, length, null);
             }
         };
     }
@@ -155,7 +163,7 @@ public final class IoCommands {
      * Dataset Management: with AD, one DISCARD per non-empty range, all checked before any is
      * submitted; without AD the attributes are hints and nothing happens (nvmet does the same).
      */
-    private int datasetManagement(CommandSlot slot, ActiveNamespace ns) {
+    private int datasetManagement(CommandSlot slot, ActiveNamespace ns, IoGroup payer) {
         ByteBuffer sqe = slot.sqe;
         int ranges = (sqe.getInt(Sqe.CDW10) & 0xFF) + 1;
         if (slot.dataLength == 0 || slot.dataLength > ranges * DSM_RANGE_BYTES) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
@@ -174,25 +182,25 @@ public final class IoCommands {
                 return Status.LBA_OUT_OF_RANGE | Status.DNR;
             }
             slot.request(count++).set(IoOp.DISCARD, 0, slba << ns.lbaShift(), blocks << ns.lbaShift(), null)
-                    .target(ns.device(), ns.group()).callback(slot, null, 0);
+                    .target(ns.device(), payer).callback(slot, null, 0);
         }
         if (count == 0) return Status.SUCCESS;
-        return submit(slot, ns, count);
+        return submit(slot, ns, payer, count);
     }
 
-    private int submitOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
-        prepareOne(slot, ns, op, flags, offset, length, data);
-        return submit(slot, ns, 1);
+    private int submitOne(CommandSlot slot, ActiveNamespace ns, IoGroup payer, IoOp op, int flags, long offset, long length, ByteBuffer data) {
+        prepareOne(slot, ns, payer, op, flags, offset, length, data);
+        return submit(slot, ns, payer, 1);
     }
 
-    private static IoRequest prepareOne(CommandSlot slot, ActiveNamespace ns, IoOp op, int flags, long offset, long length, ByteBuffer data) {
-        return slot.request(0).set(op, flags, offset, length, data).target(ns.device(), ns.group()).callback(slot, null, 0);
+    private static IoRequest prepareOne(CommandSlot slot, ActiveNamespace ns, IoGroup payer, IoOp op, int flags, long offset, long length, ByteBuffer data) {
+        return slot.request(0).set(op, flags, offset, length, data).target(ns.device(), payer).callback(slot, null, 0);
     }
 
     /** Submits the slot's first {@code count} requests unless the namespace is being disabled; the slot exits it on completion. */
-    private int submit(CommandSlot slot, ActiveNamespace ns, int count) {
+    private int submit(CommandSlot slot, ActiveNamespace ns, IoGroup payer, int count) {
         if (!ns.inFlight().enter()) return Status.INVALID_NAMESPACE | Status.DNR;
-        slot.submitAll(count, engine, connection.pressureQueue(ns.group()));
+        slot.submitAll(count, engine, connection.pressureQueue(payer));
         return Queue.PENDING;
     }
 }

@@ -12,6 +12,10 @@ import io.iotarget.model.IoGroup;
  * @param nsid     namespace id, 1..0xFFFFFFFE
  * @param device   the engine device its IO goes to
  * @param group    who pays for its IO: the bound group, or the root when unbound
+ * @param bound    it has a group of its own ({@code cgroup}); unbound, a host's group
+ *                 ({@code hosts/NQN/cgroup}) pays before the root (DESIGN's association order)
+ * @param perHost  {@code cgroup_per_host}: each host's IO goes to the child named after its NQN
+ *                 of whichever group would pay ({@code Controller#payer})
  * @param readOnly writes are refused with Namespace Is Write Protected
  * @param lbaShift log2 of the LBA size (9 or 12)
  * @param blocks   NSZE: the device size in LBAs
@@ -24,12 +28,19 @@ import io.iotarget.model.IoGroup;
  * @param anaGroup its ANA group id (1..128): the port's state for it decides whether IO is served
  * @param reservation its persistent reservation with {@code resv_enable}, else null
  */
-public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean readOnly, int lbaShift, long blocks,
+public record ActiveNamespace(int nsid, Device device, IoGroup group, boolean bound, boolean perHost, boolean readOnly, int lbaShift, long blocks,
                        byte[] uuid, byte[] nguid, InFlightCommands inFlight,
                        BufferAccount buffers, boolean sharesReads, int anaGroup, NamespaceReservation reservation) {
     /** The same namespace in another ANA group (ana_grpid is writable while enabled, as in nvmet). */
     ActiveNamespace inAnaGroup(int grpid) {
-        return new ActiveNamespace(nsid, device, group, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid, reservation);
+        return new ActiveNamespace(nsid, device, group, bound, perHost, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, grpid,
+                                   reservation);
+    }
+
+    /** The same namespace on a device of {@code blocks} LBAs now (revalidate_size). */
+    ActiveNamespace withBlocks(long blocks) {
+        return new ActiveNamespace(nsid, device, group, bound, perHost, readOnly, lbaShift, blocks, uuid, nguid, inFlight, buffers, sharesReads, anaGroup,
+                                   reservation);
     }
 
     /** True when [slba, slba + count) lies in the namespace (overflow-safe; count &gt; 0). */

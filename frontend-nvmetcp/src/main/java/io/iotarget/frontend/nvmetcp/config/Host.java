@@ -5,11 +5,12 @@ import io.iotarget.frontend.nvmetcp.auth.DhChapHash;
 import io.iotarget.frontend.nvmetcp.auth.DhChapSecret;
 import io.iotarget.frontend.nvmetcp.auth.DhGroup;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
+import io.iotarget.iocontrol.Group;
 
 /**
- * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP
- * and TLS configuration. Guarded by the target's configuration lock, except {@link #tlsKey}, which TLS
- * handshakes read.
+ * {@code hosts/<hostnqn>}: a host NQN that subsystems may allow, with its DH-HMAC-CHAP and TLS
+ * configuration and its group. Guarded by the target's configuration lock, except {@link #tlsKey},
+ * which TLS handshakes read.
  */
 public final class Host {
     public final String nqn;
@@ -22,6 +23,17 @@ public final class Host {
     DhGroup group = DhGroup.NULL;
     /** tls_key: the configured PSK the host's TLS identities derive from; null: it cannot connect over TLS. */
     public volatile TlsKey tlsKey;
+
+    /**
+     * cgroup / cgroup_id: who pays for the host's IO on a namespace with no group of its own;
+     * null: the root. Bound (rmdir is EBUSY) while the entry names it.
+     */
+    Group ioGroup;
+
+    /** The host's group, or null; configuration lock held. */
+    public Group ioGroup() {
+        return ioGroup;
+    }
 
     Host(String nqn) {
         this.nqn = nqn;

@@ -39,6 +39,8 @@ public final class Namespace {
     final int nsid;
     String devicePath;
     UUID uuid = UUID.randomUUID();
+    /** device_uuid was written: the random default would differ on every node. */
+    boolean uuidWritten;
     byte[] nguid = new byte[16];
     boolean readOnly;
     boolean bufferedIo;
@@ -48,6 +50,8 @@ public final class Namespace {
     int anaGroup = Port.DEFAULT_ANA_GROUP;
     /** The bound group; null = unbound, charged to the root group (nvmet with the cgroup_id patch, cgroup_id 0). */
     Group group;
+    /** cgroup_per_host: each host pays in its own child of the group that would pay. */
+    boolean perHost;
 
     /** Non-null while enabled. */
     ActiveNamespace active;
@@ -78,6 +82,11 @@ public final class Namespace {
         if (active != null) active = active.inAnaGroup(grpid);
     }
 
+    /** Its device's size changed: NSZE (and the IO path's bounds) follow. Lock held. */
+    void resized() {
+        if (active != null) active = active.withBlocks(active.device().sizeBytes() >>> active.lbaShift());
+    }
+
     boolean draining() {
         return draining != null;
     }
@@ -98,6 +107,8 @@ public final class Namespace {
                     + " is no engine device (expected: a device name such as default, or an absolute path)");
         }
         try {
+            String unshareable = subsystem.shared ? unshareable(engine.backend(device)) : null;
+            if (unshareable != null) throw new ControlException(Errno.EINVAL, "enable=1: " + unshareable);
             lease = engine.bind(device, group);
         } catch (ControlException e) {
             if (created) removeQuietly(engine, device);
@@ -106,9 +117,23 @@ public final class Namespace {
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
         reservation = reservations ? service.open(subsystem, nsid) : null;
-        active = new ActiveNamespace(nsid, device, lease.payer(),
+        active = new ActiveNamespace(nsid, device, lease.payer(), group != null, perHost,
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
                 new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup, reservation);
+    }
+
+    /**
+     * Why this namespace of a shared subsystem cannot be served from several nodes as one
+     * namespace, or null: the subsystem's reason, a UUID another node cannot know (the host
+     * refuses a path whose ids differ), or data that lives in this process only.
+     */
+    String unshareable(Backend backend) {
+        String reason = subsystem.unshareable();
+        if (reason == null && !uuidWritten) reason = "device_uuid is not set (expected: the same device_uuid on every node)";
+        if (reason == null && backend.processPrivate()) {
+            reason = "device_path=" + devicePath + " is a " + backend.kind() + " backend, which no other node can see (expected: a file or block device every node opens)";
+        }
+        return reason == null ? null : "subsystems/" + subsystem.nqn + " is shared with other nodes, but " + reason;
     }
 
     /**

@@ -7,6 +7,7 @@ import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.Attribute;
 import io.iotarget.model.tree.Attributes;
@@ -25,12 +26,12 @@ import java.util.UUID;
  * names, value formats and errnos:
  *
  * <pre>
- *  hosts/&lt;hostnqn&gt;/      dhchap_key dhchap_ctrl_key dhchap_hash dhchap_dhgroup tls_key
+ *  hosts/&lt;hostnqn&gt;/      dhchap_key dhchap_ctrl_key dhchap_hash dhchap_dhgroup tls_key cgroup_id cgroup
  *  subsystems/&lt;nqn&gt;/   attr_allow_any_host attr_version attr_serial attr_model attr_firmware
- *                        attr_cntlid_min attr_cntlid_max attr_qid_max
+ *                        attr_cntlid_min attr_cntlid_max attr_qid_max shared
  *      allowed_hosts/&lt;name&gt; -&gt; hosts/&lt;hostnqn&gt;            (links)
  *      namespaces/&lt;nsid&gt;/  device_path device_uuid device_nguid readonly buffered_io
- *                            ana_grpid cgroup_id cgroup resv_enable enable
+ *                            ana_grpid cgroup_id cgroup cgroup_per_host resv_enable enable
  *  ports/&lt;portid&gt;/      addr_trtype addr_adrfam addr_traddr addr_trsvcid addr_tsas addr_treq
  *                        param_inline_data_size param_max_queue_size
  *      ana_groups/&lt;grpid&gt;/ ana_state        (group 1 always there; mkdir 2..128)
@@ -42,8 +43,12 @@ import java.util.UUID;
  * namespace), so replaying a listing rebuilds the same target. {@code cgroup_id} is nvmet's
  * attribute with the cgroup_id patch (a group id; 0 = unbound, charged to the root group);
  * {@code cgroup} is iotarget's name for the same binding by group path; writing either updates
- * both ({@link GroupBinding}, as for NBD exports). {@code readonly} is iotarget's (nvmet has
- * none). The attribute tables, flags (kstrtobool), numbers and paths are the shared toolkit's
+ * both ({@link GroupBinding}, as for NBD exports). A host's {@code cgroup} pays for its IO on a
+ * namespace bound to none, and {@code cgroup_per_host} charges each host in a child of the
+ * group that would pay, named after its NQN ({@code Controller#payer}). {@code readonly} is
+ * iotarget's (nvmet has none), and so is a subsystem's {@code shared} (other nodes serve it
+ * too: its namespaces enable only with attr_serial and device_uuid written, a controller-id
+ * range narrower than the whole, and a backend other processes see). The attribute tables, flags (kstrtobool), numbers and paths are the shared toolkit's
  * ({@code io.iotarget.model.tree}); reads end with a newline, as sysfs reads do, and a trailing
  * newline on writes is ignored.
  *
@@ -119,9 +124,11 @@ public final class NvmetTree implements ConfigTree {
     private final Attributes<Subsystem> subsystemAttributes;
     private final Attributes<Namespace> namespaceAttributes;
     private final Attributes<AnaGroupDir> anaGroupAttributes;
+    private final Attributes<Host> hostAttributes;
 
     public NvmetTree(NvmeTarget target) {
         this.target = target;
+        this.hostAttributes = HostAttributes.all(target.engine().controller(), target.engine().groups());
         this.rootAttributes = Attributes.of(List.of(Attribute.text(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn)));
         this.subsystemAttributes = Attributes.of(List.of(
                 Attribute.flag("attr_allow_any_host", s -> s.allowAnyHost, this::writeAllowAnyHost),
@@ -131,7 +138,8 @@ public final class NvmetTree implements ConfigTree {
                 Attribute.text("attr_firmware", s -> s.firmware, NvmetTree::writeFirmware),
                 Attribute.text("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), NvmetTree::writeCntlidMin),
                 Attribute.text("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
-                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax)));
+                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax),
+                Attribute.flag("shared", s -> s.shared, this::writeShared)));
         this.namespaceAttributes = Attributes.of(List.of(
                 Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath)
                          .replayedAs(ns -> ns.devicePath == null ? List.of() : List.of(ns.devicePath)),
@@ -142,10 +150,33 @@ public final class NvmetTree implements ConfigTree {
                 Attribute.text("ana_grpid", ns -> Integer.toString(ns.anaGroup), this::writeAnaGroup),
                 GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
                 GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
+                Attribute.flag("cgroup_per_host", ns -> ns.perHost, NvmetTree::writePerHost),
                 Attribute.flag("resv_enable", ns -> ns.reservations, NvmetTree::writeReservations),
                 Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
         this.anaGroupAttributes = Attributes.of(List.of(
                 Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
+        target.engine().onResize(this::deviceResized);
+    }
+
+    /**
+     * A backend's {@code revalidate_size} changed its device's size: every enabled namespace on it
+     * takes the new NSZE and its hosts are told (Namespace Attribute Changed, the changed
+     * namespace list), as nvmet_ns_revalidate and nvmet_ns_changed do; the Linux host then
+     * re-reads Identify Namespace and resizes its block device without reconnecting.
+     */
+    private void deviceResized(Device device) {
+        target.lock();
+        try {
+            for (Subsystem s : target.subsystems.values()) {
+                for (Namespace ns : s.namespaces.values()) {
+                    if (ns.active == null || ns.active.device() != device) continue;
+                    ns.resized();
+                    namespaceChanged(ns);
+                }
+            }
+        } finally {
+            target.unlock();
+        }
     }
 
     // ---------------------------------------------------------------- ConfigTree
@@ -202,7 +233,7 @@ public final class NvmetTree implements ConfigTree {
                 case AnaGroups a -> a.port().anaGroups.forEach(g -> out.add(g + "/"));
                 case AnaGroupDir g -> out.addAll(anaGroupAttributes.names());
                 case PortSubsystems p -> out.addAll(p.port().subsystems.keySet());
-                case HostDir h -> out.addAll(HostAttributes.ALL.names());
+                case HostDir h -> out.addAll(hostAttributes.names());
                 case File<?> f -> throw new ControlException(Errno.ENOTDIR, path + " is a file");
                 case Link l -> throw new IllegalStateException("links resolved above");
             }
@@ -322,6 +353,7 @@ public final class NvmetTree implements ConfigTree {
                         }
                     }
                     target.hosts.remove(h.host().nqn);
+                    if (h.host().ioGroup != null) target.engine().controller().unbind(h.host().ioGroup);
                 }
                 case SubsystemDir sd -> {
                     Subsystem s = sd.subsystem();
@@ -500,7 +532,7 @@ public final class NvmetTree implements ConfigTree {
                 Subsystem s = p.port().subsystems.get(name);
                 yield s == null ? null : new Link(p, name, SUBSYSTEMS + "/" + s.nqn);
             }
-            case HostDir h -> file(h.host(), HostAttributes.ALL, name);
+            case HostDir h -> file(h.host(), hostAttributes, name);
             case File<?> f -> null;
             case Link l -> null;
         };
@@ -565,6 +597,7 @@ public final class NvmetTree implements ConfigTree {
     private static void writeSerial(Subsystem s, String value) throws ControlException {
         fixedAfterDiscovery(s, "attr_serial", value);
         s.serial = printable("attr_serial", value, Subsystem.SERIAL_BYTES);
+        s.serialWritten = true;
     }
 
     private static void writeModel(Subsystem s, String value) throws ControlException {
@@ -587,6 +620,21 @@ public final class NvmetTree implements ConfigTree {
         int max = (int) parseUnsigned("attr_cntlid_max", value, 0xFFFF, "attr_cntlid_min..65535");
         if (max == 0 || max < s.cntlidMin) throw KernelParse.invalid("attr_cntlid_max", value, s.cntlidMin + "..65535");
         s.cntlidMax = max;
+    }
+
+    /**
+     * iotarget's {@code shared}: other nodes serve the subsystem too. Its enabled namespaces must
+     * already be what a namespace of a shared subsystem must be to enable.
+     */
+    private void writeShared(Subsystem s, boolean shared) throws ControlException {
+        if (shared) {
+            for (Namespace ns : s.namespaces.values()) {
+                if (!ns.enabled()) continue;
+                String reason = ns.unshareable(target.engine().backend(ns.active.device()));
+                if (reason != null) throw new ControlException(Errno.EINVAL, "shared=1: " + reason + " (namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled)");
+            }
+        }
+        s.shared = shared;
     }
 
     /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
@@ -623,6 +671,7 @@ public final class NvmetTree implements ConfigTree {
             throw KernelParse.invalid("device_uuid", value, "a UUID like 0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70");
         }
         ns.uuid = UUID.fromString(v);
+        ns.uuidWritten = true;
     }
 
     /** 16 bytes in hex, '-' or ':' allowed after any byte (nvmet's parser). */
@@ -662,6 +711,12 @@ public final class NvmetTree implements ConfigTree {
     private static void bindGroup(Namespace ns, Group group, String write) throws ControlException {
         requireDisabled(ns, write);
         ns.group = group;
+    }
+
+    /** cgroup_per_host: fixed while enabled, as the binding is, so no connected host changes payer. */
+    private static void writePerHost(Namespace ns, boolean perHost) throws ControlException {
+        requireDisabled(ns, "cgroup_per_host=" + (perHost ? "1" : "0"));
+        ns.perHost = perHost;
     }
 
     private void writeEnable(Namespace ns, boolean enable) throws ControlException {

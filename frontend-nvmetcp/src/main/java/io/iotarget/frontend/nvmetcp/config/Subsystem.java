@@ -21,6 +21,8 @@ public final class Subsystem {
     public static final int SERIAL_BYTES = 20;
     public static final int MODEL_BYTES = 40;
     public static final int FIRMWARE_BYTES = 8;
+    /** NVME_CNTLID_MAX: the highest controller id, nvmet's default attr_cntlid_max. */
+    static final int CNTLID_MAX = 0xFFEF;
     /** NVMET_NR_QUEUES: the most queues (admin + IO) a controller may have. */
     static final int MAX_QID_LIMIT = 128;
     /** 1.3.0, nvmet's default before 6.x; enough for the namespace descriptor list the host uses. */
@@ -32,11 +34,19 @@ public final class Subsystem {
     /** allowed_hosts: link name → host. */
     public final Map<String, Host> allowedHosts = new LinkedHashMap<>();
     public String serial;
+    /** attr_serial was written: the random default would differ on every node. */
+    boolean serialWritten;
     public String model = "iotarget";
     public String firmware = "0.1.0";
     public int version = DEFAULT_VERSION;
     int cntlidMin = 1;
-    int cntlidMax = 0xFFEF;
+    int cntlidMax = CNTLID_MAX;
+    /**
+     * iotarget's {@code shared}: other nodes serve this subsystem too (the same NQN, serial and
+     * namespace ids over one backend), so its namespaces enable only where that can be safe
+     * ({@link #unshareable}, {@link Namespace#unshareable}).
+     */
+    boolean shared;
     public int maxQid = MAX_QID_LIMIT;
     /** A host has identified a controller: serial, model, firmware and version are fixed from now on. */
     public boolean discovered;
@@ -73,6 +83,19 @@ public final class Subsystem {
     /** The ANA group of each namespace, enabled or not (nvmet counts a group in use from the namespace's mkdir). Lock held. */
     public int[] anaGroupIds() {
         return namespaces.values().stream().mapToInt(ns -> ns.anaGroup).toArray();
+    }
+
+    /**
+     * Why this shared subsystem cannot be served from several nodes as one, or null: a serial
+     * another node cannot know, or controller ids every node would hand out alike (the host
+     * refuses a second controller with a cntlid it already has).
+     */
+    String unshareable() {
+        if (!serialWritten) return "attr_serial is not set (expected: the same attr_serial on every node)";
+        if (cntlidMin == 1 && cntlidMax == CNTLID_MAX) {
+            return "attr_cntlid_min..attr_cntlid_max is the whole range 1.." + CNTLID_MAX + " (expected: a range of its own on every node, e.g. 1..1000 and 1001..2000)";
+        }
+        return null;
     }
 
     /** The live controller with this id, or null. */

@@ -3,14 +3,15 @@ package io.iotarget.iocontrol.policy.throttle;
 import io.iotarget.iocontrol.policy.MulDiv;
 
 /**
- * One limit's token bucket (section 1 of the package documentation), in the limit's units:
- * bytes for bps, IOs for iops. It holds {@code burst + allowed(now − start) − dispatched}
+ * One limit's token bucket (sections 1 and 10 of the package documentation), in the limit's
+ * units: bytes for bps, IOs for iops. It holds {@code burst + allowed(now − start) − dispatched}
  * units, {@code burst} being {@link #burst} ({@link #BURST_NS} worth), and a request fits once it
- * holds the request's cost (bytes, or 1 IO). A bucket starts with its burst and may fill up to
- * {@link #CATCH_UP_NS} worth more than the burst or the request's cost: a release the releaser
- * made late, or a client, backend or server thread that fell behind for a moment, is made up
- * by letting the next requests out that much sooner, so the average stays exact; longer gaps
- * are idleness and are not made up. Device lock.
+ * holds the request's cost (bytes, or 1 IO). A bucket starts with its burst plus its
+ * {@link #credit} (io.max.burst's (R − L) × len, 0 without a burst) and may fill up to
+ * {@link #CATCH_UP_NS} worth more than the burst or the request's cost, plus the credit: a
+ * release the releaser made late, or a client, backend or server thread that fell behind for a
+ * moment, is made up by letting the next requests out that much sooner, so the average stays
+ * exact; longer gaps are idleness and are not made up, except into the credit. Device lock.
  */
 final class Bucket {
     /**
@@ -25,13 +26,17 @@ final class Bucket {
     static final long CATCH_UP_NS = 10_000_000L;
     /** Once a bucket has run this long its start moves on by whole seconds (its numbers stay small, exactly). */
     static final long TRIM_AFTER_NS = 2 * ThrottleGroup.NS_PER_SEC;
-    /** {@link #carryOver}'s old limit when there was none. */
+    /** {@link #limit} when the bucket limits nothing. */
     static final long NO_LIMIT = 0;
     private static final long NEVER = Long.MIN_VALUE;
 
+    /** The rate the bucket enforces, units per second, or {@link #NO_LIMIT}. */
+    private long limit = NO_LIMIT;
+    /** Units it may hold beyond its burst and catch-up: io.max.burst's credit, 0 without one. */
+    private long credit;
     /** When the bucket started filling, full; {@link #NEVER} before its first request. */
     private long startNs = NEVER;
-    /** Units dispatched since {@link #startNs}; negative is credit carried over from a limit change. */
+    /** Units dispatched since {@link #startNs}; negative is credit (carried over, or io.max.burst's). */
     private long dispatched;
 
     /** Units {@code limit} allows in {@code ns}; Long.MAX_VALUE when that overflows (unlimited in practice). */
@@ -39,22 +44,42 @@ final class Bucket {
         return MulDiv.floor(limit, ns, ThrottleGroup.NS_PER_SEC);
     }
 
-    /** How long until a request costing {@code cost} fits under {@code limit}; 0 when it fits now. */
-    long waitNs(long limit, long cost, long nowNs) {
+    boolean limited() {
+        return limit != NO_LIMIT;
+    }
+
+    /** How long until a request costing {@code cost} fits; 0 when it fits now. Only while {@link #limited}. */
+    long waitNs(long cost, long nowNs) {
         long burst = burst(limit);
         if (startNs == NEVER) {
             startNs = nowNs;
-            dispatched = 0;
+            dispatched = -credit;
         }
         long elapsed = Math.max(0, nowNs - startNs);
         long allowedNow = allowed(limit, elapsed);
         if (allowedNow != Long.MAX_VALUE) {
-            long most = Math.max(burst, cost) + allowed(limit, CATCH_UP_NS);
+            long most = Math.max(burst, cost) + allowed(limit, CATCH_UP_NS) + credit;
             if (burst + allowedNow - dispatched > most) dispatched = burst + allowedNow - most;
         }
         long target = dispatched + cost - burst;
         if (target <= allowedNow) return 0;
         return Math.max(1, MulDiv.ceil(target, ThrottleGroup.NS_PER_SEC, limit) - elapsed);
+    }
+
+    /**
+     * The credit left now, 0 to {@link #credit}: what the bucket holds, burst included, up to
+     * the credit. Full for a bucket that never ran; it refills at the limit while the group
+     * uses less. Only while {@link #limited}.
+     */
+    long creditLeft(long nowNs) {
+        if (startNs == NEVER) return credit;
+        long allowedNow = allowed(limit, Math.max(0, nowNs - startNs));
+        if (allowedNow == Long.MAX_VALUE) return credit;
+        return Math.clamp(burst(limit) + allowedNow - dispatched, 0, credit);
+    }
+
+    long credit() {
+        return credit;
     }
 
     /** {@link #BURST_NS} worth of {@code limit}, rounded up, and at least one unit (one IO). */
@@ -69,9 +94,9 @@ final class Bucket {
     /**
      * After a dispatch: once the bucket has run for {@link #TRIM_AFTER_NS}, its start moves on
      * by whole seconds and what they allowed (exactly the limit per second) leaves
-     * {@link #dispatched}, so nothing is rounded away.
+     * {@link #dispatched}, so nothing is rounded away. Only while {@link #limited}.
      */
-    void trim(long limit, long nowNs) {
+    void trim(long nowNs) {
         if (startNs == NEVER || nowNs - startNs < TRIM_AFTER_NS) return;
         long seconds = (nowNs - startNs) / ThrottleGroup.NS_PER_SEC - 1;
         long allowed = allowed(limit, seconds * ThrottleGroup.NS_PER_SEC);
@@ -81,18 +106,32 @@ final class Bucket {
     }
 
     /**
-     * A limit change: what {@code oldLimit} still allowed (or was owed) becomes credit (or
-     * debt) of a bucket that starts now; with nothing {@code queued}, or no old limit (what
-     * was counted then was never limited), the slate is wiped.
+     * A limit change (section 5): the bucket restarts now under {@code newLimit} (or
+     * {@link #NO_LIMIT}) and {@code newCredit}. While requests are {@code queued}, what the old
+     * limit still allowed beyond the burst (or was owed) carries over as credit (or debt). With
+     * nothing queued, debt is wiped and the credit left carries, up to the new credit: the
+     * bucket holds that, or its burst if more. A bucket that limited nothing, or whose credit
+     * comes into effect now, starts full, as a new group's does. Nothing changes when neither
+     * changes.
      */
-    void carryOver(long oldLimit, long nowNs, boolean queued) {
-        if (startNs == NEVER) return;
-        if (!queued || oldLimit == NO_LIMIT) {
-            dispatched = 0;
-        } else {
-            long allowed = allowed(oldLimit, Math.max(0, nowNs - startNs));
-            if (allowed != Long.MAX_VALUE) dispatched -= allowed;
+    void set(long newLimit, long newCredit, long nowNs, boolean queued) {
+        if (newLimit == limit && newCredit == credit) return;
+        if (startNs != NEVER) {
+            if (limit == NO_LIMIT || (credit == 0 && newCredit > 0)) {
+                dispatched = -newCredit;
+            } else {
+                long allowed = allowed(limit, Math.max(0, nowNs - startNs));
+                if (queued) {
+                    if (allowed != Long.MAX_VALUE) dispatched -= allowed;
+                } else {
+                    long left = allowed == Long.MAX_VALUE ? credit : Math.clamp(burst(limit) + allowed - dispatched, 0, credit);
+                    long burst = burst(newLimit);
+                    dispatched = burst - Math.max(burst, Math.min(left, newCredit));
+                }
+            }
+            startNs = nowNs;
         }
-        startNs = nowNs;
+        limit = newLimit;
+        credit = newCredit;
     }
 }

@@ -44,12 +44,14 @@ final class IoMaxFile extends InterfaceFile {
             if (scope == Scope.LOCAL ? !tg.limited() : !tg.globallyLimited()) continue;
             long[] bps = scope == Scope.LOCAL ? tg.bps : tg.globalBps;
             long[] iops = scope == Scope.LOCAL ? tg.iops : tg.globalIops;
-            sb.append(scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name())
-              .append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
-              .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]))
-              .append('\n');
+            appendLine(sb, scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name(), bps, iops);
         }
         return sb.toString();
+    }
+
+    /** One device's line as io.max reads it, newline included. */
+    static void appendLine(StringBuilder sb, String device, long[] bps, long[] iops) {
+        appendLimits(sb.append(device), bps, iops).append('\n');
     }
 
     private static String bps(long v) {
@@ -68,19 +70,12 @@ final class IoMaxFile extends InterfaceFile {
     @Override
     public void write(Group group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
-        Long[] given = RateLimits.parse(line.body(), RateLimits.Kind.CEILING);
-        for (int k = RateLimits.RIOPS; k <= RateLimits.WIOPS; k++) {
-            if (given[k] != null && Long.compareUnsigned(given[k], ThrottleGroup.IOPS_MAX) > 0) given[k] = ThrottleGroup.IOPS_MAX;
-        }
+        Long[] given = parseLimits(line.body());
         host.configure(group, line.device(), (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             long[] bps = (scope == Scope.LOCAL ? tg.bps : tg.globalBps).clone();
             long[] iops = (scope == Scope.LOCAL ? tg.iops : tg.globalIops).clone();
-            for (int k = 0; k < 4; k++) {
-                if (given[k] == null) continue;
-                if (k < 2) bps[k] = given[k];
-                else iops[k - 2] = given[k];
-            }
+            merge(given, bps, iops);
             ThrottleDevice device = (ThrottleDevice) dg.device().policy(policy.index());
             if (scope == Scope.LOCAL) {
                 device.setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
@@ -91,5 +86,37 @@ final class IoMaxFile extends InterfaceFile {
             }
             policy.updateRules(dg.group(), dg.device());
         });
+    }
+
+    /**
+     * The limits a line's body (after the device key) gives, as io.max reads them: {@link
+     * RateLimits}' ceiling syntax and errors, iops above 2^32 - 1 taken as max. By {@link
+     * RateLimits#KEYS} index, null where the line leaves one as it is.
+     */
+    static Long[] parseLimits(String body) throws ControlException {
+        return clampIops(RateLimits.parse(body, RateLimits.Kind.CEILING));
+    }
+
+    /** {@code given} with riops and wiops above 2^32 - 1 lowered to max, as io.max and io.max.burst keep them. */
+    static Long[] clampIops(Long[] given) {
+        for (int k = RateLimits.RIOPS; k <= RateLimits.WIOPS; k++) {
+            if (given[k] != null && Long.compareUnsigned(given[k], ThrottleGroup.IOPS_MAX) > 0) given[k] = ThrottleGroup.IOPS_MAX;
+        }
+        return given;
+    }
+
+    /** Sets the limits {@link #parseLimits} gave in {@code bps} and {@code iops}. */
+    static void merge(Long[] given, long[] bps, long[] iops) {
+        for (int k = 0; k < RateLimits.KEYS.length; k++) {
+            if (given[k] == null) continue;
+            if (k < 2) bps[k] = given[k];
+            else iops[k - 2] = given[k];
+        }
+    }
+
+    /** rbps=... wbps=... riops=... wiops=... of one pair, as io.max and io.max.burst read them. */
+    static StringBuilder appendLimits(StringBuilder sb, long[] bps, long[] iops) {
+        return sb.append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
+                 .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]));
     }
 }

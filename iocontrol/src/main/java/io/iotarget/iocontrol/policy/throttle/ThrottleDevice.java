@@ -151,16 +151,23 @@ final class ThrottleDevice implements DevicePolicy {
     }
 
     /**
-     * tg_set_limit + tg_conf_updated for one pair: copies {@code bps} and {@code iops} into
-     * {@code intoBps} and {@code intoIops} (its io.max, or its share) and applies what that
-     * enforces now; the caller recomputes the subtree's rules.
+     * tg_set_limit for one pair: copies {@code bps} and {@code iops} into {@code intoBps} and
+     * {@code intoIops} (its io.max, or its share) and {@link #apply applies} them.
      */
     void setLimits(DeviceGroup dg, long[] intoBps, long[] intoIops, long[] bps, long[] iops, long nowNs) {
-        ThrottleGroup tg = state(dg);
-        tg.carryOver(nowNs);
         System.arraycopy(bps, 0, intoBps, 0, 2);
         System.arraycopy(iops, 0, intoIops, 0, 2);
-        tg.updateEffective();
+        apply(dg, nowNs);
+    }
+
+    /**
+     * tg_conf_updated for one pair whose io.max, io.max.burst or share was just set: what they
+     * enforce applies now, and waiting requests get a new dispatch time; the caller recomputes
+     * the subtree's rules.
+     */
+    void apply(DeviceGroup dg, long nowNs) {
+        ThrottleGroup tg = state(dg);
+        tg.updateEffective(nowNs);
         if (tg.pending || tg.queuedTotal() > 0) updateDispatchTime(tg, nowNs);
     }
 

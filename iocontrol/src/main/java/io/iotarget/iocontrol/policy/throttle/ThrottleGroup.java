@@ -25,6 +25,10 @@ final class ThrottleGroup {
     /** Per pass, a group releases at most this many reads and writes (THROTL_GRP_QUANTUM = 8, 75% reads). */
     static final int QUANTUM_READS = 6;
     static final int QUANTUM_WRITES = 2;
+    /** io.max.burst's len when a line gives none: one second, as QEMU's {@code *-max-length}. */
+    static final long DEFAULT_BURST_LEN_SEC = 1;
+    /** Credit is capped here (2^52 units: 4 PiB, or 4.5e15 IOs), so the buckets' arithmetic never overflows. */
+    static final long MAX_CREDIT = 1L << 52;
 
     final DeviceGroup deviceGroup;
     /** The parent group's state on this device; null for the root group, which is never limited. */
@@ -39,15 +43,25 @@ final class ThrottleGroup {
     /** This node's share of io.max.global (section 8 of the package documentation); max without one. */
     final long[] shareBps = {BPS_MAX, BPS_MAX};
     final long[] shareIops = {IOPS_MAX, IOPS_MAX};
+    /** io.max.per_host: the io.max a child made here for a host starts with (section 9); never enforced here. */
+    final long[] perHostBps = {BPS_MAX, BPS_MAX};
+    final long[] perHostIops = {IOPS_MAX, IOPS_MAX};
     /** What the buckets enforce: the smaller of io.max and the share, per direction. */
     final long[] bpsEffective = {BPS_MAX, BPS_MAX};
     final long[] iopsEffective = {IOPS_MAX, IOPS_MAX};
+    /** io.max.burst as configured (what it reads back): the rates R, and how long a full credit lasts at R. */
+    final long[] burstBps = {BPS_MAX, BPS_MAX};
+    final long[] burstIops = {IOPS_MAX, IOPS_MAX};
+    long burstLenSec = DEFAULT_BURST_LEN_SEC;
     /** A limit applies here or above, per direction: the IO path's lock-free test. */
     private volatile int hasRules;
 
-    /** Per direction, the token buckets of the bps and the iops limit. */
+    /** Per direction, the token buckets of the bps and the iops limit, with io.max.burst's credit. */
     final Bucket[] byteBuckets = {new Bucket(), new Bucket()};
     final Bucket[] ioBuckets = {new Bucket(), new Bucket()};
+    /** Per direction, the buckets that hold a burst to its rate R while credit lasts (section 10); unlimited without one. */
+    final Bucket[] peakByteBuckets = {new Bucket(), new Bucket()};
+    final Bucket[] peakIoBuckets = {new Bucket(), new Bucket()};
 
     /** Per direction, qnodes with waiting requests, popped round-robin. */
     final List<ArrayDeque<Qnode>> queued = List.of(new ArrayDeque<>(), new ArrayDeque<>());
@@ -100,12 +114,52 @@ final class ThrottleGroup {
         return globalBps[READ] != BPS_MAX || globalBps[WRITE] != BPS_MAX || globalIops[READ] != IOPS_MAX || globalIops[WRITE] != IOPS_MAX;
     }
 
-    /** Recomputes the enforced limits after io.max or the share changed; the caller carried the buckets over first. */
-    void updateEffective() {
+    /** io.max.per_host has a limit here (the pair appears in io.max.per_host). */
+    boolean perHostLimited() {
+        return perHostBps[READ] != BPS_MAX || perHostBps[WRITE] != BPS_MAX || perHostIops[READ] != IOPS_MAX || perHostIops[WRITE] != IOPS_MAX;
+    }
+
+    /** io.max.burst has a rate here (the pair appears in io.max.burst). */
+    boolean bursting() {
+        return burstBps[READ] != BPS_MAX || burstBps[WRITE] != BPS_MAX || burstIops[READ] != IOPS_MAX || burstIops[WRITE] != IOPS_MAX;
+    }
+
+    /**
+     * After io.max, io.max.burst or the share changed: recomputes the enforced limits and
+     * restarts the buckets whose limit or credit changed, carrying over what they held
+     * (section 5 of the package documentation).
+     */
+    void updateEffective(long nowNs) {
         for (int dir = READ; dir <= WRITE; dir++) {
-            bpsEffective[dir] = Long.compareUnsigned(bps[dir], shareBps[dir]) <= 0 ? bps[dir] : shareBps[dir];
+            bpsEffective[dir] = minUnsigned(bps[dir], shareBps[dir]);
             iopsEffective[dir] = Math.min(iops[dir], shareIops[dir]);
+            boolean queuedHere = queuedCount[dir] > 0;
+            long byteCredit = credit(bps[dir], burstBps[dir], BPS_MAX);
+            long ioCredit = credit(iops[dir], burstIops[dir], IOPS_MAX);
+            byteBuckets[dir].set(rate(bpsEffective[dir], BPS_MAX), byteCredit, nowNs, queuedHere);
+            ioBuckets[dir].set(rate(iopsEffective[dir], IOPS_MAX), ioCredit, nowNs, queuedHere);
+            peakByteBuckets[dir].set(byteCredit == 0 ? Bucket.NO_LIMIT : rate(minUnsigned(burstBps[dir], shareBps[dir]), BPS_MAX), 0, nowNs, queuedHere);
+            peakIoBuckets[dir].set(ioCredit == 0 ? Bucket.NO_LIMIT : Math.min(burstIops[dir], shareIops[dir]), 0, nowNs, queuedHere);
         }
+    }
+
+    private static long minUnsigned(long a, long b) {
+        return Long.compareUnsigned(a, b) <= 0 ? a : b;
+    }
+
+    /** A bucket's rate for a limit ({@code max} is none); a bps limit of 2^63 or more is read as unsigned by the bucket's MulDiv: unlimited in practice. */
+    private static long rate(long limit, long max) {
+        return limit == max ? Bucket.NO_LIMIT : limit;
+    }
+
+    /**
+     * io.max.burst's credit for one limit: (R − L) × len units when io.max limits it to L and
+     * the burst rate R is above L; 0 (no burst in effect) otherwise.
+     */
+    long credit(long limit, long burst, long max) {
+        if (limit == max || burst == max || Long.compareUnsigned(burst, limit) <= 0) return 0;
+        long above = burst - limit;
+        return Long.compareUnsigned(above, MAX_CREDIT / burstLenSec) > 0 ? MAX_CREDIT : above * burstLenSec;
     }
 
     int queuedTotal() {
@@ -124,20 +178,33 @@ final class ThrottleGroup {
      */
     long dispatchWaitNs(IoRequest io, int dir, long nowNs) {
         if (canceling) return 0;
-        long bytesWait = bpsEffective[dir] == BPS_MAX ? 0 : byteBuckets[dir].waitNs(bpsEffective[dir], throttleBytes(io), nowNs);
-        long iosWait = iopsEffective[dir] == IOPS_MAX ? 0 : ioBuckets[dir].waitNs(iopsEffective[dir], 1, nowNs);
-        return Math.max(bytesWait, iosWait);
+        long bytes = throttleBytes(io);
+        return Math.max(Math.max(waitNs(byteBuckets[dir], bytes, nowNs), waitNs(ioBuckets[dir], 1, nowNs)),
+                        Math.max(waitNs(peakByteBuckets[dir], bytes, nowNs), waitNs(peakIoBuckets[dir], 1, nowNs)));
+    }
+
+    private static long waitNs(Bucket bucket, long cost, long nowNs) {
+        return bucket.limited() ? bucket.waitNs(cost, nowNs) : 0;
     }
 
     void charge(IoRequest io, int dir) {
-        byteBuckets[dir].charge(throttleBytes(io));
+        long bytes = throttleBytes(io);
+        byteBuckets[dir].charge(bytes);
         ioBuckets[dir].charge(1);
+        peakByteBuckets[dir].charge(bytes);
+        peakIoBuckets[dir].charge(1);
     }
 
     /** After a dispatch: keeps the buckets' numbers small. */
     void trim(int dir, long nowNs) {
-        if (bpsEffective[dir] != BPS_MAX) byteBuckets[dir].trim(bpsEffective[dir], nowNs);
-        if (iopsEffective[dir] != IOPS_MAX) ioBuckets[dir].trim(iopsEffective[dir], nowNs);
+        trim(byteBuckets[dir], nowNs);
+        trim(ioBuckets[dir], nowNs);
+        trim(peakByteBuckets[dir], nowNs);
+        trim(peakIoBuckets[dir], nowNs);
+    }
+
+    private static void trim(Bucket bucket, long nowNs) {
+        if (bucket.limited()) bucket.trim(nowNs);
     }
 
     /** META requests are never delayed (bio_issue_as_root_blkg). */
@@ -186,19 +253,6 @@ final class ThrottleGroup {
         }
         queuedCount[dir]--;
         return io;
-    }
-
-    /**
-     * Limit change (io.max or the share), before the new limits are set: what the old enforced limits still allowed (or were
-     * owed) becomes credit (or debt) for buckets that start now under the new ones; with
-     * nothing queued the slate is wiped.
-     */
-    void carryOver(long nowNs) {
-        for (int dir = READ; dir <= WRITE; dir++) {
-            boolean queuedHere = queuedCount[dir] > 0;
-            byteBuckets[dir].carryOver(bpsEffective[dir] == BPS_MAX ? Bucket.NO_LIMIT : bpsEffective[dir], nowNs, queuedHere);
-            ioBuckets[dir].carryOver(iopsEffective[dir] == IOPS_MAX ? Bucket.NO_LIMIT : iopsEffective[dir], nowNs, queuedHere);
-        }
     }
 
     @Override

@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * io.max and io.max.global (see the package documentation). Besides the policy hooks it is
+ * io.max, io.max.global and io.max.burst (see the package documentation). Besides the policy hooks it is
  * the door through which a cluster coordinator reads io.max.global and sets this node's
  * shares (section 8): {@link #globalLimits}, {@link #share}, {@link #startingDivisor}. Any thread.
  */
@@ -22,6 +22,8 @@ public final class ThrottlePolicy implements IoPolicy {
     public static final long UNLIMITED = Long.MAX_VALUE;
     /** The order of the four limits in {@link GlobalLimit} and {@link #share}: io.max's keys. */
     public static final int RBPS = 0, WBPS = 1, RIOPS = 2, WIOPS = 3;
+    /** The four limits' keys, in that order. */
+    private static final List<String> LIMIT_KEYS = List.of("rbps", "wbps", "riops", "wiops");
 
     private final PolicyHost host;
     private final int index;
@@ -46,7 +48,31 @@ public final class ThrottlePolicy implements IoPolicy {
 
     @Override
     public List<InterfaceFile> files() {
-        return List.of(new IoMaxFile(host, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(host, this, IoMaxFile.Scope.GLOBAL));
+        return List.of(new IoMaxFile(host, this, IoMaxFile.Scope.LOCAL), new IoMaxFile(host, this, IoMaxFile.Scope.GLOBAL),
+                       new IoMaxPerHostFile(host, this), new IoMaxBurstFile(host, this), new IoMaxBurstStatFile(this));
+    }
+
+    /** A host's new child starts with its parent's io.max.per_host, device by device (section 9). */
+    @Override
+    public void hostChildMade(Group parent, Group child) {
+        for (DeviceGroup dg : parent.deviceGroups()) {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+            if (!tg.perHostLimited()) continue;
+            try {
+                setLocalLimits(child, dg.device(), tg.perHostBps.clone(), tg.perHostIops.clone());
+            } catch (ControlException removed) {
+                // The device went away meanwhile: there is nothing left to limit on it.
+            }
+        }
+    }
+
+    /** Sets io.max of {@code group} on the device, as a write to it would. Tree lock held. */
+    void setLocalLimits(Group group, DeviceControl dc, long[] bps, long[] iops) throws ControlException {
+        host.configure(group, dc, (dg, nowNs) -> {
+            ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+            ((ThrottleDevice) dc.policy(index)).setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
+            updateRules(group, dc);
+        });
     }
 
     @Override
@@ -63,6 +89,44 @@ public final class ThrottlePolicy implements IoPolicy {
      * wbps, riops, wiops each, {@link #UNLIMITED} for max.
      */
     public record GlobalLimit(Group group, DeviceControl device, long[] limits, long[] shares) {
+    }
+
+    /**
+     * One limit's io.max.burst credit on one (group, device) pair, in the limit's unit (bytes
+     * or IOs): what is left now and what a full credit is, (R − L) × len.
+     *
+     * @param limit rbps, wbps, riops or wiops
+     */
+    public record BurstCredit(Group group, DeviceControl device, String limit, long left, long full) {
+    }
+
+    /** Every limit with a burst in effect, in every group, parents first; read under the tree lock and each device's lock. */
+    public List<BurstCredit> burstCredits() {
+        List<BurstCredit> out = new ArrayList<>();
+        host.walk(g -> out.addAll(burstCredits(g)));
+        return out;
+    }
+
+    /** {@link #burstCredits()} of one group, by device then in io.max's key order. */
+    List<BurstCredit> burstCredits(Group group) {
+        List<BurstCredit> out = new ArrayList<>();
+        for (DeviceGroup pair : group.deviceGroups()) {
+            try {
+                // configure: the buckets are read under the device's lock, at the device's time.
+                host.configure(group, pair.device(), (dg, nowNs) -> {
+                    ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
+                    Bucket[] buckets = {tg.byteBuckets[ThrottleGroup.READ], tg.byteBuckets[ThrottleGroup.WRITE],
+                                        tg.ioBuckets[ThrottleGroup.READ], tg.ioBuckets[ThrottleGroup.WRITE]};
+                    for (int k = RBPS; k <= WIOPS; k++) {
+                        Bucket b = buckets[k];
+                        if (b.limited() && b.credit() > 0) out.add(new BurstCredit(group, dg.device(), LIMIT_KEYS.get(k), b.creditLeft(nowNs), b.credit()));
+                    }
+                });
+            } catch (ControlException removed) {
+                // the group or device went away meanwhile: nothing to show
+            }
+        }
+        return out;
     }
 
     /**

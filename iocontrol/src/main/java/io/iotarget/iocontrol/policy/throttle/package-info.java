@@ -1,6 +1,7 @@
 /**
  * io.max: per-group limits on bytes and IOs per second, for reads and writes, with the meaning
- * of the kernel's blk-throttle (block/blk-throttle.c) and a smoother timing (section 1).
+ * of the kernel's blk-throttle (block/blk-throttle.c) and a smoother timing (section 1); with
+ * io.max.burst, a rate above io.max for a while (section 10).
  *
  * <h2>1. Token buckets that release one request at a time</h2>
  * The kernel's meaning is kept — an average rate per (group, device, direction) for bytes and
@@ -75,9 +76,65 @@
  * Example: io.max {@code riops=5000}, io.max.global {@code riops=9000} on 3 nodes: 150 is
  * enforced at first; a share of 8000 then enforces 5000, io.max still reads 5000.
  *
- * <h2>9. Watch</h2>
+ * <h2>9. The io.max of a host's new child: io.max.per_host</h2>
+ * Under {@code cgroup_per_host} each host's IO is charged to a child of the bound group named
+ * after the host ({@code GroupTree.bindHostChild}). io.max.per_host on the bound group (io.max's
+ * syntax, errors and read format; never enforced there) is the io.max each such child is given
+ * when it is made ({@code ThrottlePolicy.hostChildMade}); from then on the child's io.max is its
+ * own. A write to io.max.per_host also sets io.max of every child whose io.max on that device
+ * still equals the value before the write, so children nobody wrote by hand follow it. The
+ * children are then limited as any group is (section 2): each host to its own limit, all of them
+ * together to the bound group's io.max. Example: {@code tenants/shared} with io.max.per_host
+ * {@code riops=1000} and no io.max: two hosts each run at 1000 IOPS, 2000 together; io.max
+ * {@code riops=1500} on tenants/shared would hold the pair to 1500, shared round-robin (section 3).
+ *
+ * <h2>10. Watch</h2>
  * {@link io.iotarget.iocontrol.policy.throttle.ThrottleCounter} per device
  * ({@code IoController.policyCounters}): requests waiting now (QUEUED) and ever delayed
- * (DELAYED); io.stat shows what each group was charged.
+ * (DELAYED); io.stat shows what each group was charged; io.max.burst.stat, {@code top}'s BURST
+ * column and {@code iotarget_io_burst_credit} the burst credit left (section 10).
+ *
+ * <h2>10. Bursts: io.max.burst</h2>
+ * io.max holds a quiet tenant to L even when it boots or compacts after hours of idleness;
+ * QEMU's throttle groups ({@code iops-total-max}, {@code -max-length}), nbdkit's rate filter
+ * (burstiness) and EBS gp2's credits let it go faster for a while. io.max.burst, in io.max's
+ * syntax plus {@code len=SECONDS}, gives a limit L a burst rate R &gt; L: the group may run at
+ * R for len seconds, then is held to L. The extra it may spend above L, its <em>credit</em>, is
+ * (R − L) × len units (IOs or bytes), refilled by what it leaves unused below L. io.max itself
+ * reads and writes exactly as Linux's.
+ * <ol>
+ * <li>Two buckets per limit. L's bucket holds, besides its burst and catch-up, the credit: it
+ * starts full ({@code burst + credit}) and may fill up to {@code burst + catch-up + credit} while
+ * the group uses less than L. A second bucket, a plain one at R, holds the group to R while
+ * there is credit. A request must fit both (and, as ever, every ancestor's). Running at R drains
+ * L's bucket at R − L a second; once it is empty, L's bucket is the one that holds.</li>
+ * <li>Credit left is what L's bucket holds, up to the credit; io.max.burst.stat shows it per
+ * limit ({@code 259:0 riops=6400/8000}: left/full).</li>
+ * <li>Hierarchy: credit is per group. An ancestor's limit still holds, so a burst under a
+ * parent runs at most at the parent's rate, and spends its credit that much slower:
+ * <pre>
+ *   tenants (riops=3000) ── a (riops=1000, burst riops=5000 len=2)
+ *   a runs at 3000 for 4 s (credit drains at 2000/s), then at 1000: still 14000 IOs in 6 s
+ * </pre>
+ * An ancestor's own burst lets the subtree as a whole run above the ancestor's L.</li>
+ * <li>Changes. A write to io.max, io.max.burst or the share restarts the changed buckets as in
+ * section 5, and the credit left carries over, up to the new credit ((R − L) × len under the
+ * new values). A burst that comes into effect (io.max set below R after max, or a burst written
+ * where none was) starts with full credit, as a new group does. io.max = max, or L ≥ R, puts a
+ * burst out of effect: it keeps its line in io.max.burst and acts again once io.max is below R.
+ * A burst for a limit io.max does not set is accepted and kept dormant in the same way, not
+ * refused: the two files are written in any order (a saved config replays them in listing
+ * order) and io.max can change later anyway; io.max.burst.stat lists only bursts in effect, so
+ * a dormant one shows there by its absence. A share of io.max.global below R caps the burst
+ * as it caps io.max: the burst rate is min(R, share) and the credit (R − io.max) × len.</li>
+ * <li>Tunables: len 1 s when not given (QEMU's default), at most 86400 s; credit at most 2^52 units.</li>
+ * </ol>
+ * Worked example: io.max riops=1000, io.max.burst riops=5000 len=2; credit (5000 − 1000) × 2 =
+ * 8000 IOs. A new group's L bucket holds 1 + 8000 IOs, its R bucket 5 (1 ms of 5000). A QD32
+ * reader from t = 0 has sent at most min(5 + 5000 t, 8001 + 1000 t) IOs: the two meet at
+ * t = 1.999 s (10000 IOs, 2 s at 5000), after which 1000 a second: over 6 s (last release at
+ * 5.999 s on a 1 ms clock) 8001 + 5999 = 14000 = 1000 × 6 + 8000. The credit is then empty;
+ * it refills at 1000 a second while the group is idle (4000 after 4 s) and is full after 8 s,
+ * and never fuller. Running at 500 a second instead refills it at 500 a second.
  */
 package io.iotarget.iocontrol.policy.throttle;

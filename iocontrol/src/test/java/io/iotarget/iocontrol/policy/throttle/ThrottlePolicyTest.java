@@ -25,7 +25,7 @@ class ThrottlePolicyTest {
      * soon as one is dispatched (the backend takes no time), for {@code durationNs}. Returns
      * per group the requests dispatched within the window.
      */
-    private static long[] closedLoop(ControllerHarness h, Device dev, IoOp op, long size, int depth, long durationNs, Group... groups) {
+    static long[] closedLoop(ControllerHarness h, Device dev, IoOp op, long size, int depth, long durationNs, Group... groups) {
         long start = h.clock.nanoTime();
         long end = start + durationNs;
         long[] done = new long[groups.length];

@@ -1,0 +1,130 @@
+package io.iotarget.frontend.nvmetcp;
+
+import io.iotarget.iocontrol.IoController;
+import io.iotarget.model.ControlException;
+import io.iotarget.model.Errno;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Who pays for an NVMe/TCP host's IO: the namespace's group, else the host entry's
+ * ({@code hosts/NQN/cgroup}), else the root; under {@code cgroup_per_host}, the child of that
+ * group named after the host NQN, made at the admin Connect with io.max.per_host, kept after
+ * the host goes. (A Linux host in a guest: KernelHostTest.)
+ */
+class PerHostChargingTest {
+    private static final String NS = "subsystems/" + TargetFixture.NQN + "/namespaces/1";
+    private static final String HOST_A = "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001";
+    private static final String HOST_B = "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-0000-0000-0000-000000000002";
+    private static final int LBA = 512;
+
+    private TargetFixture fixture;
+    private IoController cg;
+    private String dev;
+    private final List<TestHost> hosts = new ArrayList<>();
+
+    @BeforeEach
+    void start() throws Exception {
+        fixture = new TargetFixture();
+        cg = fixture.engine.controller();
+        dev = fixture.engine.device("default").number().toString();
+        cg.mkdir("tenant");
+        cg.mkdir("other");
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (TestHost h : hosts) h.close();
+        fixture.close();
+    }
+
+    /** Admin and one IO queue of {@code hostNqn}; returns the IO queue. */
+    private TestHost connect(String hostNqn) throws Exception {
+        TestHost admin = new TestHost(fixture.port, false, false);
+        hosts.add(admin);
+        int cntlid = admin.bringUp(TargetFixture.NQN, hostNqn, 5000);
+        TestHost io = new TestHost(fixture.port, false, false);
+        hosts.add(io);
+        assertEquals(0, io.connect(TargetFixture.NQN, hostNqn, 1, cntlid, 128, 0, false).status());
+        return io;
+    }
+
+    private void read(TestHost io, int blocks) throws Exception {
+        assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, blocks, 0), null, blocks * LBA, false).status());
+    }
+
+    private long rbytes(String group) throws ControlException {
+        for (String line : cg.read(group + "/io.stat").split("\n")) {
+            if (!line.startsWith(dev + " ")) continue;
+            for (String kv : line.split(" ")) if (kv.startsWith("rbytes=")) return Long.parseLong(kv.substring(7));
+        }
+        return 0;
+    }
+
+    @Test
+    void eachHostPaysInItsOwnChildOfTheNamespacesGroup() throws Exception {
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup", "tenant");
+        fixture.tree.write(NS + "/cgroup_per_host", "1");
+        fixture.tree.write(NS + "/enable", "1");
+        cg.write("tenant/io.max.per_host", dev + " riops=500");
+        TestHost a = connect(HOST_A);
+        assertEquals(List.of(HOST_A + "/"), cg.list("tenant").stream().filter(e -> e.endsWith("/")).toList(), "made at the Connect");
+        assertEquals(dev + " rbps=max wbps=max riops=500 wiops=max\n", cg.read("tenant/" + HOST_A + "/io.max"));
+        TestHost b = connect(HOST_B);
+        read(a, 8);
+        read(b, 16);
+        read(b, 16);
+        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A));
+        assertEquals(32L * LBA, rbytes("tenant/" + HOST_B));
+        assertEquals(40L * LBA, rbytes("tenant"), "the namespace's group holds the sum");
+        ControlException busy = assertThrows(ControlException.class, () -> cg.rmdir("tenant/" + HOST_A));
+        assertEquals(Errno.EBUSY, busy.errno(), "in use while the host is connected");
+        ControlException fixed = assertThrows(ControlException.class, () -> fixture.tree.write(NS + "/cgroup_per_host", "0"));
+        assertEquals(Errno.EBUSY, fixed.errno(), "fixed while enabled");
+        for (TestHost h : hosts) h.close();
+        hosts.clear();
+        for (int i = 0; i < 100 && !cg.read("tenant/" + HOST_A + "/cgroup.events").startsWith("populated 0"); i++) Thread.sleep(50);
+        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A), "the stats stay after the host went");
+        cg.rmdir("tenant/" + HOST_A);
+    }
+
+    @Test
+    void aHostEntrysGroupPaysWhereTheNamespaceHasNone() throws Exception {
+        fixture.tree.mkdir("hosts/" + HOST_B);
+        fixture.tree.write("hosts/" + HOST_B + "/cgroup", "other");
+        assertEquals("/other\n", fixture.tree.read("hosts/" + HOST_B + "/cgroup"));
+        assertEquals(Errno.EBUSY, assertThrows(ControlException.class, () -> cg.rmdir("other")).errno(), "held while the entry names it");
+        TestHost a = connect(HOST_A);
+        TestHost b = connect(HOST_B);
+        long rootBefore = rbytes("");
+        read(a, 8);
+        read(b, 16);
+        assertEquals(16L * LBA, rbytes("other"), "B's entry names other");
+        assertEquals(24L * LBA, rbytes("") - rootBefore, "A has no entry: the root");
+
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup_per_host", "1");
+        fixture.tree.write(NS + "/enable", "1");
+        read(b, 4);                                     // enabled after B's Connect: its child comes with its first IO
+        assertEquals(4L * LBA, rbytes("other/" + HOST_B), "per host under the host's group");
+        read(a, 4);
+        assertEquals(4L * LBA, rbytes(HOST_A), "per host under the root for a host without a group");
+
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup_per_host", "0");
+        fixture.tree.write(NS + "/cgroup", "tenant");
+        fixture.tree.write(NS + "/enable", "1");
+        read(b, 2);
+        assertEquals(2L * LBA, rbytes("tenant"), "the namespace's own group comes first");
+        assertTrue(rbytes("other") == 20L * LBA);
+    }
+}
