@@ -57,7 +57,7 @@ cat > "$work/iotarget.json" <<JSON
 JSON
 taskset -c "$SERVER_CPU" bin/iotarget serve --config "$work/iotarget.json" > "$work/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/${PORT[plain]}") 2>/dev/null && break; sleep 0.1; done
 
 one() { # mode rw bs depth seconds -> "iops mibps server_cpu_us_per_io"
