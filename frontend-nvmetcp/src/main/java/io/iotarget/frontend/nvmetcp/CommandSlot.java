@@ -100,7 +100,7 @@ public final class CommandSlot implements IoCallback {
     /** Set once the R2T is encoded: only then may H2CData arrive (a host that sends earlier would have the slot queued twice). */
     boolean r2tSent;
     int received;
-    /** The namespace an IO command addresses; a submitted command has entered its in-flight count and exits it on completion. */
+    /** The namespace an IO command addresses, from {@link #enterEngine}; a submitted command has entered its in-flight count and exits it on completion. */
     public ActiveNamespace namespace;
     public long startLba;
 
@@ -261,6 +261,17 @@ public final class CommandSlot implements IoCallback {
     @Override
     public void admitted(IoRequest io) {
         connection.admitted(this);
+    }
+
+    /**
+     * An IO command about to be checked against {@code ns}'s reservation and submitted: from now
+     * on preempt-and-abort waits for it ({@link Queue#busyOn}). Set before the check reads the
+     * reservation (both volatile), so a preempt either is seen by the check (the command is
+     * refused) or sees the command (and waits until it is done). Loop thread.
+     */
+    public void enterEngine(ActiveNamespace ns) {
+        namespace = ns;
+        phase = ENGINE;
     }
 
     /**

@@ -575,8 +575,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /**
      * Whether a command of this queue for namespace {@code nsid} is on the engine now. Any
-     * thread: a racy read of the slots (a command submitted at this moment may be missed), for
-     * preempt-and-abort's wait.
+     * thread, for preempt-and-abort's wait: a command that is missed has not yet read the
+     * reservation, so it sees the preempt (CommandSlot#enterEngine).
      */
     boolean busyOn(int nsid) {
         CommandSlot[] all = slots;

@@ -73,11 +73,25 @@ final class ReservationHost implements AutoCloseable {
     int lastStatus;
 
     int write() throws IOException {
-        return io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), new byte[512], 0, true).status();
+        return write((byte) 0);
+    }
+
+    /** Writes LBA 0 filled with {@code fill}. */
+    int write(byte fill) throws IOException {
+        byte[] block = new byte[512];
+        java.util.Arrays.fill(block, fill);
+        return io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), block, 0, true).status();
     }
 
     int read() throws IOException {
         return io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false).status();
+    }
+
+    /** LBA 0's bytes (a read that fails fails the test). */
+    byte[] readBlock() throws IOException {
+        Completion c = io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false);
+        if (c.status() != 0) throw new IOException("read failed: status 0x" + Integer.toHexString(c.status()));
+        return c.data();
     }
 
     @Override

@@ -213,14 +213,19 @@ class ReservationProtocolTest {
             assertEquals(0, b.register(KEY_B));
             Controller ca = fixture.target.subsystems.get(TargetFixture.NQN).controller(a.cntlid);
             java.util.concurrent.Future<Integer> parked;
-            int writes = 0;
+            byte writes = 0;
             do {                                                     // until io.max holds one of A's writes (the bucket is empty)
-                assertEquals(true, writes++ < 50, "io.max at wiops=2 holds one of 50 writes");
-                parked = pool.submit(a::write);
+                assertEquals(true, writes < 50, "io.max at wiops=2 holds one of 50 writes");
+                byte fill = ++writes;                                // each write its own bytes, to tell which reached the disk
+                parked = pool.submit(() -> a.write(fill));
                 while (!parked.isDone() && !ca.busyOn(1)) Thread.sleep(1);
             } while (parked.isDone());
             assertEquals(0, b.acquire(2, WE, KEY_B, KEY_A), "preempt-and-abort");
-            org.junit.jupiter.api.Assertions.assertTrue(parked.isDone(), "answered only after A's write in flight completed");
+            // A's answer travels on A's own connection and thread, and may reach the host after B's:
+            // what the Acquire's answer promises is that the write is done, so read it back.
+            byte[] block = new byte[512];
+            Arrays.fill(block, writes);
+            assertArrayEquals(block, b.readBlock(), "answered only after A's write in flight completed");
             assertEquals(0, parked.get(), "admitted before the preempt, so it completes");
             assertEquals(CONFLICT, a.write(), "after it, A is refused");
         } finally {

@@ -89,6 +89,7 @@ public final class IoCommands {
         if (ReservationCommands.is(opcode)) {
             return reservation == null ? Status.INVALID_OPCODE | Status.DNR : ReservationCommands.execute(c, slot, reservation);
         }
+        slot.enterEngine(ns);                            // before the check: a preempt-and-abort it does not see waits for it
         if (reservation != null) {
             int access = reservation.check(c, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;
@@ -98,7 +99,6 @@ public final class IoCommands {
             c.target.counters().increment(NvmeTcpCounter.HOST_GROUP_REFUSED);
             return Status.INTERNAL | Status.DNR;
         }
-        slot.namespace = ns;
         return switch (opcode) {
             case FLUSH -> slot.dataLength != 0 ? Status.SGL_DATA_LENGTH_INVALID | Status.DNR
                     : submitOne(slot, ns, payer, IoOp.FLUSH, 0, 0, 0, null);
