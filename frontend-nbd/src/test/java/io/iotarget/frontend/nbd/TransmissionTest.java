@@ -138,8 +138,9 @@ class TransmissionTest {
             assertEquals(NbdWire.EINVAL, errorOf(c, NbdWire.CMD_FLAG_REQ_ONE, NbdWire.CMD_TRIM, 0, 512), "flag of another command");
             assertEquals(NbdWire.EINVAL, errorOf(c, 0, NbdWire.CMD_FLUSH, 0, 512), "flush with a length");
             assertEquals(NbdWire.EINVAL, errorOf(c, 0, NbdWire.CMD_READ, 0, 0), "zero length");
-            assertEquals(NbdWire.EINVAL, errorOf(c, 0, NbdWire.CMD_READ, 0, (32 << 20) + 1), "read above the maximum payload");
-            assertEquals(NbdWire.EOVERFLOW, errorOf(c, NbdWire.CMD_FLAG_DF, NbdWire.CMD_READ, 0, (32 << 20) + 1), "DF read above the maximum");
+            int max = target.server.exports().maxRequest();
+            assertEquals(NbdWire.EINVAL, errorOf(c, 0, NbdWire.CMD_READ, 0, max + 1), "read above the maximum payload");
+            assertEquals(NbdWire.EOVERFLOW, errorOf(c, NbdWire.CMD_FLAG_DF, NbdWire.CMD_READ, 0, max + 1), "DF read above the maximum");
             c.write(0, 78, SIZE - 512, new byte[1024]);
             RawClient.Reply r = c.reply(0);
             assertEquals(NbdWire.ENOSPC, r.error(), "write past the end");
@@ -178,7 +179,7 @@ class TransmissionTest {
     @Test
     void shouldDrainAWriteLargerThanTheMaximumAndStayInStep() throws Exception {
         try (RawClient c = RawClient.connect(target.port, "disk", false)) {
-            c.write(0, 1, 0, new byte[(32 << 20) + 512]);
+            c.write(0, 1, 0, new byte[target.server.exports().maxRequest() + 512]);
             assertEquals(NbdWire.EINVAL, c.reply(0).error());
             assertEquals(0, errorOf(c, 0, NbdWire.CMD_FLUSH, 0, 0));
         }
