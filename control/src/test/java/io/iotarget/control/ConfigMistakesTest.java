@@ -103,7 +103,7 @@ class ConfigMistakesTest {
     @Test
     void shouldRefuseABooleanSizeNamingSize() {
         assertEquals("backends.m.size = true: expected a positive size in bytes, or with K, M, G or T (an integer or a string), got a boolean "
-                     + "(true/false are for the 0/1 flags: allow_any_client, attr_allow_any_host, buffered_io, create, direct, enable, readonly, shared, tls)",
+                     + "(true/false are for the 0/1 flags: allow_any_client, attr_allow_any_host, buffered_io, cgroup_per_host, create, direct, enable, readonly, shared, tls)",
                 refusal(memory("true")));
     }
 

@@ -71,7 +71,7 @@ class ServeAndCliTest {
         assertEquals(0, cli("write", "tenants/b/io.max", "259:0 wiops=120").code);
         assertEquals("259:0 rbps=max wbps=max riops=max wiops=120\n", cli("read", "tenants/b/io.max").out);
         assertEquals("a/\nb/\ncgroup.controllers\ncgroup.subtree_control\ncgroup.events\ncgroup.stat\ncgroup.max.descendants\n"
-                     + "cgroup.max.depth\nio.stat\nio.pressure\niotarget.io.stat\nio.max\nio.max.global\nio.latency\nio.weight\n", cli("ls", "tenants").out);
+                     + "cgroup.max.depth\nio.stat\nio.pressure\niotarget.io.stat\nio.max\nio.max.global\nio.max.per_host\nio.max.burst\nio.max.burst.stat\nio.latency\nio.weight\nio.min\n", cli("ls", "tenants").out);
         assertEquals(0, cli("rmdir", "tenants/b").code);
         assertEquals("cgroup/\nbackends/\nnbd/\nnvmet/\n", cli("ls", "/").out);
         assertEquals("67108864\n", cli("read", "/backends/default/size").out);
@@ -85,7 +85,7 @@ class ServeAndCliTest {
                 cli("write", "tenants/a/io.max", "259:9 wbps=1"));
         assertEquals(1, cli("rmdir", "tenants").code);
         assertTrue(cli("rmdir", "tenants").err.contains("Device or resource busy (EBUSY)"));
-        assertEquals(1, cli("write", "/backends/default/size", "2G").code, "fixed while enabled");
+        assertEquals(1, cli("write", "/backends/default/block_size", "4096").code, "fixed while enabled");
         assertEquals(2, cli("write", "tenants/a/io.max").code, "usage");
         assertEquals(2, cli("frobnicate").code);
         assertEquals("259:0 rbps=max wbps=max riops=20000 wiops=max\n259:7 rbps=max wbps=1048576 riops=max wiops=max\n",
