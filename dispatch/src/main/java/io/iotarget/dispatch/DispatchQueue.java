@@ -74,6 +74,8 @@ public final class DispatchQueue {
     private volatile boolean closed;
     /** When a tenant last submitted a request for the device (engine clock); written opaque, a hint for calibrate. */
     private long lastTenantSubmitNs = Long.MIN_VALUE;
+    /** How stale {@link #lastTenantSubmitNs} may be: calibrate asks about the last 10 s. */
+    static final long TENANT_HINT_RESOLUTION_NS = 1_000_000_000L;
     private static final VarHandle LAST_TENANT_SUBMIT;
 
     static {
@@ -116,12 +118,18 @@ public final class DispatchQueue {
         return inFlight.get();
     }
 
-    /** A tenant submitted a request for this device at {@code nowNs} (engine clock). Any thread; the engine's submit path. */
+    /**
+     * A tenant submitted a request for this device at {@code nowNs} (engine clock). Any thread;
+     * the engine's submit path. Kept to {@link #TENANT_HINT_RESOLUTION_NS}: the field is read
+     * first and written at most about once a second, so the submit path does not write a line
+     * every connection's thread shares on each request.
+     */
     public void tenantSubmitted(long nowNs) {
-        LAST_TENANT_SUBMIT.setOpaque(this, nowNs);
+        long last = (long) LAST_TENANT_SUBMIT.getOpaque(this);
+        if (last == Long.MIN_VALUE || nowNs - last >= TENANT_HINT_RESOLUTION_NS) LAST_TENANT_SUBMIT.setOpaque(this, nowNs);
     }
 
-    /** When a tenant last submitted a request for this device; {@link Long#MIN_VALUE} if never. Any thread; may lag a moment. */
+    /** When a tenant last submitted a request for this device, to within a second; {@link Long#MIN_VALUE} if never. Any thread. */
     public long lastTenantSubmitNs() {
         return (long) LAST_TENANT_SUBMIT.getOpaque(this);
     }
