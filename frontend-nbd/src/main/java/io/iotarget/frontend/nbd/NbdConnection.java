@@ -492,7 +492,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         if (cause instanceof SSLException failed) {
             // A client's TLS library tells its user no more than the alert: the server's log says which certificate and why.
             server.counters().increment(NbdCounter.TLS_FAILURES);
-            String why = failed.getMessage();
+            String why = String.valueOf(failed.getMessage());
             Throwable inner = failed.getCause();
             if (inner != null && inner.getMessage() != null && !why.contains(inner.getMessage())) why += ": " + inner.getMessage();
             LOG.log(System.Logger.Level.WARNING, "NBD client " + c.describe() + ": TLS failed, disconnected: " + why);
