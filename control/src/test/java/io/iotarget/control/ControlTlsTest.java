@@ -2,6 +2,7 @@ package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -117,6 +118,52 @@ class ControlTlsTest {
                 Path ca = config.contains(rsaCert.toString()) ? rsaCert : cert;
                 assertEquals(new Result(0, "cgroup/\nbackends/\nnbd/\nnvmet/\n", ""), cli("--control", https, "--cacert", ca.toString(), "ls", "/"), config);
             }
+        }
+    }
+
+    /**
+     * A certificate an intermediate CA issued: control_cert holds the leaf, then the intermediate;
+     * the CLI ({@code --cacert}), curl and openssl s_client trust the root alone and read the
+     * tree. Served without the intermediate, each of them refuses the endpoint for an issuer it
+     * cannot find.
+     */
+    @Test
+    void shouldServeAChainThatClientsVerifyAgainstTheRoot() throws Exception {
+        Tools.require("curl", "/usr/bin/curl");
+        TestPki root = TestPki.create(dir.resolve("root"), "control root CA");
+        Path chained = root.intermediate(dir.resolve("intermediate"), "control intermediate CA").server("server");
+        Path chain = chained.resolve(TestPki.SERVER_CERT);
+        Path leafKey = chained.resolve(TestPki.SERVER_KEY);
+        String pem = Files.readString(chain);
+        String end = "-----END CERTIFICATE-----\n";
+        Path leaf = Files.writeString(dir.resolve("leaf.pem"), pem.substring(0, pem.indexOf(end) + end.length()));
+        assertTrue(pem.length() > Files.readString(leaf).length() + 100, "the intermediate follows the leaf");
+        Path rootCert = root.caCert();
+        try (Server server = Server.start(json.readTree(config("127.0.0.1:0", chain, leafKey)), tokens)) {
+            int port = server.controlAddress().getPort();
+            String https = "https://127.0.0.1:" + port;
+            assertEquals(new Result(0, "cgroup/\nbackends/\nnbd/\nnvmet/\n", ""), cli("--control", https, "--cacert", rootCert.toString(), "ls", "/"));
+            Path tokenFile = tokens.resolve("control-127.0.0.1-" + port + ".token");
+            assertEquals("cgroup/\nbackends/\nnbd/\nnvmet/\n 200", Tools.ok(30, "sh", "-c", "curl -sS --noproxy '*' -w ' %{http_code}' --cacert " + rootCert
+                    + " -H \"Authorization: Bearer $(cat " + tokenFile + ")\" '" + https + "/v1/list?path=/'"));
+            String sClient = Tools.ok(30, "sh", "-c", "openssl s_client -connect 127.0.0.1:" + port + " -CAfile " + rootCert
+                    + " -verify_return_error -verify_ip 127.0.0.1 -showcerts < /dev/null");
+            assertTrue(sClient.contains("Verify return code: 0 (ok)"), sClient);
+            assertTrue(sClient.contains("1 s:CN = control intermediate CA"), "the intermediate was sent: " + sClient);
+        }
+        try (Server server = Server.start(json.readTree(config("127.0.0.1:0", leaf, leafKey)), tokens)) {
+            int port = server.controlAddress().getPort();
+            String https = "https://127.0.0.1:" + port;
+            Result cli = cli("--control", https, "--cacert", rootCert.toString(), "ls", "/");
+            assertEquals(3, cli.code);
+            assertTrue(cli.err.contains("PKIX path building failed") && cli.err.contains("unable to find valid certification path"), cli.err);
+            Tools.Result curl = Tools.run(30, List.of("curl", "-sS", "--noproxy", "*", "--cacert", rootCert.toString(), https + "/v1/list?path=/"));
+            assertEquals(60, curl.exit(), curl.out());
+            assertTrue(curl.out().contains("SSL certificate problem: unable to get local issuer certificate"), curl.out());
+            Tools.Result sClient = Tools.run(30, List.of("sh", "-c", "openssl s_client -connect 127.0.0.1:" + port + " -CAfile " + rootCert
+                    + " -verify_return_error < /dev/null"));
+            assertEquals(1, sClient.exit(), sClient.out());
+            assertTrue(sClient.out().contains("verify error:num=20:unable to get local issuer certificate"), sClient.out());
         }
     }
 

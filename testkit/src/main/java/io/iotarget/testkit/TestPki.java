@@ -24,7 +24,8 @@ import java.util.List;
  * A throwaway X.509 certificate authority for TLS tests, made when the test runs (no key is ever
  * committed) — with openssl ({@link #create}: EC P-256 keys in PKCS#8), or with GnuTLS's
  * certtool as QEMU's and libnbd's documentation teach ({@link #certtool}: an RSA CA, and each
- * certificate's key of the {@link Key} kind asked for, in certtool's own encodings).
+ * certificate's key of the {@link Key} kind asked for, in certtool's own encodings), and
+ * intermediate CAs under either ({@link #intermediate}), whose certificates come as chains.
  * Credentials come in the directory layout of QEMU's {@code tls-creds-x509}, which libnbd and
  * nbdkit read too: {@code ca-cert.pem} plus {@code server-cert.pem}/{@code server-key.pem} for a
  * server, {@code client-cert.pem}/{@code client-key.pem} for a client. Certificates are valid for
@@ -67,26 +68,29 @@ public final class TestPki {
     private final Path caCert;
     /** certtool's PKI: its certificates are made by certtool with keys of the kind asked; null for openssl's. */
     private final Key certtoolKey;
+    /** The root CA's certificate: the ca-cert.pem of every credentials directory ({@link #caCert} for a root). */
+    private final Path root;
+    /** The CA certificates that follow an issued certificate in its file, nearest first: none for a root. */
+    private final List<Path> issuers;
 
-    private TestPki(Path dir, Key certtoolKey) {
+    private TestPki(Path dir, Key certtoolKey, Path root, List<Path> issuers) {
         this.dir = dir;
         this.caKey = dir.resolve("ca-key.pem");
         this.caCert = dir.resolve(CA_CERT);
         this.certtoolKey = certtoolKey;
+        this.root = root == null ? caCert : root;
+        this.issuers = issuers;
     }
 
     /** A new CA named {@code name} in {@code dir} (created); skips the test when openssl is missing. */
     public static TestPki create(Path dir, String name) throws IOException, InterruptedException {
         Tools.require("openssl", "/usr/bin/openssl");
         Files.createDirectories(dir);
-        TestPki pki = new TestPki(dir, null);
+        TestPki pki = new TestPki(dir, null, null, List.of());
         openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                 "-keyout", pki.caKey.toString(), "-out", pki.caCert.toString(), "-days", "2", "-subj", "/CN=" + name,
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-        Files.writeString(dir.resolve("index.txt"), "");
-        Files.writeString(dir.resolve("crlnumber"), "01\n");
-        Files.writeString(dir.resolve("ca.cnf"), "[ca]\ndefault_ca=test\n[test]\ndatabase=" + dir.resolve("index.txt")
-                                                 + "\ncrlnumber=" + dir.resolve("crlnumber") + "\ndefault_md=sha256\ndefault_crl_days=2\n");
+        pki.revocationFiles();
         return pki;
     }
 
@@ -98,20 +102,48 @@ public final class TestPki {
     public static TestPki certtool(Path dir, String name, Key key) throws IOException, InterruptedException {
         Tools.require("certtool (gnutls-bin)", "/usr/bin/certtool");
         Files.createDirectories(dir);
-        TestPki pki = new TestPki(dir, key);
+        TestPki pki = new TestPki(dir, key, null, List.of());
         certtool("--generate-privkey", "--key-type=rsa", "--outfile", pki.caKey.toString());
         Path template = Files.writeString(dir.resolve("ca.info"), "cn = \"" + name + "\"\nca\ncert_signing_key\ncrl_signing_key\nexpiration_days = 2\n");
         certtool("--generate-self-signed", "--load-privkey", pki.caKey.toString(), "--template", template.toString(),
                  "--outfile", pki.caCert.toString());
+        pki.revocationFiles();
+        return pki;
+    }
+
+    /**
+     * A new intermediate CA named {@code name} in {@code dir}, issued by this one (openssl, an EC
+     * P-256 key, {@code pathlen:0}): a three-level PKI, root → intermediate → leaf. The
+     * certificates it issues are written as certificate files hold chains — the certificate, then
+     * its issuers up to (not including) the root — and its credentials directories trust the root
+     * alone: their ca-cert.pem is the root's.
+     */
+    public TestPki intermediate(Path dir, String name) throws IOException, InterruptedException {
+        Files.createDirectories(dir);
+        List<Path> chain = new ArrayList<>(List.of(dir.resolve(CA_CERT)));
+        chain.addAll(issuers);
+        TestPki pki = new TestPki(dir, null, root, List.copyOf(chain));
+        Path request = Files.createTempFile(dir, "req", ".csr");
+        Path ext = Files.writeString(dir.resolve("ca.ext"), "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n");
+        openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", pki.caKey.toString(), "-out", request.toString(), "-subj", "/CN=" + name);
+        openssl("x509", "-req", "-in", request.toString(), "-CA", caCert.toString(), "-CAkey", caKey.toString(),
+                "-CAcreateserial", "-days", "2", "-extfile", ext.toString(), "-out", pki.caCert.toString());
+        pki.revocationFiles();
+        return pki;
+    }
+
+    /** This CA's own certificate (alone, for an intermediate). */
+    public Path caCert() {
+        return caCert;
+    }
+
+    /** The files openssl ca wants for {@link #revoke}. */
+    private void revocationFiles() throws IOException {
         Files.writeString(dir.resolve("index.txt"), "");
         Files.writeString(dir.resolve("crlnumber"), "01\n");
         Files.writeString(dir.resolve("ca.cnf"), "[ca]\ndefault_ca=test\n[test]\ndatabase=" + dir.resolve("index.txt")
                                                  + "\ncrlnumber=" + dir.resolve("crlnumber") + "\ndefault_md=sha256\ndefault_crl_days=2\n");
-        return pki;
-    }
-
-    public Path caCert() {
-        return caCert;
     }
 
     /** A server's directory {@code name}: the CA, and a certificate for 127.0.0.1 and localhost. */
@@ -265,7 +297,7 @@ public final class TestPki {
     private Path credentials(String name) throws IOException {
         Path d = dir.resolve(name);
         Files.createDirectories(d);
-        Files.copy(caCert, d.resolve(CA_CERT));
+        Files.copy(root, d.resolve(CA_CERT));
         return d;
     }
 
@@ -277,6 +309,7 @@ public final class TestPki {
                 "-keyout", key.toString(), "-out", request.toString(), "-subj", subject);
         openssl("x509", "-req", "-in", request.toString(), "-CA", caCert.toString(), "-CAkey", caKey.toString(),
                 "-CAcreateserial", "-days", "2", "-extfile", ext.toString(), "-out", cert.toString());
+        for (Path issuer : issuers) Files.writeString(cert, Files.readString(issuer), java.nio.file.StandardOpenOption.APPEND);
     }
 
     /** A key of kind {@code kind} and a certificate for it from this certtool CA, with {@code template}'s fields. */

@@ -123,7 +123,8 @@ public final class Pem {
 
     private static SSLContext context(Path certFile, Path keyFile, Path passphraseFile, TrustManager[] trust) throws PemException {
         List<X509Certificate> chain = certificates(certFile);
-        checkValid(certFile, chain.getFirst());
+        for (X509Certificate certificate : chain) checkValid(certFile, certificate);
+        checkIssuers(certFile, chain);
         PrivateKey key = privateKey(keyFile, passphraseFile);
         if (!signsFor(key, chain.getFirst().getPublicKey())) {
             throw new PemException(keyFile, "is not the key of the first certificate in " + certFile);
@@ -161,7 +162,7 @@ public final class Pem {
             }
             TrustManagerFactory factory = TrustManagerFactory.getInstance("PKIX");
             factory.init(new CertPathTrustManagerParameters(parameters));
-            return new TrustManager[]{new NamingNoIssuers((X509ExtendedTrustManager) factory.getTrustManagers()[0])};
+            return new TrustManager[]{new NamingNoIssuers((X509ExtendedTrustManager) factory.getTrustManagers()[0], caFile, cas)};
         } catch (GeneralSecurityException | IOException e) {
             throw new PemException(caFile, "cannot verify client certificates with it: " + e.getMessage());
         }
@@ -177,13 +178,31 @@ public final class Pem {
      * GnuTLS ignores), which GnuTLS maps to RSA-PSS keys, never to an ordinary RSA key: every
      * RSA client certificate was withheld. With no CA named, GnuTLS sends its one certificate,
      * whatever its key, and signs with an rsa_pss_rsae scheme; the handshake still verifies it
-     * against the CA file, so naming nothing loses nothing but a hint.
+     * against the CA file, so naming nothing loses nothing but a hint. A refused client
+     * certificate's exception says whose it was and, when the chain it came with reaches no CA of
+     * the file, that an intermediate is missing: the handshake's failure carries it to the log.
      */
     private static final class NamingNoIssuers extends X509ExtendedTrustManager {
         private final X509ExtendedTrustManager trusted;
+        private final Path caFile;
+        private final List<X509Certificate> cas;
 
-        NamingNoIssuers(X509ExtendedTrustManager trusted) {
+        NamingNoIssuers(X509ExtendedTrustManager trusted, Path caFile, List<X509Certificate> cas) {
             this.trusted = trusted;
+            this.caFile = caFile;
+            this.cas = cas;
+        }
+
+        /** {@code e}, said of the client's certificate: whose, issued by whom, and what is missing when its chain reaches no CA here. */
+        private CertificateException refused(X509Certificate[] chain, CertificateException e) {
+            X509Certificate last = chain[chain.length - 1];
+            boolean issuerHere = cas.stream().anyMatch(ca -> ca.getSubjectX500Principal().equals(last.getIssuerX500Principal()));
+            String why = issuerHere ? e.getMessage()
+                    : caFile + " has no CA " + last.getIssuerX500Principal() + " (another CA's certificate; or an intermediate CA's, "
+                      + "and then the intermediate must follow it in the client's certificate file, or be in " + caFile + ")";
+            return new CertificateException("client certificate " + chain[0].getSubjectX500Principal() + " issued by "
+                                            + chain[0].getIssuerX500Principal() + ", sent with " + (chain.length - 1)
+                                            + " issuer certificate(s), refused: " + why, e);
         }
 
         @Override
@@ -193,17 +212,29 @@ public final class Pem {
 
         @Override
         public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
-            trusted.checkClientTrusted(chain, authType);
+            try {
+                trusted.checkClientTrusted(chain, authType);
+            } catch (CertificateException e) {
+                throw refused(chain, e);
+            }
         }
 
         @Override
         public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
-            trusted.checkClientTrusted(chain, authType, socket);
+            try {
+                trusted.checkClientTrusted(chain, authType, socket);
+            } catch (CertificateException e) {
+                throw refused(chain, e);
+            }
         }
 
         @Override
         public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
-            trusted.checkClientTrusted(chain, authType, engine);
+            try {
+                trusted.checkClientTrusted(chain, authType, engine);
+            } catch (CertificateException e) {
+                throw refused(chain, e);
+            }
         }
 
         @Override
@@ -248,6 +279,29 @@ public final class Pem {
             return verifier.verify(signature);
         } catch (GeneralSecurityException e) {
             return false;                                   // e.g. an EC key for an RSA certificate
+        }
+    }
+
+    /**
+     * Each certificate of a chain is followed by the one that issued it, as TLS sends them: a
+     * file in another order, or with another CA's certificate, is named now rather than left for
+     * every client to refuse.
+     */
+    private static void checkIssuers(Path file, List<X509Certificate> chain) throws PemException {
+        for (int i = 1; i < chain.size(); i++) {
+            X509Certificate issued = chain.get(i - 1);
+            X509Certificate issuer = chain.get(i);
+            boolean follows = issued.getIssuerX500Principal().equals(issuer.getSubjectX500Principal());
+            try {
+                if (follows) issued.verify(issuer.getPublicKey());
+            } catch (GeneralSecurityException e) {
+                follows = false;
+            }
+            if (!follows) {
+                throw new PemException(file, "certificate " + (i + 1) + " (" + issuer.getSubjectX500Principal() + ") did not issue certificate " + i
+                                             + " (" + issued.getSubjectX500Principal() + ", issued by " + issued.getIssuerX500Principal()
+                                             + "): expected the certificate first, then each issuer after the certificate it issued");
+            }
         }
     }
 
