@@ -40,6 +40,8 @@ public final class Group implements IoGroup {
      * a save leaves it out and, once idle, {@link GroupTree} may remove it. Tree lock.
      */
     boolean automatic;
+    /** A host's IO has been charged here under cgroup_per_host since the server started ({@link GroupTree#bindHostChild}). Tree lock. */
+    boolean hostGroup;
     /** When an automatic group last became idle, in the tree's order of such events (smaller is older). Tree lock. */
     long idleOrder;
 
@@ -123,6 +125,11 @@ public final class Group implements IoGroup {
     /** A host's automatic group under cgroup_per_host ({@link GroupTree#bindHostChild}), not yet the operator's. Tree lock. */
     public boolean automatic() {
         return automatic;
+    }
+
+    /** A host's group under cgroup_per_host: one of its connections has paid here since the server started. Tree lock. */
+    public boolean hostGroup() {
+        return hostGroup;
     }
 
     /** Members bound to this group. */

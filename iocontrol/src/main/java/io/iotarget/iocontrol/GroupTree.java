@@ -307,6 +307,7 @@ public final class GroupTree {
             boolean enabled = enableIoDownTo(parent);
             if (made) for (IoPolicy p : policies) p.hostChildMade(parent, child);
             if (enabled) changedOutsideRequests();
+            child.hostGroup = true;
             child.members++;
             return child;
         } finally {
@@ -544,6 +545,7 @@ public final class GroupTree {
     private static String absentReason(Group g, InterfaceFile f) {
         return switch (f.placement()) {
             case ONLY_ON_ROOT -> f.name() + " exists only in the root group";
+            case HOST_GROUPS -> f.name() + " exists only in a group a host has paid in under cgroup_per_host";
             case NOT_ON_ROOT -> g.isRoot() ? f.name() + " does not exist in the root group"
                     : f.name() + ": the io controller is not enabled for " + g.path()
                       + " (write +io to " + parentFile(g) + ")";

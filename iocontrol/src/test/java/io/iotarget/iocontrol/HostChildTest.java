@@ -51,9 +51,12 @@ class HostChildTest {
         assertEquals("259:0 rbps=max wbps=1048576 riops=1000 wiops=max\n", c.read("tenants/a/" + NQN + "/io.max"));
         ControlException busy = assertThrows(ControlException.class, () -> c.rmdir("tenants/a/" + NQN));
         assertEquals(Errno.EBUSY, busy.errno());
+        assertEquals("automatic 1\n", c.read("tenants/a/" + NQN + "/iotarget.host"), "made by the connect, used by nobody");
+        assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> c.read("tenants/a/iotarget.host")).errno(), "no host's group");
 
         assertSame(child, c.tree().bindHostChild(a, NQN), "a second connection of the host shares its child");
         c.write("tenants/a/" + NQN + "/io.max", "259:0 riops=50");
+        assertEquals("automatic 0\n", c.read("tenants/a/" + NQN + "/iotarget.host"), "written to: the operator's");
         c.unbind(child);
         assertThrows(ControlException.class, () -> c.rmdir("tenants/a/" + NQN), "one connection still uses it");
         c.unbind(child);

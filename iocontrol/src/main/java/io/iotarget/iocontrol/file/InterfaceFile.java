@@ -14,8 +14,8 @@ import java.util.List;
  * iocost up on the device they name before reading the rest, as the kernel does).
  */
 public abstract class InterfaceFile {
-    /** Where in the tree the file exists. */
-    public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT }
+    /** Where in the tree the file exists; HOST_GROUPS: in the groups hosts pay in under cgroup_per_host ({@link Group#hostGroup}). */
+    public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT, HOST_GROUPS }
 
     private final String name;
     private final Placement placement;
@@ -74,6 +74,7 @@ public abstract class InterfaceFile {
             case EVERYWHERE -> !controllerFile || group.ioEnabled();
             case NOT_ON_ROOT -> !root && (!controllerFile || group.ioEnabled());
             case ONLY_ON_ROOT -> root;
+            case HOST_GROUPS -> group.hostGroup();
         };
     }
 }
