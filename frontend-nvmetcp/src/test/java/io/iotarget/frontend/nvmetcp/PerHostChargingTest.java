@@ -58,6 +58,14 @@ class PerHostChargingTest {
         return io;
     }
 
+    /** The namespace charged to tenant, a child per host. */
+    private void perHostUnderTenant() throws ControlException {
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup", "tenant");
+        fixture.tree.write(NS + "/cgroup_per_host", "1");
+        fixture.tree.write(NS + "/enable", "1");
+    }
+
     private void read(TestHost io, int blocks) throws Exception {
         assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, blocks, 0), null, blocks * LBA, false).status());
     }
@@ -72,10 +80,7 @@ class PerHostChargingTest {
 
     @Test
     void eachHostPaysInItsOwnChildOfTheNamespacesGroup() throws Exception {
-        fixture.tree.write(NS + "/enable", "0");
-        fixture.tree.write(NS + "/cgroup", "tenant");
-        fixture.tree.write(NS + "/cgroup_per_host", "1");
-        fixture.tree.write(NS + "/enable", "1");
+        perHostUnderTenant();
         cg.write("tenant/io.max.per_host", dev + " riops=500");
         TestHost a = connect(HOST_A);
         assertEquals(List.of(HOST_A + "/"), cg.list("tenant").stream().filter(e -> e.endsWith("/")).toList(), "made at the Connect");
@@ -106,10 +111,7 @@ class PerHostChargingTest {
      */
     @Test
     void aHostCyclingThroughNqnsLeavesABoundedTree() throws Exception {
-        fixture.tree.write(NS + "/enable", "0");
-        fixture.tree.write(NS + "/cgroup", "tenant");
-        fixture.tree.write(NS + "/cgroup_per_host", "1");
-        fixture.tree.write(NS + "/enable", "1");
+        perHostUnderTenant();
         TestHost a = connect(HOST_A);
         read(a, 8);
         int kept = GroupTree.IDLE_HOST_CHILDREN_KEPT;
