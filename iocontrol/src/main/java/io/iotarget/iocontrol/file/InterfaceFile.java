@@ -1,10 +1,12 @@
 package io.iotarget.iocontrol.file;
 
+import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * One file of a group's directory, with the kernel's name, read format, write syntax and
@@ -65,6 +67,26 @@ public abstract class InterfaceFile {
     public List<String> replay(Group group) throws ControlException {
         if (!writable()) return List.of();
         return read(group).lines().filter(line -> !line.isEmpty()).toList();
+    }
+
+    /**
+     * The read of a file with a line per device (io.max, io.weight's overrides, ...): for each
+     * device the group has state on, in device order, its MAJ:MIN, what {@code body} gives for
+     * it (which starts with a space), and a newline; a device for which {@code body} gives null
+     * has no line.
+     */
+    protected static String deviceLines(Group group, Function<DeviceGroup, String> body) {
+        return deviceLines(group, dg -> dg.device().device().number().toString(), body);
+    }
+
+    /** {@link #deviceLines(Group, Function)} with each line keyed by what {@code key} gives (io.max.global: the backend's name). */
+    protected static String deviceLines(Group group, Function<DeviceGroup, String> key, Function<DeviceGroup, String> body) {
+        StringBuilder sb = new StringBuilder();
+        for (DeviceGroup dg : group.deviceGroups()) {
+            String line = body.apply(dg);
+            if (line != null) sb.append(key.apply(dg)).append(line).append('\n');
+        }
+        return sb.toString();
     }
 
     /** Whether this file appears in {@code group}'s directory. */
