@@ -117,7 +117,9 @@ public final class Main {
                     (2.0s: two requests waited all along); MIN: io.min met, or the share of it
                     given while minimums overcommit the device (71%), - when none was used;
                     BURST, the io.max.burst credit left (io.max.burst.stat, "-" without a burst
-                    in effect). Keys: r w R W l p m c sort by RIOPS,
+                    in effect); HOST, a host's group under cgroup_per_host: auto while a connect
+                    made it and nobody used it (removed once idle if too many such are), kept
+                    after (iotarget.host), - for other groups. Keys: r w R W l p m c sort by RIOPS,
                     WIOPS, RBPS, WBPS, AVGLAT, P99LAT, MAXHELD, COSTHELD (largest first), g by
                     group; q (or Ctrl-C, or the end of input) quits and gives the terminal back.
                       iotarget top

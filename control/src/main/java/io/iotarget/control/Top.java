@@ -30,15 +30,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  *  iotarget top - every second, sorted by RIOPS; q quits
  *  keys g r w R W l p m c sort by GROUP RIOPS ... COSTHELD; HELD: time waited in io.max, iocost per s
- *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  AVGLAT  P99LAT MAXHELD COSTHELD  MIN BURST
- *  tenants/a  259:0     1995      0   7.8M      0   4.0ms   4.2ms    7.9s        0  met   37%
+ *  GROUP      DEVICE   RIOPS  WIOPS   RBPS   WBPS  AVGLAT  P99LAT MAXHELD COSTHELD  MIN BURST HOST
+ *  tenants/a  259:0     1995      0   7.8M      0   4.0ms   4.2ms    7.9s        0  met   37%    -
  * </pre>
  * AVGLAT and P99LAT are the latency of the requests completed in the interval; MAXHELD and
  * COSTHELD the time requests waited in io.max and iocost per second of it (7.9s: about eight
  * requests waited all along); MIN whether io.min's minimum was met ("met"), or the share of it
  * given while the minimums overcommit the device ("71%"), "-" when no request went on one;
  * BURST the io.max.burst credit left now (io.max.burst.stat; the lowest of the device's limits),
- * "-" without a burst in effect.
+ * "-" without a burst in effect; HOST marks a host's group under cgroup_per_host (iotarget.host):
+ * "auto" while it is one a connect made and nobody used (removed once idle and too many such are),
+ * "kept" once it is an ordinary group, "-" for any other group.
  * The terminal is /dev/tty, put in non-canonical mode without echo ({@code stty -icanon -echo}) so
  * that one key acts at once, and drawn on the alternate screen with plain ANSI sequences; the
  * saved {@code stty -g} settings and the main screen come back however top ends: q, end of input,
@@ -49,7 +51,7 @@ final class Top {
     /** Sort keys and the column each sorts by, descending (the group name ascending). */
     private static final String KEYS = "grwRWlpmc";
     private static final List<String> COLUMNS = List.of("GROUP", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "P99LAT", "MAXHELD", "COSTHELD");
-    private static final String ROW = "s %-8s %6s %6s %6s %6s %7s %7s %7s %8s %4s %5s%n";
+    private static final String ROW = "s %-8s %6s %6s %6s %6s %7s %7s %7s %8s %4s %5s %4s%n";
     private static final String ENTER = "\033[?1049h\033[?25l", LEAVE = "\033[?25h\033[?1049l", HOME_CLEAR = "\033[H\033[2J";
     private static final int END_OF_INPUT = -1;
 
@@ -61,12 +63,12 @@ final class Top {
         this.interval = interval;
     }
 
-    /** One row: a group on one device, its rates (indexed as {@link Sample#ratesSince}), latency, held time and burst credit left. */
-    private record Row(String group, String device, double[] rate, HeldAndLatency.Interval latency, String burst) {
+    /** One row: a group on one device, its rates (indexed as {@link Sample#ratesSince}), latency, held time, burst credit left and host mark. */
+    private record Row(String group, String device, double[] rate, HeldAndLatency.Interval latency, String burst, String host) {
     }
 
-    /** One tick's reads of a group: io.stat, iotarget.io.stat and io.max.burst.stat. */
-    private record Reads(Sample stat, HeldAndLatency held, String burst) {
+    /** One tick's reads of a group: io.stat, iotarget.io.stat, io.max.burst.stat and iotarget.host. */
+    private record Reads(Sample stat, HeldAndLatency held, String burst, String host) {
     }
 
     /** Runs until q or the end of input; the endpoint's refusal to list the root group, or no terminal, ends it at once. */
@@ -121,7 +123,7 @@ final class Top {
         for (String g : groups) {
             Sample stat = Sample.of(LongListing.read(client, g, "io.stat"), System.nanoTime());
             m.put(g, new Reads(stat, HeldAndLatency.of(LongListing.read(client, g, "iotarget.io.stat"), System.nanoTime()),
-                    LongListing.read(client, g, "io.max.burst.stat")));
+                    LongListing.read(client, g, "io.max.burst.stat"), LongListing.read(client, g, "iotarget.host")));
         }
         return m;
     }
@@ -135,7 +137,7 @@ final class Top {
             Reads reads = g.getValue();
             for (String device : reads.stat().byDevice().keySet()) {
                 rows.add(new Row(LongListing.shown(g.getKey()), device, reads.stat().ratesSince(then.stat(), device),
-                        reads.held().since(then.held(), device), burstLeft(reads.burst(), device)));
+                        reads.held().since(then.held(), device), burstLeft(reads.burst(), device), hostMark(reads.host())));
             }
         }
         return rows;
@@ -157,6 +159,12 @@ final class Top {
             return Math.round(lowest * 100) + "%";
         }
         return "-";
+    }
+
+    /** HOST: iotarget.host's {@code automatic 1} is "auto", {@code automatic 0} "kept"; no such file, "-". */
+    static String hostMark(String iotargetHost) {
+        if (iotargetHost.isEmpty()) return "-";
+        return iotargetHost.contains("automatic 1") ? "auto" : "kept";
     }
 
     /** The value a row sorts by, largest first; a row without latency samples sorts last. */
@@ -185,13 +193,13 @@ final class Top {
                 "iotarget top - every second, sorted by %s; q quits%n"
                 + "keys g r w R W l p m c sort by GROUP RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD; HELD: time waited in io.max, iocost per s%n",
                 COLUMNS.get(KEYS.indexOf(sort))));
-        sb.append(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "P99LAT", "MAXHELD", "COSTHELD", "MIN", "BURST"));
+        sb.append(String.format(Locale.ROOT, format, "GROUP", "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "AVGLAT", "P99LAT", "MAXHELD", "COSTHELD", "MIN", "BURST", "HOST"));
         for (Row r : sorted) {
             sb.append(String.format(Locale.ROOT, format, r.group, r.device, Math.round(r.rate[LongListing.RIOS]),
                     Math.round(r.rate[LongListing.WIOS]), LongListing.bytes(r.rate[LongListing.RBYTES]),
                     LongListing.bytes(r.rate[LongListing.WBYTES]), HeldAndLatency.duration(r.latency.avgUsec()),
                     HeldAndLatency.duration(r.latency.p99Usec()), HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.THROTTLE]),
-                    HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.COST]), r.latency.minimum(), r.burst));
+                    HeldAndLatency.held(r.latency.heldPerSecond()[HeldAndLatency.COST]), r.latency.minimum(), r.burst, r.host));
         }
         return sb.toString();
     }

@@ -26,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * bin/iotarget runs its jar) in a detached pane while fio reads through tenant a (io.max riops=2000,
  * so io.max holds most of its 8 requests in flight) and writes through tenant b (no limit; fio
  * itself paces it to 500 writes/s at queue depth 1, under io.max wiops=1000 with a burst to 3000,
- * whose credit it never spends); the test reads the screen with capture-pane
+ * whose credit it never spends), and a third fio reads through export c, whose hosts each pay in
+ * their own child of tenant c (cgroup_per_host); the test reads the screen with capture-pane
  * and types keys.
  */
 @Timeout(30)
@@ -44,9 +45,11 @@ class TopTest {
                   "backends": { "default": { "type": "memory", "size": "64M", "enable": 1 } },
                   "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
                                            "a": { "io.max": "default riops=2000" },
-                                           "b": { "io.max": "default wiops=1000", "io.max.burst": "default wiops=3000" } } },
+                                           "b": { "io.max": "default wiops=1000", "io.max.burst": "default wiops=3000" },
+                                           "c": { } } },
                   "nbd": { "exports": { "a": { "backend": "default", "cgroup": "tenants/a", "enable": 1 },
-                                        "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 } } } }"""), dir);
+                                        "b": { "backend": "default", "cgroup": "tenants/b", "enable": 1 },
+                                        "c": { "backend": "default", "cgroup": "tenants/c", "cgroup_per_host": 1, "enable": 1 } } } }"""), dir);
         control = ControlEndpoint.hostPort(server.controlAddress());
     }
 
@@ -60,7 +63,8 @@ class TopTest {
     void shouldShowLiveRatesSortByKeyAndGiveTheTerminalBack() throws Exception {
         Tools.requireFioNbd();
         Tools.require("tmux", "/usr/bin/tmux");
-        List<Process> fio = List.of(fio("a", "randread", "--iodepth=8"), fio("b", "randwrite", "--iodepth=1", "--rate_iops=500"));
+        List<Process> fio = List.of(fio("a", "randread", "--iodepth=8"), fio("b", "randwrite", "--iodepth=1", "--rate_iops=500"),
+                fio("c", "randread", "--iodepth=1", "--rate_iops=100"));
         try {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String top = "env IOTARGET_RUNTIME_DIR=" + dir + " " + java + " -XX:TieredStopAtLevel=1 -cp " + CliProcess.classpath()
@@ -87,6 +91,12 @@ class TopTest {
             assertEquals("-", a[MIN], "no io.min, nothing to meet:\n" + second);
             assertEquals("-", a[BURST], "a has no burst:\n" + second);
             assertEquals("100%", b[BURST], "b writes 500/s under its wiops=1000: its burst credit stays full:\n" + second);
+            assertEquals("-", a[HOST], "an ordinary group:\n" + second);
+            String host = "tenants/c/127.0.0.1";       // fio's NBD client has no TLS identity: its address names its group
+            assertEquals("auto", screenRow(host, r -> true)[HOST], "made by fio's connect, used by nobody since");
+            assertEquals("-", screenRow("tenants/c", r -> true)[HOST], "the export's group is no host's");
+            server.mounts().write(host + "/io.max", "default riops=5000");
+            screenRow(host, r -> r[HOST].equals("kept"));      // written to: an ordinary group now
             assertTrue(usec(a[AVGLAT]) >= 1000 && usec(a[AVGLAT]) <= 10_000, "8 in flight at 2000/s take ~4 ms each:\n" + second);
             assertTrue(usec(a[P99LAT]) >= usec(a[AVGLAT]), second);
             assertTrue(usec(b[AVGLAT]) < usec(a[AVGLAT]) / 2, "b's requests are not held:\n" + second);
@@ -130,14 +140,14 @@ class TopTest {
         return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     }
 
-    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD MIN BURST. */
-    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, MIN = 10, BURST = 11;
+    /** Columns of a row: GROUP DEVICE RIOPS WIOPS RBPS WBPS AVGLAT P99LAT MAXHELD COSTHELD MIN BURST HOST. */
+    private static final int AVGLAT = 6, P99LAT = 7, MAXHELD = 8, COSTHELD = 9, MIN = 10, BURST = 11, HOST = 12;
 
     /** {@code group}'s row split into its columns, or null while it is not on the screen. */
     private static String[] row(String screen, String group) {
         for (String line : screen.lines().toList()) {
             String[] f = line.strip().split(" +");
-            if (f.length == 12 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
+            if (f.length == 13 && f[0].equals(group) && f[2].matches("[0-9]+")) return f;
         }
         return null;
     }
@@ -155,6 +165,11 @@ class TopTest {
         if (shown.endsWith("ms")) return Double.parseDouble(shown.substring(0, shown.length() - 2)) * 1e3;
         if (shown.endsWith("s")) return Double.parseDouble(shown.substring(0, shown.length() - 1)) * 1e6;
         return Double.parseDouble(shown);
+    }
+
+    /** {@code group}'s row once it is on the screen and {@code wanted}. */
+    private String[] screenRow(String group, Predicate<String[]> wanted) throws Exception {
+        return row(screenWhere(s -> row(s, group) != null && wanted.test(row(s, group))), group);
     }
 
     private String screenWhere(Predicate<String> wanted) throws Exception {

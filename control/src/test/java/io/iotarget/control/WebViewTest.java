@@ -294,6 +294,36 @@ class WebViewTest {
         }
     }
 
+    /**
+     * A host's group under cgroup_per_host carries a mark: nbdinfo's connect to an export with
+     * cgroup_per_host 1 makes tenants/c/127.0.0.1 ("host · auto"); a write to it makes it the
+     * operator's ("host").
+     */
+    @Test
+    void shouldMarkAHostsGroup() throws Exception {
+        Tools.require("nbdinfo", "/usr/bin/nbdinfo");
+        var mounts = server.mounts();
+        mounts.mkdir("tenants/c");
+        mounts.mkdir("/nbd/exports/c");
+        mounts.write("/nbd/exports/c/backend", "default");
+        mounts.write("/nbd/exports/c/cgroup", "tenants/c");
+        mounts.write("/nbd/exports/c/cgroup_per_host", "1");
+        mounts.write("/nbd/exports/c/enable", "1");
+        Tools.ok(30, "nbdinfo", "--size", "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/c");
+        try (Chromium chromium = Chromium.start(1400, 700)) {
+            chromium.navigate(loginUrl());
+            String row = "document.querySelector('#groups tr[data-group=\"/tenants/c/127.0.0.1\"]')";
+            assertEquals("auto", awaitValue(chromium, row + ".dataset.host", v -> !v.isEmpty()));
+            assertTrue(chromium.evaluate(row + ".cells[0].innerText").asText().contains("127.0.0.1host · auto"),
+                    chromium.evaluate(row + ".cells[0].innerText").asText());
+            assertEquals("undefined", chromium.evaluate("String(document.querySelector('#groups tr[data-group=\"/tenants/c\"]').dataset.host)").asText(),
+                    "the export's group is no host's");
+            mounts.write("tenants/c/127.0.0.1/io.max", "default riops=5000");
+            awaitValue(chromium, row + ".dataset.host", v -> v.equals("kept"));
+            assertEquals("host", chromium.evaluate(row + ".querySelector('span.host').textContent").asText());
+        }
+    }
+
     private void screenshot(Chromium chromium, String name) throws Exception {
         chromium.screenshot(Path.of("target", name));
         String docs = System.getProperty(SCREENSHOTS);

@@ -17,7 +17,7 @@ import java.util.List;
  * The cgroup core files a storage target needs (cgroup.controllers, cgroup.subtree_control,
  * cgroup.stat, cgroup.events, cgroup.max.descendants, cgroup.max.depth), io.stat and
  * io.pressure, with the kernel's formats and errors; and iotarget.io.stat, what io.stat has no
- * field for.
+ * field for, and iotarget.host, which marks a host's group under cgroup_per_host.
  */
 final class CoreFiles {
     private CoreFiles() {
@@ -27,7 +27,7 @@ final class CoreFiles {
         return List.of(
                 new Controllers(), new SubtreeControl(tree), new Events(), new Stat(),
                 new MaxLimit("cgroup.max.descendants"), new MaxLimit("cgroup.max.depth"),
-                new IoStat(tree), new IoPressure(tree), new IotargetIoStat(tree));
+                new IoStat(tree), new IoPressure(tree), new IotargetIoStat(tree), new IotargetHost());
     }
 
     /** cgroup.controllers: what this group may enable for its children. */
@@ -110,6 +110,23 @@ final class CoreFiles {
             if (g.members > 0) return true;
             for (Group c : g.children.values()) if (populated(c)) return true;
             return false;
+        }
+    }
+
+    /**
+     * iotarget.host (not Linux's), in the groups hosts pay in under cgroup_per_host: {@code
+     * automatic 1} while the group is one a connect made and nobody has used since (saves leave
+     * it out; once idle it may be removed, {@link GroupTree#IDLE_HOST_CHILDREN_KEPT}), {@code
+     * automatic 0} once it is an ordinary group. What top and the web view mark such rows by.
+     */
+    private static final class IotargetHost extends InterfaceFile {
+        IotargetHost() {
+            super("iotarget.host", Placement.HOST_GROUPS, false);
+        }
+
+        @Override
+        public String read(Group g) {
+            return "automatic " + (g.automatic ? 1 : 0) + "\n";
         }
     }
 

@@ -34,6 +34,16 @@ public final class Group implements IoGroup {
     /** cgroup.max.descendants / cgroup.max.depth; Long.MAX_VALUE = max. Tree lock. */
     long maxDescendants = Long.MAX_VALUE;
     long maxDepth = Long.MAX_VALUE;
+    /**
+     * Made by a host's connect under cgroup_per_host, and not used by the operator since (no
+     * file written, no group made in it, nothing bound to it): it holds nothing of its own, so
+     * a save leaves it out and, once idle, {@link GroupTree} may remove it. Tree lock.
+     */
+    boolean automatic;
+    /** A host's IO has been charged here under cgroup_per_host since the server started ({@link GroupTree#bindHostChild}). Tree lock. */
+    boolean hostGroup;
+    /** When an automatic group last became idle, in the tree's order of such events (smaller is older). Tree lock. */
+    long idleOrder;
 
     /** Where this group's IO is charged: itself, or its nearest ancestor with io enabled. */
     private volatile Group effective;
@@ -110,6 +120,16 @@ public final class Group implements IoGroup {
     /** A snapshot of the children, by name. */
     public List<Group> children() {
         return List.copyOf(children.values());
+    }
+
+    /** A host's automatic group under cgroup_per_host ({@link GroupTree#bindHostChild}), not yet the operator's. Tree lock. */
+    public boolean automatic() {
+        return automatic;
+    }
+
+    /** A host's group under cgroup_per_host: one of its connections has paid here since the server started. Tree lock. */
+    public boolean hostGroup() {
+        return hostGroup;
     }
 
     /** Members bound to this group. */

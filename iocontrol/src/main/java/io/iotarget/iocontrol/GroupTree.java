@@ -17,6 +17,7 @@ import io.iotarget.model.tree.TreePath;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,6 +40,15 @@ public final class GroupTree {
     public static final int MAX_WRITE_BYTES = 4096;
     /** The file {@link #watch} takes triggers on. */
     public static final String PRESSURE_FILE = "io.pressure";
+    /**
+     * Idle automatic per-host children ({@link Group#automatic}) a group keeps: one more idle
+     * one removes the one idle longest. Hosts connected at the moment are not counted (the
+     * transport's connection limits bound them), so a host that cycles through identities
+     * can push out only groups that hold nothing but stats and whose host is gone, never a
+     * connected host's group nor one the operator has used. 256 keeps the io.stat of the
+     * last 256 hosts that went, in well under a megabyte.
+     */
+    public static final int IDLE_HOST_CHILDREN_KEPT = 256;
 
     private final ReentrantLock treeLock = new ReentrantLock();
     private final AtomicLong nextGroupId = new AtomicLong(1);
@@ -49,6 +59,8 @@ public final class GroupTree {
     private final Map<String, InterfaceFile> files = new LinkedHashMap<>();
     private final Group root;
     private volatile Runnable hostChildListener;
+    /** The last {@link Group#idleOrder} given. Tree lock. */
+    private long idleEvents;
 
     /**
      * @param clock read only by configuration changes (a new limit starts a new slice "now");
@@ -235,7 +247,10 @@ public final class GroupTree {
         checkName(name);
         treeLock.lock();
         try {
-            return mkdirLocked(resolve(parts.subList(0, parts.size() - 1)), name);
+            Group parent = resolve(parts.subList(0, parts.size() - 1));
+            Group made = mkdirLocked(parent, name);
+            claim(parent);
+            return made;
         } finally {
             treeLock.unlock();
         }
@@ -267,8 +282,9 @@ public final class GroupTree {
      * ({@link IoPolicy#hostChildMade}: io.max.per_host); enables io in cgroup.subtree_control of
      * {@code parent} and of any ancestor that lacks it; and binds the child, so that rmdir fails
      * with EBUSY until {@link #unbind}. A child that exists already, made by an earlier connect
-     * or by mkdir, is used as it is. Such a change of the tree is reported to the {@link
-     * #onHostChildMade} listener, under the tree lock.
+     * or by mkdir, is used as it is. A child made here is {@link Group#automatic}: a save leaves
+     * it out, and once idle it may be removed ({@link #IDLE_HOST_CHILDREN_KEPT}). Enabling io
+     * is reported to the {@link #onHostChildMade} listener, under the tree lock.
      *
      * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN, ENAMETOOLONG),
      *                          ENOENT when {@code parent} was removed
@@ -286,11 +302,12 @@ public final class GroupTree {
                     throw new ControlException(Errno.EEXIST, "host " + identity + ": its group name " + name + " is a file of " + parent.path());
                 }
                 child = mkdirLocked(parent, name);
+                child.automatic = true;
             }
             boolean enabled = enableIoDownTo(parent);
             if (made) for (IoPolicy p : policies) p.hostChildMade(parent, child);
-            Runnable listener = hostChildListener;
-            if ((made || enabled) && listener != null) listener.run();
+            if (enabled) changedOutsideRequests();
+            child.hostGroup = true;
             child.members++;
             return child;
         } finally {
@@ -310,12 +327,41 @@ public final class GroupTree {
     }
 
     /**
-     * Runs {@code listener} (under the tree lock; it must not block) each time {@link
-     * #bindHostChild} makes a group, so that whoever keeps the configuration knows it changed
-     * without a write of its own. One listener; a later call replaces it.
+     * Runs {@code listener} (under the tree lock; it must not block) each time what a save keeps
+     * changes without a request naming the change: {@link #bindHostChild} enabled io in a
+     * cgroup.subtree_control, or an automatic child, which a save leaves out, became an
+     * ordinary group ({@link #claim}) — so that whoever keeps the configuration saves it whole
+     * rather than journal a change to a group its last save lacks. One listener; a later call
+     * replaces it.
      */
     public void onHostChildMade(Runnable listener) {
         hostChildListener = listener;
+    }
+
+    private void changedOutsideRequests() {
+        Runnable listener = hostChildListener;
+        if (listener != null) listener.run();
+    }
+
+    /**
+     * The operator used {@code g} by its path (wrote a file, made a group in it, bound it, or
+     * removes it): if it was automatic it is an ordinary group from now on, which a save keeps
+     * and nothing removes but rmdir. Tree lock held.
+     */
+    private void claim(Group g) {
+        if (!g.automatic) return;
+        g.automatic = false;
+        changedOutsideRequests();
+    }
+
+    /** Whether the group at {@code path} is automatic ({@link Group#automatic}): a save leaves it out. */
+    public boolean automatic(String path) throws ControlException {
+        treeLock.lock();
+        try {
+            return resolve(path).automatic;
+        } finally {
+            treeLock.unlock();
+        }
     }
 
     /**
@@ -329,14 +375,32 @@ public final class GroupTree {
             if (g.isRoot()) throw new ControlException(Errno.EBUSY, "the root group cannot be removed");
             if (!g.children.isEmpty()) throw new ControlException(Errno.EBUSY, g.path() + " has child groups");
             if (g.members > 0) throw new ControlException(Errno.EBUSY, g.path() + " has " + g.members + " bound user(s): enabled exports or namespaces, nvmet host entries, hosts connected under cgroup_per_host");
-            g.markOffline();
-            g.pressure().markRemoved();
-            g.recomputeEffective();
-            offlineDeviceGroups(g);
-            g.parent().children.remove(g.name());
+            claim(g);
+            remove(g);
         } finally {
             treeLock.unlock();
         }
+    }
+
+    /** Removes an idle group without children; its counters stay in its ancestors' totals. Tree lock held. */
+    private void remove(Group g) {
+        g.markOffline();
+        g.pressure().markRemoved();
+        g.recomputeEffective();
+        offlineDeviceGroups(g);
+        g.parent().children.remove(g.name());
+    }
+
+    /**
+     * Removes the automatic children of {@code parent} that have been idle longest while more
+     * than {@link #IDLE_HOST_CHILDREN_KEPT} are idle, as rmdir would. Tree lock held.
+     */
+    private void removeIdleHostChildren(Group parent) {
+        List<Group> idle = new ArrayList<>();
+        for (Group c : parent.children.values()) if (c.automatic && c.members == 0) idle.add(c);
+        if (idle.size() <= IDLE_HOST_CHILDREN_KEPT) return;
+        idle.sort(Comparator.comparingLong(c -> c.idleOrder));
+        for (Group g : idle.subList(0, idle.size() - IDLE_HOST_CHILDREN_KEPT)) remove(g);
     }
 
     /** Binds a member (export, namespace) to the group: rmdir now fails with EBUSY. */
@@ -344,16 +408,22 @@ public final class GroupTree {
         treeLock.lock();
         try {
             if (!group.online()) throw new ControlException(Errno.ENOENT, group.path() + " was removed");
+            claim(group);
             group.members++;
         } finally {
             treeLock.unlock();
         }
     }
 
+    /** Undoes one {@link #bind} or {@link #bindHostChild}. */
     public void unbind(Group group) {
         treeLock.lock();
         try {
             if (group.members > 0) group.members--;
+            if (group.automatic && group.members == 0 && group.online()) {
+                group.idleOrder = ++idleEvents;
+                removeIdleHostChildren(group.parent());
+            }
         } finally {
             treeLock.unlock();
         }
@@ -429,6 +499,7 @@ public final class GroupTree {
             if (text.isEmpty()) return;
             if (text.indexOf('\0') >= 0) throw new ControlException(Errno.EINVAL, path + ": the write holds a NUL character");
             ref.file.write(ref.group, text);
+            claim(ref.group);
         } finally {
             treeLock.unlock();
         }
@@ -474,6 +545,7 @@ public final class GroupTree {
     private static String absentReason(Group g, InterfaceFile f) {
         return switch (f.placement()) {
             case ONLY_ON_ROOT -> f.name() + " exists only in the root group";
+            case HOST_GROUPS -> f.name() + " exists only in a group a host has paid in under cgroup_per_host";
             case NOT_ON_ROOT -> g.isRoot() ? f.name() + " does not exist in the root group"
                     : f.name() + ": the io controller is not enabled for " + g.path()
                       + " (write +io to " + parentFile(g) + ")";

@@ -5,6 +5,7 @@ import io.iotarget.model.Errno;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -50,9 +51,12 @@ class HostChildTest {
         assertEquals("259:0 rbps=max wbps=1048576 riops=1000 wiops=max\n", c.read("tenants/a/" + NQN + "/io.max"));
         ControlException busy = assertThrows(ControlException.class, () -> c.rmdir("tenants/a/" + NQN));
         assertEquals(Errno.EBUSY, busy.errno());
+        assertEquals("automatic 1\n", c.read("tenants/a/" + NQN + "/iotarget.host"), "made by the connect, used by nobody");
+        assertEquals(Errno.ENOENT, assertThrows(ControlException.class, () -> c.read("tenants/a/iotarget.host")).errno(), "no host's group");
 
         assertSame(child, c.tree().bindHostChild(a, NQN), "a second connection of the host shares its child");
         c.write("tenants/a/" + NQN + "/io.max", "259:0 riops=50");
+        assertEquals("automatic 0\n", c.read("tenants/a/" + NQN + "/iotarget.host"), "written to: the operator's");
         c.unbind(child);
         assertThrows(ControlException.class, () -> c.rmdir("tenants/a/" + NQN), "one connection still uses it");
         c.unbind(child);
@@ -85,6 +89,36 @@ class HostChildTest {
         c.tree().bindHostChild(a, "one");
         ControlException full = assertThrows(ControlException.class, () -> c.tree().bindHostChild(a, "two"));
         assertEquals(Errno.EAGAIN, full.errno(), "cgroup.max.descendants caps how many hosts get a group");
+    }
+
+    /**
+     * A host cycling through identities: past {@link GroupTree#IDLE_HOST_CHILDREN_KEPT} idle
+     * automatic children, the one idle longest goes; a connected host's child and children the
+     * operator used stay, however many identities come and go.
+     */
+    @Test
+    void idleAutomaticChildrenBeyondTheBoundGoOldestFirst() throws Exception {
+        Group a = h.group("tenants/a");
+        Group connected = c.tree().bindHostChild(a, "connected");
+        Group used = c.tree().bindHostChild(a, "used");
+        c.write("tenants/a/used/io.max", "259:0 riops=300");
+        c.unbind(used);
+        assertTrue(connected.automatic());
+        assertFalse(used.automatic(), "written to: the operator's");
+        int kept = GroupTree.IDLE_HOST_CHILDREN_KEPT;
+        for (int i = 0; i < kept; i++) c.unbind(c.tree().bindHostChild(a, "h" + i));
+        assertEquals(kept + 2, a.children().size(), "up to the bound, every idle one stays");
+        for (int i = kept; i < 3 * kept; i++) c.unbind(c.tree().bindHostChild(a, "h" + i));
+        assertEquals(kept + 2, a.children().size());
+        assertSame(connected, c.group("tenants/a/connected"));
+        assertSame(used, c.group("tenants/a/used"));
+        assertFalse(c.list("tenants/a").contains("h" + (2 * kept - 1) + "/"), "the oldest idle went");
+        assertTrue(c.list("tenants/a").contains("h" + (2 * kept) + "/"));
+        c.unbind(c.tree().bindHostChild(a, "h" + (2 * kept)));      // back again: now the newest idle
+        c.unbind(c.tree().bindHostChild(a, "new"));
+        assertTrue(c.list("tenants/a").contains("h" + (2 * kept) + "/"));
+        assertFalse(c.list("tenants/a").contains("h" + (2 * kept + 1) + "/"));
+        assertTrue(connected.online(), "connected: never removed");
     }
 
     @Test

@@ -42,6 +42,15 @@ public interface ConfigTree {
      */
     List<String> replay(String path) throws ControlException;
 
+    /**
+     * Whether a save keeps the directory at {@code path}: false for one the tree made itself,
+     * holding nothing a save would restore, that it makes again when needed (a host's group
+     * under cgroup_per_host that the operator has not used).
+     */
+    default boolean kept(String path) throws ControlException {
+        return true;
+    }
+
     void mkdir(String path) throws ControlException;
 
     void rmdir(String path) throws ControlException;

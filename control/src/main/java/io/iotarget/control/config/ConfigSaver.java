@@ -32,6 +32,8 @@ import java.util.regex.Pattern;
  *       (read-only, mirrored or unset: the key is left out), one write (a scalar) or several
  *       (an array: {@code io.max} has a line per device).</li>
  *   <li>A links directory becomes the array of its links' names.</li>
+ *   <li>A directory the tree does not keep ({@link ConfigTree#kept}: a host's automatic
+ *       group) is left out.</li>
  *   <li>The {@code server} and {@code cluster} sections are the ones the server was started
  *       with: nothing in them changes while it runs.</li>
  * </ol>
@@ -108,6 +110,7 @@ public final class ConfigSaver {
             String name = entry.substring(0, entry.length() - 1);
             String path = path(dir, name);
             try {
+                if (!tree.kept(path)) continue;
                 if (tree.kind(path) == ConfigTree.Kind.LINKS) {
                     List<String> links = tree.list(path);
                     if (!links.isEmpty()) {

@@ -77,7 +77,7 @@ public final class PersistedTree extends ForwardingTree implements AutoCloseable
     private Future<?> compaction = CompletableFuture.completedFuture(null);
     /** The journal lacks a change, or a compaction failed: the next change writes a whole snapshot. */
     private volatile boolean broken;
-    /** A connect made a host's group (cgroup_per_host) since the last snapshot: the next change writes a whole snapshot. */
+    /** The group tree changed outside a request since the last snapshot (cgroup_per_host): the next change writes a whole snapshot. */
     private volatile boolean hostGroupsMade;
 
     private PersistedTree(ConfigTree tree, ConfigSaver saver, StateFile state, boolean restored) {
@@ -164,11 +164,14 @@ public final class PersistedTree extends ForwardingTree implements AutoCloseable
     }
 
     /**
-     * A connect made a host's group under {@code cgroup_per_host}: a change of the trees that
-     * no endpoint request named, so the journal cannot hold it. The next change writes a whole
-     * snapshot instead, so a journaled write to that group (its io.max) never precedes the group
-     * on replay. Until then a restart lacks only groups that a reconnect makes again. Any
-     * thread (under the group tree's lock): it only sets a flag.
+     * The group tree changed in a way a save keeps but no endpoint request named, so the journal
+     * cannot hold it ({@link io.iotarget.iocontrol.GroupTree#onHostChildMade}): a connect under
+     * {@code cgroup_per_host} enabled io in a cgroup.subtree_control, or a host's automatic
+     * group, which saves leave out, became an ordinary one as a request used it. The next
+     * change writes a whole snapshot instead (the one that used it, when a request did), so a
+     * journaled write to that group (its io.max) never follows a snapshot that lacks the group.
+     * Until then a restart lacks only what a reconnect makes again. Any thread (under the group
+     * tree's lock): it only sets a flag.
      */
     public void hostGroupMade() {
         hostGroupsMade = true;

@@ -99,6 +99,12 @@ public final class CgroupTree implements ConfigTree {
         };
     }
 
+    /** A host's automatic group ({@link io.iotarget.iocontrol.Group#automatic}) is not kept: a reconnect makes it again. */
+    @Override
+    public boolean kept(String path) throws ControlException {
+        return !controller.tree().automatic(path);
+    }
+
     @Override
     public void mkdir(String path) throws ControlException {
         int depth = TreePath.split(path).size();

@@ -58,6 +58,12 @@ public abstract class ForwardingTree implements ConfigTree {
     }
 
     @Override
+    public boolean kept(String path) throws ControlException {
+        Target t = resolve(path);
+        return t.tree.kept(t.path);
+    }
+
+    @Override
     public String readLink(String linkPath) throws ControlException {
         Target t = resolve(linkPath);
         return t.tree.readLink(t.path);

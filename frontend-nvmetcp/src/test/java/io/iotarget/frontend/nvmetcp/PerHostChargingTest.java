@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -57,6 +58,14 @@ class PerHostChargingTest {
         return io;
     }
 
+    /** The namespace charged to tenant, a child per host. */
+    private void perHostUnderTenant() throws ControlException {
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup", "tenant");
+        fixture.tree.write(NS + "/cgroup_per_host", "1");
+        fixture.tree.write(NS + "/enable", "1");
+    }
+
     private void read(TestHost io, int blocks) throws Exception {
         assertEquals(0, io.execute(io.lbaCommand(0x02, 1, 0, blocks, 0), null, blocks * LBA, false).status());
     }
@@ -71,10 +80,7 @@ class PerHostChargingTest {
 
     @Test
     void eachHostPaysInItsOwnChildOfTheNamespacesGroup() throws Exception {
-        fixture.tree.write(NS + "/enable", "0");
-        fixture.tree.write(NS + "/cgroup", "tenant");
-        fixture.tree.write(NS + "/cgroup_per_host", "1");
-        fixture.tree.write(NS + "/enable", "1");
+        perHostUnderTenant();
         cg.write("tenant/io.max.per_host", dev + " riops=500");
         TestHost a = connect(HOST_A);
         assertEquals(List.of(HOST_A + "/"), cg.list("tenant").stream().filter(e -> e.endsWith("/")).toList(), "made at the Connect");
@@ -95,6 +101,66 @@ class PerHostChargingTest {
         for (int i = 0; i < 100 && !cg.read("tenant/" + HOST_A + "/cgroup.events").startsWith("populated 0"); i++) Thread.sleep(50);
         assertEquals(8L * LBA, rbytes("tenant/" + HOST_A), "the stats stay after the host went");
         cg.rmdir("tenant/" + HOST_A);
+    }
+
+    /**
+     * A host that connects under ever new NQNs (attr_allow_any_host 1): each one's child goes
+     * once more than {@link GroupTree#IDLE_HOST_CHILDREN_KEPT} are idle, so the tree, the heap,
+     * the threads and the descriptors come back to where they were; the connected host's child
+     * stays, and the namespace's group still holds the sum of every host's reads.
+     */
+    @Test
+    void aHostCyclingThroughNqnsLeavesABoundedTree() throws Exception {
+        perHostUnderTenant();
+        TestHost a = connect(HOST_A);
+        read(a, 8);
+        int kept = GroupTree.IDLE_HOST_CHILDREN_KEPT;
+        int identities = kept + 64;
+        long[] heap = new long[2];
+        int threads = 0;
+        long descriptors = 0;
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < identities; i++) {
+                TestHost io = connect(String.format("nqn.2014-08.org.nvmexpress:uuid:%08x-0000-0000-0000-%012x", round, i));
+                read(io, 1);
+                for (TestHost h : hosts.subList(2, hosts.size())) h.close();
+                hosts.subList(2, hosts.size()).clear();
+            }
+            for (int i = 0; i < 200 && idleChildren() < children().size() - 1; i++) Thread.sleep(50);   // the last disconnects
+            assertEquals(kept + 1, children().size(), "the connected host's child and the idle ones kept");
+            if (round == 0) {
+                threads = Thread.activeCount();
+                descriptors = descriptors();
+            }
+            heap[round] = usedHeapAfterGc();
+        }
+        assertTrue(children().contains(HOST_A), "a connected host's child is never removed");
+        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A));
+        assertEquals((8L + 2 * identities) * LBA, rbytes("tenant"), "the removed children's reads stay in the sum");
+        for (int i = 0; i < 100 && (Thread.activeCount() != threads || descriptors() != descriptors); i++) Thread.sleep(50);
+        assertEquals(threads, Thread.activeCount(), "no thread per host");
+        assertEquals(descriptors, descriptors(), "no descriptor left per host");
+        assertTrue(heap[1] - heap[0] < (8L << 20), "the heap after another " + identities + " hosts: " + heap[0] + " then " + heap[1] + " bytes");
+    }
+
+    private List<String> children() throws ControlException {
+        return cg.list("tenant").stream().filter(e -> e.endsWith("/")).map(e -> e.substring(0, e.length() - 1)).toList();
+    }
+
+    private long idleChildren() throws ControlException {   // no connection of its host left
+        return cg.group("tenant").children().stream().filter(g -> g.members() == 0).count();
+    }
+
+    private static long descriptors() throws java.io.IOException {
+        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
+
+    private static long usedHeapAfterGc() {
+        Runtime rt = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) System.gc();
+        return rt.totalMemory() - rt.freeMemory();
     }
 
     @Test

@@ -1,10 +1,12 @@
 package io.iotarget.iocontrol.file;
 
+import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * One file of a group's directory, with the kernel's name, read format, write syntax and
@@ -14,8 +16,8 @@ import java.util.List;
  * iocost up on the device they name before reading the rest, as the kernel does).
  */
 public abstract class InterfaceFile {
-    /** Where in the tree the file exists. */
-    public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT }
+    /** Where in the tree the file exists; HOST_GROUPS: in the groups hosts pay in under cgroup_per_host ({@link Group#hostGroup}). */
+    public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT, HOST_GROUPS }
 
     private final String name;
     private final Placement placement;
@@ -67,6 +69,26 @@ public abstract class InterfaceFile {
         return read(group).lines().filter(line -> !line.isEmpty()).toList();
     }
 
+    /**
+     * The read of a file with a line per device (io.max, io.weight's overrides, ...): for each
+     * device the group has state on, in device order, its MAJ:MIN, what {@code body} gives for
+     * it (which starts with a space), and a newline; a device for which {@code body} gives null
+     * has no line.
+     */
+    protected static String deviceLines(Group group, Function<DeviceGroup, String> body) {
+        return deviceLines(group, dg -> dg.device().device().number().toString(), body);
+    }
+
+    /** {@link #deviceLines(Group, Function)} with each line keyed by what {@code key} gives (io.max.global: the backend's name). */
+    protected static String deviceLines(Group group, Function<DeviceGroup, String> key, Function<DeviceGroup, String> body) {
+        StringBuilder sb = new StringBuilder();
+        for (DeviceGroup dg : group.deviceGroups()) {
+            String line = body.apply(dg);
+            if (line != null) sb.append(key.apply(dg)).append(line).append('\n');
+        }
+        return sb.toString();
+    }
+
     /** Whether this file appears in {@code group}'s directory. */
     public final boolean presentIn(Group group) {
         boolean root = group.isRoot();
@@ -74,6 +96,7 @@ public abstract class InterfaceFile {
             case EVERYWHERE -> !controllerFile || group.ioEnabled();
             case NOT_ON_ROOT -> !root && (!controllerFile || group.ioEnabled());
             case ONLY_ON_ROOT -> root;
+            case HOST_GROUPS -> group.hostGroup();
         };
     }
 }

@@ -4,7 +4,8 @@
  *   /metrics every second      rates (metrics.js), info metrics for exports and namespaces
  *   /v1/list, /v1/read         every 5 s: the group tree, each group's io.max, io.max.per_host (what
  *                              the children made for hosts under cgroup_per_host start with),
- *                              io.weight, io.latency, io.min, io.max.burst.stat
+ *                              io.weight, io.latency, io.min, io.max.burst.stat, iotarget.host (a
+ *                              host's group under cgroup_per_host, and whether it is automatic)
  *   /v1/devices                every 5 s: names, sizes and types of the devices
  * Charts keep the last WINDOW_S seconds, one line per leaf group (a parent's counters are the sum
  * of its children's, so its line would only repeat them; the table shows every level).
@@ -20,7 +21,7 @@
   let previous = null;                  // the last scrape
   let rates = null;                     // IotargetMetrics.rates of the last two scrapes
   let metrics = new Map();              // the last scrape's metrics
-  let tree = [];                        // [{group, depth, files: {io.max, io.max.per_host, io.weight, io.latency, io.min, io.max.burst.stat}}], parents first
+  let tree = [];                        // [{group, depth, files: {io.max, io.max.per_host, io.weight, io.latency, io.min, io.max.burst.stat, iotarget.host}}], parents first
   let devices = [];                     // [{name, number, size, type}]
   const history = new Map();            // group -> [{t, iops, bps, latencyAvg, latencyP99, throttled}]
   const colors = new Map();
@@ -115,7 +116,7 @@
     const entries = listing.split("\n").filter(e => e);
     const node = { group: "/" + path, depth, files: {} };
     out.push(node);
-    for (const file of ["io.max", "io.max.per_host", "io.weight", "io.latency", "io.min", "io.max.burst.stat"]) {
+    for (const file of ["io.max", "io.max.per_host", "io.weight", "io.latency", "io.min", "io.max.burst.stat", "iotarget.host"]) {
       const text = entries.includes(file) ? await getIfThere("/v1/read?path=" + encodeURIComponent(join(path, file))) : null;
       if (text !== null) node.files[file] = text.trim();
     }
@@ -182,6 +183,7 @@
       }
       name.append(node.group === "/" ? "/ (root)" : node.group.slice(node.group.lastIndexOf("/") + 1));
       name.title = node.group;
+      if (node.files["iotarget.host"] !== undefined) hostMark(tr, name, node.files["iotarget.host"]);
       const spark = document.createElement("canvas");
       spark.className = "spark";
       cell(tr, "", "").append(spark);
@@ -202,6 +204,22 @@
       queueMicrotask(() => drawSpark(spark, history.get(node.group) || [], charted.has(node.group) ? color(node.group) : "#8a93a5"));
       return tr;
     }));
+  }
+
+  /**
+   * A host's group under cgroup_per_host (iotarget.host): "host · auto" while a connect made it
+   * and nobody used it (saves leave it out; removed once idle when too many such are), "host"
+   * once it is an ordinary group.
+   */
+  function hostMark(tr, name, text) {
+    const automatic = /^automatic 1$/m.test(text);
+    tr.dataset.host = automatic ? "auto" : "kept";
+    const mark = document.createElement("span");
+    mark.className = "host";
+    mark.textContent = automatic ? "host · auto" : "host";
+    mark.title = automatic ? "a host's group, made by its connect (cgroup_per_host): not saved, removed once idle if more than 256 such are"
+                           : "a host's group (cgroup_per_host), used by the operator: saved, removed only by rmdir";
+    name.append(mark);
   }
 
   /** io.max without its "max" entries; bandwidth limits in binary units. */

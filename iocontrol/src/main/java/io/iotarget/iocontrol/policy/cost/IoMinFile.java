@@ -1,6 +1,5 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
@@ -36,15 +35,13 @@ final class IoMinFile extends InterfaceFile {
     /** Minimums change only under the tree lock, which the controller holds around reads too. */
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        return deviceLines(group, dg -> {
             long[] min = policy.device(dg.device()).state(dg).minimum;
-            if ((min[0] | min[1] | min[2] | min[3]) == 0) continue;
-            sb.append(dg.device().device().number());
+            if ((min[0] | min[1] | min[2] | min[3]) == 0) return null;
+            StringBuilder sb = new StringBuilder();
             for (int k = 0; k < RateLimits.KEYS.length; k++) sb.append(' ').append(RateLimits.KEYS[k]).append('=').append(min[k]);
-            sb.append('\n');
-        }
-        return sb.toString();
+            return sb.toString();
+        });
     }
 
     @Override

@@ -50,13 +50,10 @@ final class IoWeightFile extends InterfaceFile {
     /** Weights change only under the tree lock, which the controller holds around reads too. */
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        sb.append("default ").append(policy.defaultWeight(group)).append('\n');
-        for (DeviceGroup dg : group.deviceGroups()) {
+        return "default " + policy.defaultWeight(group) + "\n" + deviceLines(group, dg -> {
             long w = policy.device(dg.device()).state(dg).cfgWeight;
-            if (w != 0) sb.append(dg.device().device().number()).append(' ').append(w / WEIGHT_ONE).append('\n');
-        }
-        return sb.toString();
+            return w != 0 ? " " + w / WEIGHT_ONE : null;
+        });
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
@@ -42,12 +41,10 @@ final class IoLatencyFile extends InterfaceFile {
 
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        return deviceLines(group, dg -> {
             long targetNs = ((LatencyGroup) dg.policyState(policy.index())).targetNs;
-            if (targetNs != 0) sb.append(dg.device().device().number()).append(" target=").append(targetNs / NS_PER_US).append('\n');
-        }
-        return sb.toString();
+            return targetNs != 0 ? " target=" + targetNs / NS_PER_US : null;
+        });
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
@@ -34,15 +33,11 @@ final class IoMaxBurstFile extends InterfaceFile {
 
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        return deviceLines(group, dg -> {
             // Set only under the tree lock, which the caller holds.
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            if (!tg.bursting()) continue;
-            sb.append(dg.device().device().number());
-            IoMaxFile.appendLimits(sb, tg.burstBps, tg.burstIops).append(' ').append(RateLimits.LEN_KEY).append('=').append(tg.burstLenSec).append('\n');
-        }
-        return sb.toString();
+            return tg.bursting() ? IoMaxFile.limits(tg.burstBps, tg.burstIops) + " " + RateLimits.LEN_KEY + "=" + tg.burstLenSec : null;
+        });
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
@@ -37,21 +36,17 @@ final class IoMaxFile extends InterfaceFile {
 
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        if (scope == Scope.GLOBAL) {
+            return deviceLines(group, dg -> dg.device().device().name(), dg -> {
+                ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
+                return tg.globallyLimited() ? limits(tg.globalBps, tg.globalIops) : null;
+            });
+        }
+        return deviceLines(group, dg -> {
             // Limits change only under the tree lock, which the caller holds: the four are consistent.
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            if (scope == Scope.LOCAL ? !tg.limited() : !tg.globallyLimited()) continue;
-            long[] bps = scope == Scope.LOCAL ? tg.bps : tg.globalBps;
-            long[] iops = scope == Scope.LOCAL ? tg.iops : tg.globalIops;
-            appendLine(sb, scope == Scope.LOCAL ? dg.device().device().number().toString() : dg.device().device().name(), bps, iops);
-        }
-        return sb.toString();
-    }
-
-    /** One device's line as io.max reads it, newline included. */
-    static void appendLine(StringBuilder sb, String device, long[] bps, long[] iops) {
-        appendLimits(sb.append(device), bps, iops).append('\n');
+            return tg.limited() ? limits(tg.bps, tg.iops) : null;
+        });
     }
 
     private static String bps(long v) {
@@ -114,9 +109,9 @@ final class IoMaxFile extends InterfaceFile {
         }
     }
 
-    /** rbps=... wbps=... riops=... wiops=... of one pair, as io.max and io.max.burst read them. */
-    static StringBuilder appendLimits(StringBuilder sb, long[] bps, long[] iops) {
-        return sb.append(" rbps=").append(bps(bps[ThrottleGroup.READ])).append(" wbps=").append(bps(bps[ThrottleGroup.WRITE]))
-                 .append(" riops=").append(iops(iops[ThrottleGroup.READ])).append(" wiops=").append(iops(iops[ThrottleGroup.WRITE]));
+    /** " rbps=... wbps=... riops=... wiops=..." of one pair, as io.max, io.max.per_host and io.max.burst read them. */
+    static String limits(long[] bps, long[] iops) {
+        return " rbps=" + bps(bps[ThrottleGroup.READ]) + " wbps=" + bps(bps[ThrottleGroup.WRITE])
+               + " riops=" + iops(iops[ThrottleGroup.READ]) + " wiops=" + iops(iops[ThrottleGroup.WRITE]);
     }
 }

@@ -30,12 +30,10 @@ final class IoMaxPerHostFile extends InterfaceFile {
 
     @Override
     public String read(Group group) {
-        StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        return deviceLines(group, dg -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
-            if (tg.perHostLimited()) IoMaxFile.appendLine(sb, dg.device().device().number().toString(), tg.perHostBps, tg.perHostIops);
-        }
-        return sb.toString();
+            return tg.perHostLimited() ? IoMaxFile.limits(tg.perHostBps, tg.perHostIops) : null;
+        });
     }
 
     @Override
