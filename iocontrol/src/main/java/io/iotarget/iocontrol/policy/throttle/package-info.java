@@ -103,9 +103,10 @@
  * (R − L) × len units (IOs or bytes), refilled by what it leaves unused below L. io.max itself
  * reads and writes exactly as Linux's.
  * <ol>
- * <li>Two buckets per limit. L's bucket holds, besides its burst and catch-up, the credit: it
- * starts full ({@code burst + credit}) and may fill up to {@code burst + catch-up + credit} while
- * the group uses less than L. A second bucket, a plain one at R, holds the group to R while
+ * <li>Two buckets per limit. L's bucket holds, besides its burst, the credit: it starts full
+ * ({@code burst + credit}) and may fill up to that again while the group uses less than L. Its
+ * catch-up (section 1) is held within the credit, not on top of it: a full credit is (R − L) ×
+ * len above L, after idle time exactly as for a new group. A second bucket, a plain one at R, holds the group to R while
  * there is credit. A request must fit both (and, as ever, every ancestor's). Running at R drains
  * L's bucket at R − L a second; once it is empty, L's bucket is the one that holds.</li>
  * <li>Credit left is what L's bucket holds, up to the credit; io.max.burst.stat shows it per
