@@ -93,7 +93,7 @@ def row(name, before, first2, spent, steady, rest, ios, runtime, expected):
 numbers = [[float(x) for x in r[1:8]] for r in rows]
 for r, n in zip(rows, numbers):
     row(r[0], r[8].replace('_', ' '), *n)
-row("median", "", *[statistics.median(column) for column in zip(*numbers)])
+row("median", "", *[statistics.median([x for x in column if x == x] or [float("nan")]) for column in zip(*numbers)])   # nan: the credit not spent
 print()
 print(f"credit 8 s after the last run: {sys.argv[4]}")
 PY
