@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * io.max.burst decides rather than the machine's speed: never above 5000 (+5%) while credit
  * lasts, within 2% of 1000 from 0.5 s after it ran out, and 8000 IOs above 1000 a second over
  * the run (±3%). bench/iomax-burst.sh measures the issue's targets (first 2 s at 5000 ±5%, the
- * rest at 1000 ±1%, 14000 ±3% in 6 s) on a quieter machine (bench/results/iomax-burst.md).
+ * rest at 1000 ±1% once the credit is spent, 14000 ±3% in 6 s) on a quieter machine
+ * (bench/results/iomax-burst.md).
  * About 30 s.
  */
 class BurstFioTest {

@@ -7,11 +7,13 @@ import io.iotarget.iocontrol.policy.MulDiv;
  * units: bytes for bps, IOs for iops. It holds {@code burst + allowed(now − start) − dispatched}
  * units, {@code burst} being {@link #burst} ({@link #BURST_NS} worth), and a request fits once it
  * holds the request's cost (bytes, or 1 IO). A bucket starts with its burst plus its
- * {@link #credit} (io.max.burst's (R − L) × len, 0 without a burst) and may fill up to
- * {@link #CATCH_UP_NS} worth more than the burst or the request's cost, plus the credit: a
- * release the releaser made late, or a client, backend or server thread that fell behind for a
+ * {@link #credit} (io.max.burst's (R − L) × len, 0 without a burst) and may fill beyond the
+ * burst or the request's cost by {@link #CATCH_UP_NS} worth, or by the credit when that is more:
+ * a release the releaser made late, or a client, backend or server thread that fell behind for a
  * moment, is made up by letting the next requests out that much sooner, so the average stays
- * exact; longer gaps are idleness and are not made up, except into the credit. Device lock.
+ * exact; longer gaps are idleness and are not made up, except into the credit. The catch-up is
+ * held within the credit, not on top of it, so that a full credit is exactly io.max.burst's
+ * (R − L) × len above L, after idle time as for a new group. Device lock.
  */
 final class Bucket {
     /**
@@ -32,7 +34,7 @@ final class Bucket {
 
     /** The rate the bucket enforces, units per second, or {@link #NO_LIMIT}. */
     private long limit = NO_LIMIT;
-    /** Units it may hold beyond its burst and catch-up: io.max.burst's credit, 0 without one. */
+    /** Units it may hold beyond its burst (its catch-up included): io.max.burst's credit, 0 without one. */
     private long credit;
     /** When the bucket started filling, full; {@link #NEVER} before its first request. */
     private long startNs = NEVER;
@@ -58,7 +60,7 @@ final class Bucket {
         long elapsed = Math.max(0, nowNs - startNs);
         long allowedNow = allowed(limit, elapsed);
         if (allowedNow != Long.MAX_VALUE) {
-            long most = Math.max(burst, cost) + allowed(limit, CATCH_UP_NS) + credit;
+            long most = Math.max(burst, cost) + Math.max(allowed(limit, CATCH_UP_NS), credit);
             if (burst + allowedNow - dispatched > most) dispatched = burst + allowedNow - most;
         }
         long target = dispatched + cost - burst;

@@ -103,9 +103,10 @@
  * (R − L) × len units (IOs or bytes), refilled by what it leaves unused below L. io.max itself
  * reads and writes exactly as Linux's.
  * <ol>
- * <li>Two buckets per limit. L's bucket holds, besides its burst and catch-up, the credit: it
- * starts full ({@code burst + credit}) and may fill up to {@code burst + catch-up + credit} while
- * the group uses less than L. A second bucket, a plain one at R, holds the group to R while
+ * <li>Two buckets per limit. L's bucket holds, besides its burst, the credit: it starts full
+ * ({@code burst + credit}) and may fill up to that again while the group uses less than L. Its
+ * catch-up (section 1) is held within the credit, not on top of it: a full credit is (R − L) ×
+ * len above L, after idle time exactly as for a new group. A second bucket, a plain one at R, holds the group to R while
  * there is credit. A request must fit both (and, as ever, every ancestor's). Running at R drains
  * L's bucket at R − L a second; once it is empty, L's bucket is the one that holds.</li>
  * <li>Credit left is what L's bucket holds, up to the credit; io.max.burst.stat shows it per
@@ -135,6 +136,10 @@
  * t = 1.999 s (10000 IOs, 2 s at 5000), after which 1000 a second: over 6 s (last release at
  * 5.999 s on a 1 ms clock) 8001 + 5999 = 14000 = 1000 × 6 + 8000. The credit is then empty;
  * it refills at 1000 a second while the group is idle (4000 after 4 s) and is full after 8 s,
- * and never fuller. Running at 500 a second instead refills it at 500 a second.
+ * and never fuller. Running at 500 a second instead refills it at 500 a second. A burst that
+ * lags (its client, or the server, stalls for 20 ms at 1 s: the R bucket makes up 10 ms of it)
+ * sends 9945 in its first 2 s and keeps 56 IOs of credit: they are spent at R just after 2 s,
+ * and then 1000 a second exactly, 14000 in 6 s all the same. Counted from 2 s the rest reads
+ * 4055 / 4 s = 1014 a second; it is 1000 once the credit is spent.
  */
 package io.iotarget.iocontrol.policy.throttle;
