@@ -22,10 +22,20 @@ final class Bucket {
      */
     static final long BURST_NS = 1_000_000L;
     /**
-     * A bucket may hold this much more than its burst: the lateness it makes up for. Longer
-     * gaps are not made up, so that no 100 ms window holds more than about 111% of the limit.
+     * A bucket may hold this much more than its burst: the gap of a client (or a request that
+     * arrives late) it makes up for. Longer gaps are idleness and are not made up, so that a
+     * group that comes back from idle sends no more than about 111% of its limit in 100 ms.
      */
     static final long CATCH_UP_NS = 10_000_000L;
+    /**
+     * While requests wait in the bucket, it may hold this much more than its burst: lateness of
+     * the server (its releaser or threads without a core on a loaded machine) is not the
+     * group's idleness, and a group held back all along gets its whole average once the server
+     * runs again. The kernel's throttle slice (throtl_slice, 100 ms) bounds it the same way: a
+     * 100 ms window after a server stall may hold up to twice the limit, any 200 ms window no
+     * more than it plus the burst.
+     */
+    static final long BACKLOG_CATCH_UP_NS = 100_000_000L;
     /** Once a bucket has run this long its start moves on by whole seconds (its numbers stay small, exactly). */
     static final long TRIM_AFTER_NS = 2 * ThrottleGroup.NS_PER_SEC;
     /** {@link #limit} when the bucket limits nothing. */
@@ -50,8 +60,13 @@ final class Bucket {
         return limit != NO_LIMIT;
     }
 
-    /** How long until a request costing {@code cost} fits; 0 when it fits now. Only while {@link #limited}. */
-    long waitNs(long cost, long nowNs) {
+    /**
+     * How long until a request costing {@code cost} fits; 0 when it fits now. {@code backlogged}:
+     * the request waits in the group already (its queue's head), so the time since the last call
+     * was the server's, made up to {@link #BACKLOG_CATCH_UP_NS}; a newcomer to an empty queue
+     * gets {@link #CATCH_UP_NS}. Only while {@link #limited}.
+     */
+    long waitNs(long cost, long nowNs, boolean backlogged) {
         long burst = burst(limit);
         if (startNs == NEVER) {
             startNs = nowNs;
@@ -60,7 +75,7 @@ final class Bucket {
         long elapsed = Math.max(0, nowNs - startNs);
         long allowedNow = allowed(limit, elapsed);
         if (allowedNow != Long.MAX_VALUE) {
-            long most = Math.max(burst, cost) + Math.max(allowed(limit, CATCH_UP_NS), credit);
+            long most = Math.max(burst, cost) + Math.max(allowed(limit, backlogged ? BACKLOG_CATCH_UP_NS : CATCH_UP_NS), credit);
             if (burst + allowedNow - dispatched > most) dispatched = burst + allowedNow - most;
         }
         long target = dispatched + cost - burst;

@@ -111,7 +111,7 @@ final class ThrottleDevice implements DevicePolicy {
     }
 
     private void dispatchOne(ThrottleGroup tg, int dir, long nowNs, Resumer resumer) {
-        IoRequest io = tg.pop(dir);
+        IoRequest io = tg.pop(dir, nowNs);
         tg.charge(io, dir);
         ThrottleGroup parent = tg.parent;
         if (parent.isRoot()) {

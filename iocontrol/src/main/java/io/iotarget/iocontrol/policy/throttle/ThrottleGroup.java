@@ -66,6 +66,8 @@ final class ThrottleGroup {
     /** Per direction, qnodes with waiting requests, popped round-robin. */
     final List<ArrayDeque<Qnode>> queued = List.of(new ArrayDeque<>(), new ArrayDeque<>());
     final int[] queuedCount = new int[2];
+    /** When each direction's queue last ran empty by a release; {@link Long#MIN_VALUE} before. */
+    private final long[] drainedNs = {Long.MIN_VALUE, Long.MIN_VALUE};
     /** Requests first queued at this group. */
     final Qnode[] qnodeOnSelf = {new Qnode(), new Qnode()};
     /** This group's requests waiting in the parent's queue. */
@@ -179,12 +181,15 @@ final class ThrottleGroup {
     long dispatchWaitNs(IoRequest io, int dir, long nowNs) {
         if (canceling) return 0;
         long bytes = throttleBytes(io);
-        return Math.max(Math.max(waitNs(byteBuckets[dir], bytes, nowNs), waitNs(ioBuckets[dir], 1, nowNs)),
-                        Math.max(waitNs(peakByteBuckets[dir], bytes, nowNs), waitNs(peakIoBuckets[dir], 1, nowNs)));
+        // Requests wait here, or waited until just now (a queue drained by a release refills
+        // from completions at once): what the server owed them is made up.
+        boolean backlogged = queuedCount[dir] > 0 || drainedNs[dir] != Long.MIN_VALUE && nowNs - drainedNs[dir] <= Bucket.CATCH_UP_NS;
+        return Math.max(Math.max(waitNs(byteBuckets[dir], bytes, nowNs, backlogged), waitNs(ioBuckets[dir], 1, nowNs, backlogged)),
+                        Math.max(waitNs(peakByteBuckets[dir], bytes, nowNs, backlogged), waitNs(peakIoBuckets[dir], 1, nowNs, backlogged)));
     }
 
-    private static long waitNs(Bucket bucket, long cost, long nowNs) {
-        return bucket.limited() ? bucket.waitNs(cost, nowNs) : 0;
+    private static long waitNs(Bucket bucket, long cost, long nowNs, boolean backlogged) {
+        return bucket.limited() ? bucket.waitNs(cost, nowNs, backlogged) : 0;
     }
 
     void charge(IoRequest io, int dir) {
@@ -242,8 +247,8 @@ final class ThrottleGroup {
         return true;
     }
 
-    /** Pops the head of the first qnode and rotates that qnode to the tail. */
-    IoRequest pop(int dir) {
+    /** Pops the head of the first qnode and rotates that qnode to the tail; a release at {@code nowNs}. */
+    IoRequest pop(int dir, long nowNs) {
         Qnode first = queued.get(dir).pollFirst();
         IoRequest io = first.requests.pollFirst();
         if (first.requests.isEmpty()) {
@@ -251,7 +256,7 @@ final class ThrottleGroup {
         } else {
             queued.get(dir).addLast(first);
         }
-        queuedCount[dir]--;
+        if (--queuedCount[dir] == 0) drainedNs[dir] = nowNs;
         return io;
     }
 

@@ -14,10 +14,14 @@
  * {@link io.iotarget.iocontrol.policy.throttle.Bucket#BURST_NS 1 ms} worth: a request fits
  * once the bucket holds its cost, so waiting requests leave one by one, spaced at their cost
  * over the limit. The bucket may fill up to 10 ms worth beyond the burst or the head's cost,
- * so that a late release (the releaser's wake-up, a client, backend or server thread that
- * fell behind for a moment) lets the next requests out sooner: no time is lost and the average
- * stays exact. A gap longer than that is idleness and is not made up, so that no 100 ms window
- * runs far above the limit (about 111% at most). The arithmetic is integral: a bucket counts
+ * so that a client that fell behind for a moment lets its next requests out sooner: no time is
+ * lost and the average stays exact. A gap longer than that is idleness and is not made up, so
+ * that a group back from idle runs no 100 ms window far above the limit (about 111% at most).
+ * While requests wait (and for 10 ms after a release emptied the queue, as completions refill
+ * it), the time that passes is the server's, not the group's: a late release, or server threads
+ * without a core on a loaded machine, are made up to 100 ms worth (the kernel's throttle slice),
+ * so a group held back all along gets its whole average; the 100 ms window after such a stall
+ * may then hold up to twice the limit, any 200 ms window no more than the limit and the burst. The arithmetic is integral: a bucket counts
  * what it dispatched since it started, and moves its start on by whole seconds (exactly the
  * limit's worth) so the numbers stay small.
  *
@@ -137,9 +141,9 @@
  * 5.999 s on a 1 ms clock) 8001 + 5999 = 14000 = 1000 × 6 + 8000. The credit is then empty;
  * it refills at 1000 a second while the group is idle (4000 after 4 s) and is full after 8 s,
  * and never fuller. Running at 500 a second instead refills it at 500 a second. A burst that
- * lags (its client, or the server, stalls for 20 ms at 1 s: the R bucket makes up 10 ms of it)
- * sends 9945 in its first 2 s and keeps 56 IOs of credit: they are spent at R just after 2 s,
- * and then 1000 a second exactly, 14000 in 6 s all the same. Counted from 2 s the rest reads
- * 4055 / 4 s = 1014 a second; it is 1000 once the credit is spent.
+ * lags (the server stalls for 120 ms at 1 s while requests wait: the R bucket makes up 100 ms
+ * of it) sends 9895 in its first 2 s and keeps 106 IOs of credit: they are spent at R just
+ * after 2 s, and then 1000 a second exactly, 14000 in 6 s all the same. Counted from 2 s the
+ * rest reads 4105 / 4 s = 1026 a second; it is 1000 once the credit is spent.
  */
 package io.iotarget.iocontrol.policy.throttle;

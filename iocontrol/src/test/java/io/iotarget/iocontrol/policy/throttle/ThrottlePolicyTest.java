@@ -195,22 +195,26 @@ class ThrottlePolicyTest {
     }
 
     /**
-     * While requests wait, a bucket makes up for releases that came late, up to 10 ms worth
-     * (Bucket.CATCH_UP_NS): a 50 ms stall at riops=1000 lets 1 + 10 out at once, not 50.
+     * While requests wait, a bucket makes up for releases that came late, up to 100 ms worth
+     * (Bucket.BACKLOG_CATCH_UP_NS): at riops=1000 a 50 ms stall of the server lets the 50 IOs it
+     * owed out at once, a 300 ms one only 100 ms worth (and the one due now).
      */
     @Test
     void shouldMakeUpForALateReleaseButNotForAStall() throws Exception {
         ControllerHarness h = new ControllerHarness();
         Group a = h.group("a");
         h.controller.write("a/io.max", "259:0 riops=1000");
-        for (int i = 0; i < 100; i++) h.submit(h.request(IoOp.READ, 4096, h.dev0, a));
+        for (int i = 0; i < 500; i++) h.submit(h.request(IoOp.READ, 4096, h.dev0, a));
         assertEquals(1, h.dispatched.size(), "a 1 ms burst at 1000 IOPS is one IO");
         h.clock.advance(2 * MS + MS / 2);
         h.release();
         assertEquals(3, h.dispatched.size(), "2.5 ms late: both IOs that fell due went");
         h.clock.advance(50 * MS);
         h.release();
-        assertEquals(3 + 1 + 10, h.dispatched.size(), "after a 50 ms stall: the one due now and 10 ms worth");
+        assertEquals(3 + 50, h.dispatched.size(), "after a 50 ms stall: the 50 it owed");
+        h.clock.advance(300 * MS);
+        h.release();
+        assertEquals(3 + 50 + 1 + 100, h.dispatched.size(), "after a 300 ms stall: the one due now and 100 ms worth");
     }
 
     /** A client that falls behind for a moment gets the time back too; a long pause is idleness. */
