@@ -5,29 +5,37 @@
 #    10,000 IOPS, 200 MiB/s): fio through NBD at QD10 (the device alone), then calibrate; both
 #    against the model.
 # 2. The machine's disk: a file backend with O_DIRECT on DISK_DIR (not tmpfs), filled with
-#    written data (holes would read without touching the disk), calibrated with --apply. Then
+#    written data (holes would read without touching the disk), calibrated, the two lines written. Then
 #    two tenants with io.weight 100 and 200 saturate it with fio through NBD (4 KiB randrw
-#    50/50, QD32 each) for RUNTIME s; io.stat's cost.vrate on the disk is read every second.
-#    A model that matches the disk keeps vrate near 100%; the tenants' IOPS ratio shows the
-#    weights.
+#    50/50, QD32 each, or --qd N) for RUNTIME s; io.stat's cost.vrate on the disk and the tenants' io.stat
+#    are read every half second, each sample stamped with its time. A model that matches the
+#    disk keeps vrate near 100%; the tenants' IOPS ratio shows the weights. Between calibrate
+#    and --apply's writes the same tenants run BASELINE (15) s with iocost off: what the disk
+#    gives them, against what the model says it gives such a mix.
+#
+# Warm-up: before anything is measured the same two tenants run on the disk for WARMUP s
+# (iocost not yet enabled) and the null backend's fio runs first, so the server's NBD, dispatch
+# and file paths are compiled; then 11 s of quiet, as calibrate refuses a device used within 10 s.
 #
 # --qos default keeps the calibrated io.cost.model but writes io.cost.qos "enable=1 ctrl=auto"
 # (no latency targets), to tell the model's effect from the suggested targets'.
 #
-# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--qos suggested|default] [--out FILE]
+# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--qos suggested|default] [--out FILE]
 # Env: DISK_DIR (/var/tmp), DISK_SIZE (1G).
 # Needs: fio (nbd engine), python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-SECONDS_PER_RUN=3 RUNTIME=40 OUT=/dev/null QOS=suggested
+SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 OUT=/dev/null QOS=suggested
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
     --runtime) RUNTIME="$2"; shift 2 ;;
+    --warmup) WARMUP="$2"; shift 2 ;;
+    --qd) QD="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --qos) QOS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--runtime S] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds S] [--runtime S] [--warmup S] [--qd N] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 DISK_DIR="${DISK_DIR:-/var/tmp}" DISK_SIZE="${DISK_SIZE:-1G}"
@@ -40,6 +48,8 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CONTROL="127.0.0.1:$(free_port)" NBD_PORT="$(free_port)"
+export IOTARGET_RUNTIME_DIR="$WORK/rt"
+mkdir -m 700 "$IOTARGET_RUNTIME_DIR"
 cli() { "$ROOT/bin/iotarget" --control "$CONTROL" "$@"; }
 say() { echo "$*" | tee -a "$OUT"; }
 
@@ -72,6 +82,18 @@ j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print(f"- fio {sys.argv[2]}: {j['iops']:.0f} IOPS, {j['bw_bytes'] / 1e6:.1f} MB/s ({j['bw_bytes'] / 2**20:.1f} MiB/s)")
 PY
 done
+tenants() {   # tenants SECONDS: a and b on the disk, 4 KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
+  TENANT_PIDS=()
+  for t in a b; do
+    fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/$t" --rw=randrw --bs=4k --iodepth="$QD" \
+        --time_based --runtime="$1" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
+    TENANT_PIDS+=($!)
+  done
+  PIDS+=("${TENANT_PIDS[@]}")
+}
+echo "warm-up: the two tenants on the disk for $WARMUP s, iocost off" >&2
+tenants "$WARMUP"
+wait "${TENANT_PIDS[@]}"
 sleep 11   # the fio load above was tenant IO: calibrate refuses a device used in the last 10 s
 say ""
 say "### calibrate null --seconds $SECONDS_PER_RUN"
@@ -84,38 +106,75 @@ for key, want in (("rrandiops", 10000), ("rseqiops", 10000), ("wrandiops", 10000
     got = int(m[key]); print(f"- {key}: {got} = {100 * got / want:.1f}% of the model's {want}" + ("" if abs(got / want - 1) <= 0.10 else "  (OUTSIDE 10%)"))
 PY
 say ""
-say "### calibrate disk --seconds $SECONDS_PER_RUN --apply (file backend, O_DIRECT, queue_depth 32, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
-DISK_LINES="$(cli calibrate disk --seconds "$SECONDS_PER_RUN" --apply 2>>"$WORK/progress.txt")"
+say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth 32, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
+DISK_LINES="$(cli calibrate disk --seconds "$SECONDS_PER_RUN" 2>>"$WORK/progress.txt")"
 say '```'; say "$DISK_LINES"; say '```'
 cat "$WORK/progress.txt" >&2
-
-say ""
-say "### two tenants on the calibrated disk: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD32 each, ${RUNTIME} s"
 DEV="$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
-[ "$QOS" = suggested ] || { cli write io.cost.qos "$DEV enable=1 ctrl=auto"; say "(io.cost.qos: $(cli read io.cost.qos | grep "^$DEV "))"; }
-for t in a b; do
-  fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/$t" --rw=randrw --bs=4k --iodepth=32 \
-      --time_based --runtime="$RUNTIME" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
-  PIDS+=($!)
-done
-T0=$(date +%s.%N)
-while kill -0 "${PIDS[-1]}" 2>/dev/null || kill -0 "${PIDS[-2]}" 2>/dev/null; do   # sample while the tenants run, however long a CLI call takes
-  sleep 1
-  v="$(cli read io.stat | grep "^$DEV " | grep -o 'cost.vrate=[0-9.]*' | cut -d= -f2)"
-  echo "$(python3 -c "import time; print(round(time.time() - $T0, 1))") $v" >> "$WORK/vrate.txt"
-done
-wait "${PIDS[-1]}" "${PIDS[-2]}" || true
-python3 - "$WORK/vrate.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
-import json, statistics, sys
-rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 2]
-v = [float(r[1]) for r in rows if float(r[0]) >= 5]          # after 5 s for the QoS loop to settle
-inside = sum(90 <= x <= 110 for x in v)
-print(f"- vrate from 5 s to {rows[-1][0]} s: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
-      f"{inside}/{len(v)} samples within 90-110%")
-print("- vrate (s: %): " + " ".join(f"{r[0]}:{r[1]}" for r in rows))
+
+# What the tenants' path gets from the disk with iocost off: the rate iocost should find. The
+# model's rate for the same mix (half random 4 KiB reads, half writes) at vrate 100% is
+# 1 / (0.5 / rrandiops + 0.5 / wrandiops); their ratio is the vrate that matches.
+say ""
+say "### the two tenants on the disk with iocost off, ${BASELINE} s (the same fio jobs as below)"
+tenants "$BASELINE"
+wait "${TENANT_PIDS[@]}"
+python3 - "$DISK_LINES" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+import json, re, sys
+m = dict(re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0]))
+mix = 1 / (0.5 / int(m["rrandiops"]) + 0.5 / int(m["wrandiops"]))
 iops = {}
 for f in sys.argv[2:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
-print(f"- tenants: a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
+total = iops["a"] + iops["b"]
+print(f"- a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {total:.0f}; the model's rate for this mix at vrate 100%: {mix:.0f} IOPS; "
+      f"so the vrate that matches the disk as the tenants see it: {100 * total / mix:.0f}%")
+PY
+cli write io.cost.model "$(echo "$DISK_LINES" | sed -n 1p)"
+if [ "$QOS" = suggested ]; then cli write io.cost.qos "$(echo "$DISK_LINES" | sed -n 2p)"; else cli write io.cost.qos "$DEV enable=1 ctrl=auto"; fi
+
+say ""
+say "### two tenants on the calibrated disk: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
+say "(io.cost.qos: $(cli read io.cost.qos | grep "^$DEV "))"
+tenants "$RUNTIME"
+# Samples every 0.5 s while the tenants run, over HTTP (a CLI call starts a JVM: seconds under load).
+python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$DEV" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
+import os, re, sys, time, urllib.request
+control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
+def read(path):
+    req = urllib.request.Request(f"http://{control}/v1/read?path={path}", headers={"Authorization": "Bearer " + token})
+    line = next(l for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines() if l.startswith(dev + " "))
+    return dict(re.findall(r"([\w.]+)=([\d.]+)", line))
+def alive(pid):
+    try: os.kill(int(pid), 0); return True
+    except ProcessLookupError: return False
+t0 = time.time()
+while any(alive(p) for p in pids):
+    time.sleep(0.5)
+    root, a, b = read("io.stat"), read("tenants/a/io.stat"), read("tenants/b/io.stat")
+    print(f"{time.time() - t0:.2f} {root['cost.vrate']} {int(a['rios']) + int(a['wios'])} {int(b['rios']) + int(b['wios'])}", flush=True)
+PY
+SAMPLER=$!; PIDS+=("$SAMPLER")
+wait "${TENANT_PIDS[@]}" || true
+wait "$SAMPLER" || true
+python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+import json, statistics, sys
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
+v = [r[1] for r in rows if r[0] >= 5]          # after 5 s for the QoS loop to settle
+inside = sum(90 <= x <= 110 for x in v)
+print(f"- vrate from 5 s to {rows[-1][0]:.1f} s: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
+      f"{inside}/{len(v)} samples within 90-110%")
+print("- vrate (s: %), every 2nd sample: " + " ".join(f"{r[0]:.1f}:{r[1]:.2f}" for r in rows[::2]))
+ratios = []
+for p, q in zip(rows, rows[1:]):
+    da, db = q[2] - p[2], q[3] - p[3]
+    if q[0] >= 5 and da > 0: ratios.append(db / da)
+if ratios: print(f"- io.stat b:a per half-second interval after 5 s: median {statistics.median(ratios):.2f}, "
+                 f"quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}")
+iops = {}
+for f in sys.argv[2:]:
+    j = json.load(open(f))["jobs"][0]
+    iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
+print(f"- tenants (fio, whole run): a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {iops['a'] + iops['b']:.0f}, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
 PY

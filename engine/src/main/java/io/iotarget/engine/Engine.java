@@ -364,7 +364,7 @@ public final class Engine implements AutoCloseable {
             return;
         }
         queue.tenantSubmitted(now);
-        if (controller.admit(io, now)) proceed(io, queue);
+        if (controller.admit(io, now)) proceed(io, queue, now);
     }
 
     /**
@@ -404,9 +404,20 @@ public final class Engine implements AutoCloseable {
     }
 
     /** An admitted request goes to its device, or back to its creator for its data first. */
-    private static void proceed(IoRequest io, DispatchQueue queue) {
+    private static void proceed(IoRequest io, DispatchQueue queue, long nowNs) {
         if (io.isDataLater()) io.callback().admitted(io);
-        else queue.dispatch(io);
+        else toQueue(io, queue, nowNs);
+    }
+
+    /**
+     * The request reaches its device's queue: the kernel's {@code rq->alloc_time_ns}, from which
+     * iocost times the wait for a slot (rq_wait) and the latency. Not when the controller let it
+     * go: a released request goes out on the releasing thread after the others released with
+     * it, and a data-later write waits for its data; neither is the device's doing.
+     */
+    private static void toQueue(IoRequest io, DispatchQueue queue, long nowNs) {
+        io.admitNs(nowNs);
+        queue.dispatch(io);
     }
 
     /**
@@ -419,7 +430,7 @@ public final class Engine implements AutoCloseable {
             abandon(io);
             return;
         }
-        queue.dispatch(io);
+        toQueue(io, queue, clock.nanoTime());
     }
 
     /**
@@ -473,7 +484,7 @@ public final class Engine implements AutoCloseable {
         if (queue == null) {
             finish(io, IoStatus.ABORTED);
         } else {
-            proceed(io, queue);
+            proceed(io, queue, clock.nanoTime());
         }
     }
 

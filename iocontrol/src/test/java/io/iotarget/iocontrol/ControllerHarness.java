@@ -15,7 +15,7 @@ import java.util.List;
 
 /**
  * A controller on a manual clock with two devices, and a tiny stand-in for the engine:
- * requests that pass (at once or when released) land in {@link #dispatched}.
+ * requests that pass (at once or when released) reach the device's queue as the engine's do ({@link #dispatch}) and land in {@link #dispatched}.
  */
 public final class ControllerHarness {
     /** The engine's chain (Engine.STANDARD_POLICIES, which iocontrol cannot see), for controllers built in these tests. */
@@ -57,19 +57,25 @@ public final class ControllerHarness {
     /** Submits; returns true if it went straight through. */
     public boolean submit(IoRequest io) {
         boolean now = controller.admit(io, clock.nanoTime());
-        if (now) dispatched.add(io);
+        if (now) dispatch(io);
         return now;
+    }
+
+    /** As the engine: the request reaches the device's queue now. */
+    public void dispatch(IoRequest io) {
+        io.admitNs(clock.nanoTime());
+        dispatched.add(io);
     }
 
     /** Advances the clock by {@code stepNs} until {@code untilNs}, releasing at every step. */
     public void runUntil(long untilNs, long stepNs) {
         while (clock.nanoTime() < untilNs) {
             clock.advance(Math.min(stepNs, untilNs - clock.nanoTime()));
-            controller.releaseDue(clock.nanoTime(), dispatched::add);
+            controller.releaseDue(clock.nanoTime(), this::dispatch);
         }
     }
 
     public void release() {
-        controller.releaseDue(clock.nanoTime(), dispatched::add);
+        controller.releaseDue(clock.nanoTime(), this::dispatch);
     }
 }

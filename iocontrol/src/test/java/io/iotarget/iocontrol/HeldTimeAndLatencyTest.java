@@ -39,7 +39,7 @@ class HeldTimeAndLatencyTest {
 
     private void complete(IoRequest io) {
         io.status(IoStatus.OK);
-        h.controller.complete(io, h.clock.nanoTime(), h.dispatched::add);
+        h.controller.complete(io, h.clock.nanoTime(), h::dispatch);
     }
 
     @Test
@@ -99,7 +99,7 @@ class HeldTimeAndLatencyTest {
         IoRequest cancelled = sent.removeLast();
         assertFalse(h.dispatched.contains(cancelled), "over iocost's budget");
         h.clock.advance(1_000_000);
-        assertTrue(h.controller.cancel(cancelled, h.clock.nanoTime(), h.dispatched::add));
+        assertTrue(h.controller.cancel(cancelled, h.clock.nanoTime(), h::dispatch));
         long heldNs = h.clock.nanoTime() - cancelled.submitNs();
         h.runUntil(h.clock.nanoTime() + 2_000_000_000L, 1_000_000);
         assertTrue(h.dispatched.containsAll(sent), "iocost let every request go within 2 s");
@@ -116,7 +116,7 @@ class HeldTimeAndLatencyTest {
         Group a = h.group("a");
         IoRequest io = submit(a);
         io.status(IoStatus.ABORTED);
-        h.controller.complete(io, h.clock.nanoTime(), h.dispatched::add);
+        h.controller.complete(io, h.clock.nanoTime(), h::dispatch);
         assertEquals("0", line("a").get("lat_ios"));
         assertEquals("", line("a").get("lat_hist"));
     }

@@ -211,9 +211,10 @@ public final class IoRequest {
     }
 
     /**
-     * When the request passed the controller's policies and went to dispatch (engine clock, ns):
-     * the kernel's {@code rq->alloc_time_ns}. Time between this and {@link #issueNs()} is time
-     * spent waiting for a slot of the device's queue depth. Set by the controller.
+     * When the request, past the controller's policies, reached its device's dispatch queue
+     * (engine clock, ns): the kernel's {@code rq->alloc_time_ns}. Time between this and
+     * {@link #issueNs()} is time spent waiting for a slot of the device's queue depth. Set by
+     * the engine as it hands the request to the queue.
      */
     public long admitNs() {
         return admitNs;

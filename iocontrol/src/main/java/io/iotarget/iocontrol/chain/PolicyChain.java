@@ -196,15 +196,13 @@ public final class PolicyChain {
         }
         if (!anyApplies) {
             account(io, dg);
-            io.admitNs(nowNs);
             return true;
         }
         boolean admitted;
         long now = enter(dc, nowNs);
         try {
             admitted = advance(dc, io, dg, 0, now);
-            if (admitted) io.admitNs(now);
-            else pressure.parked(io, now);
+            if (!admitted) pressure.parked(io, now);
         } finally {
             leave(dc, false);
         }
@@ -385,7 +383,6 @@ public final class PolicyChain {
         DeviceGroup dg = existingDeviceGroup(io, dc);
         if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
             pressure.released(io, dc.lockedNowNs);
-            io.admitNs(dc.lockedNowNs);
             dc.ready.add(io);
         }
     }

@@ -72,8 +72,8 @@
  * deactivated, and its siblings' hweights grow at once.
  *
  * <h2>6. The QoS period loop (io.cost.qos)</h2>
- * Each completion of a costed read or write is a sample: from leaving the controller
- * ({@code IoRequest.admitNs}, the kernel's rq alloc time) to completion, minus the transfer
+ * Each completion of a costed read or write is a sample: from reaching the device's dispatch
+ * queue ({@code IoRequest.admitNs}, the kernel's rq alloc time) to completion, minus the transfer
  * time the model predicts for its size, against rlat/wlat; the time it waited for a queue
  * slot ({@code issueNs − admitNs}) adds to rq_wait. At each period end, in this order:
  * <ol>

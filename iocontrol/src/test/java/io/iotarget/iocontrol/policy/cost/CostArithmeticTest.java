@@ -73,6 +73,7 @@ class CostArithmeticTest {
 
     private void completeAll(List<IoRequest> ios) {
         for (IoRequest io : ios) {
+            io.admitNs(clock.nanoTime());
             io.issueNs(clock.nanoTime());
             completed.add(io);
             controller.complete(io, clock.nanoTime(), r -> { });

@@ -37,6 +37,7 @@ class CostInFlightTest {
     private IoRequest write(Group g) {
         IoRequest io = new IoRequest().set(IoOp.WRITE, 0, offset += 4096, 4096, null).target(dc.device(), g);
         assertTrue(controller.admit(io, clock.nanoTime()));
+        io.admitNs(clock.nanoTime());
         io.issueNs(clock.nanoTime());
         return io;
     }

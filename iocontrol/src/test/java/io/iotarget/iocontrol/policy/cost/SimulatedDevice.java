@@ -98,6 +98,7 @@ final class SimulatedDevice {
     }
 
     private void dispatch(IoRequest io) {
+        io.admitNs(now());
         if (inFlight < depth) issue(io);
         else slotWaiters.addLast(io);
     }
