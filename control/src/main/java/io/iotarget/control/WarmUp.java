@@ -27,7 +27,7 @@ import java.util.concurrent.Semaphore;
  * end on the config's engine and transport settings, one memory volume whose groups are limited
  * by IOPS, by bandwidth and not at all (deploy/training.json's shape), served on an ephemeral
  * loopback port to a client of this class that keeps {@link #QUEUE_DEPTH} requests in flight,
- * reads and writes in turn, each export for {@link #PHASE_MS} at a time. Nothing of it is seen
+ * 4 KiB reads and writes in turn and trims, each export for {@link #PHASE_MS} at a time. Nothing of it is seen
  * by the real server's trees, io.stat or metrics: it shares only the code, which is the point.
  * Its client runs on a thread of its own, as a tenant's would on its own core; the time is
  * bounded by {@code server.warm_up_ms} plus the close.
@@ -41,6 +41,7 @@ final class WarmUp {
     /** Each export (iops, bps, free) in turn for this long, so each path gets compiled with all three in its profile. */
     static final long PHASE_MS = 100;
     private static final int BLOCK_BYTES = 4096;
+    private static final int TRIM_BYTES = io.iotarget.backend.memory.MemoryBackend.CHUNK_BYTES;
     private static final long VOLUME_BYTES = 16L << 20;
     private static final String[] EXPORTS = {"iops", "bps", "free"};
     private static final String CONFIG = """
@@ -143,7 +144,12 @@ final class WarmUp {
         }
     }
 
-    /** The sender: reads (even cookies) and writes (odd) at random 4 KiB-aligned offsets until {@code endNs}, then NBD_CMD_DISC. */
+    /**
+     * The sender: reads (even cookies) and writes (odd) at random 4 KiB-aligned offsets until
+     * {@code endNs}, then NBD_CMD_DISC. Every eighth request (odd) trims a whole memory chunk
+     * instead, so that writes keep finding fresh chunks: a tenant's first writes to a new memory
+     * volume allocate one each, and that path is compiled too.
+     */
     private static void send(DataOutputStream out, Semaphore slots, long endNs) {
         byte[] data = new byte[BLOCK_BYTES];
         java.util.SplittableRandom random = new java.util.SplittableRandom(1);
@@ -152,6 +158,10 @@ final class WarmUp {
                 if (!slots.tryAcquire()) {
                     out.flush();
                     slots.acquire();
+                }
+                if ((cookie & 7) == 7) {
+                    request(out, CMD_TRIM, cookie, random.nextLong(VOLUME_BYTES / TRIM_BYTES) * TRIM_BYTES, TRIM_BYTES);
+                    continue;
                 }
                 boolean write = (cookie & 1) == 1;
                 request(out, write ? CMD_WRITE : CMD_READ, cookie, random.nextLong(VOLUME_BYTES / BLOCK_BYTES) * BLOCK_BYTES, BLOCK_BYTES);
@@ -184,4 +194,5 @@ final class WarmUp {
     private static final int CMD_READ = 0;
     private static final int CMD_WRITE = 1;
     private static final int CMD_DISC = 2;
+    private static final int CMD_TRIM = 4;
 }
