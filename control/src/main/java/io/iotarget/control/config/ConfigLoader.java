@@ -258,7 +258,7 @@ public final class ConfigLoader {
     }
 
     /** {@code server.warm_up_ms}'s default: long enough for the JIT to compile the data path (bench/results/warm-start.md). */
-    public static final long DEFAULT_WARM_UP_MS = 2000;
+    public static final long DEFAULT_WARM_UP_MS = 1000;
 
     /** The cluster section's keys, in the order docs/cluster.md lists them. */
     private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms");
