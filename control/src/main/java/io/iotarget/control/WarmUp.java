@@ -27,10 +27,13 @@ import java.util.concurrent.Semaphore;
  * end on the config's engine and transport settings, one memory volume whose groups are limited
  * by IOPS, by bandwidth and not at all (deploy/training.json's shape), served on an ephemeral
  * loopback port to a client of this class that keeps {@link #QUEUE_DEPTH} requests in flight,
- * 4 KiB reads and writes in turn and trims, each export for {@link #PHASE_MS} at a time. Nothing of it is seen
- * by the real server's trees, io.stat or metrics: it shares only the code, which is the point.
+ * 4 KiB reads and writes in turn and trims, each export for {@link #PHASE_MS} at a time.
+ * Nothing of it is seen by the real server's trees, io.stat or metrics: it shares only the
+ * code, which is the point.
  * Its client runs on a thread of its own, as a tenant's would on its own core; the time is
- * bounded by {@code server.warm_up_ms} plus the close.
+ * {@code server.warm_up_ms} from the start of {@link #run}, plus the replies to the requests then
+ * in flight and the close. The NVMe/TCP front end's own code is not run: its requests go through
+ * the same engine, io controller and backends.
  */
 final class WarmUp {
     private WarmUp() {
@@ -58,6 +61,7 @@ final class WarmUp {
     /** Runs the warm-up for {@code ms} milliseconds (0: not at all); returns the requests it completed. */
     static long run(long ms, Engine.Settings engineSettings, Transport.Settings transportSettings) throws IOException {
         if (ms == 0) return 0;
+        long deadline = System.nanoTime() + ms * 1_000_000;
         JsonNode config;
         try {
             config = ConfigLoader.parse(new java.io.ByteArrayInputStream(CONFIG.getBytes(StandardCharsets.UTF_8)), "the warm-up's config");
@@ -79,7 +83,6 @@ final class WarmUp {
             }
             nbd.listen(new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
             int port = nbd.localAddresses().getFirst().getPort();
-            long deadline = System.nanoTime() + ms * 1_000_000;
             for (int phase = 0; System.nanoTime() < deadline; phase++) {
                 long end = Math.min(deadline, System.nanoTime() + PHASE_MS * 1_000_000);
                 requests += drive(port, EXPORTS[phase % EXPORTS.length], end);
