@@ -14,25 +14,23 @@
 # the 10 s average relative to the limit, and (on stderr) the first second's ten windows. Cells
 # are medians of REPEATS runs, min-max in brackets.
 #
-# With --filled, the volume's 256 MiB are first written through an unlimited export of the same
-# backend (1 MiB writes, not timed), so that the measured writes find its memory chunks
-# allocated: a fresh memory volume's first writes fault in its pages (see the results).
+# BACKEND=null serves a null backend instead (writes vanish, reads are zeroes): the same path
+# without a fresh memory volume's first writes, each of which allocates a 64 KiB chunk whose
+# pages the kernel faults in and zeroes (see the results).
 #
-# Usage: flock /tmp/iotarget-heavy.lock bench/warm-start.sh [--repeats N] [--servers "image:0 image:1000"] [--filled]
-# Env: SERVER_CPU (0), FIO_CPU (1), RWS ("randread randwrite"). Needs: fio (nbd engine), taskset, python3; builds the image
+# Usage: flock /tmp/iotarget-heavy.lock bench/warm-start.sh [--repeats N] [--servers "image:0 image:1000"]
+# Env: SERVER_CPU (0), FIO_CPU (1), RWS ("randread randwrite"), BACKEND (memory). Needs: fio (nbd engine), taskset, python3; builds the image
 # with scripts/package when target/package/iotarget is missing or holds another build's jar.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 REPEATS=3
 SERVERS="image:0 image:1000"
-FILLED=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeats) REPEATS="$2"; shift 2 ;;
     --servers) SERVERS="$2"; shift 2 ;;
-    --filled) FILLED=1; shift ;;
-    *) echo "usage: $0 [--repeats N] [--servers \"KIND:WARM_UP_MS ...\"] [--filled]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--repeats N] [--servers \"KIND:WARM_UP_MS ...\"]" >&2; exit 2 ;;
   esac
 done
 SERVER_CPU="${SERVER_CPU:-0}" FIO_CPU="${FIO_CPU:-1}"
@@ -51,9 +49,9 @@ run_one() { # KIND:WARM_UP_MS rw -> "startup first ten"
   local mode="${1%%:*}" warm="${1#*:}" rw="$2" t0 t1
   cat > "$WORK/config.json" <<JSON
 {"server": {"control": "127.0.0.1:9851", "nbd": "127.0.0.1:$PORT", "warm_up_ms": $warm},
- "backends": {"disk": {"type": "memory", "size": "1G", "enable": 1}},
- "cgroup": {"cgroup.subtree_control": "+io", "t": {"io.max": "disk riops=20000 wiops=20000"}, "u": {}},
- "nbd": {"exports": {"t": {"backend": "disk", "cgroup": "t", "enable": 1}, "u": {"backend": "disk", "cgroup": "u", "enable": 1}}}}
+ "backends": {"disk": {"type": "${BACKEND:-memory}", "size": "1G", "enable": 1}},
+ "cgroup": {"cgroup.subtree_control": "+io", "t": {"io.max": "disk riops=20000 wiops=20000"}},
+ "nbd": {"exports": {"t": {"backend": "disk", "cgroup": "t", "enable": 1}}}}
 JSON
   t0=$(date +%s.%N)
   case "$mode" in
@@ -69,10 +67,6 @@ JSON
     sleep 0.01
   done
   t1=$(date +%s.%N)
-  if [ "$FILLED" = 1 ]; then
-    taskset -c "$FIO_CPU" fio --name=fill --ioengine=nbd --uri="nbd://127.0.0.1:$PORT/u" --rw=write --bs=1M --iodepth=8 --size=256M \
-      > "$WORK/fio.log" 2>&1 || { cat "$WORK/fio.log" >&2; exit 1; }
-  fi
   rm -f "$WORK"/log_iops*.log
   taskset -c "$FIO_CPU" fio --name=w --ioengine=nbd --uri="nbd://127.0.0.1:$PORT/t" --rw="$rw" --bs=4k --iodepth=32 \
     --size=256M --time_based --runtime=10 --write_iops_log="$WORK/log" --log_avg_msec=100 > "$WORK/fio.log" 2>&1 ||
