@@ -25,7 +25,8 @@ import java.util.concurrent.Semaphore;
  *
  * <p>It is a server of its own, made and closed here: an engine, a transport and the NBD front
  * end on the config's engine and transport settings, one memory volume whose groups are limited
- * by IOPS, by bandwidth and not at all (deploy/training.json's shape), served on an ephemeral
+ * by IOPS, by bandwidth and not at all (deploy/training.json's shape) and a null volume limited
+ * by IOPS, served on an ephemeral
  * loopback port to a client of this class that keeps {@link #QUEUE_DEPTH} requests in flight,
  * 4 KiB reads and writes in turn and trims, each export for {@link #PHASE_MS} at a time.
  * Nothing of it is seen by the real server's trees, io.stat or metrics: it shares only the
@@ -41,21 +42,23 @@ final class WarmUp {
 
     /** Requests in flight: fio's and the kernel's usual depth, enough to keep the limits binding. */
     static final int QUEUE_DEPTH = 32;
-    /** Each export (iops, bps, free) in turn for this long, so each path gets compiled with all three in its profile. */
+    /** Each export (iops, bps, free, null) in turn for this long, so each path gets compiled with all of them in its profile. */
     static final long PHASE_MS = 100;
     private static final int BLOCK_BYTES = 4096;
     private static final int TRIM_BYTES = io.iotarget.backend.memory.MemoryBackend.CHUNK_BYTES;
     private static final long VOLUME_BYTES = 16L << 20;
-    private static final String[] EXPORTS = {"iops", "bps", "free"};
+    private static final String[] EXPORTS = {"iops", "bps", "free", "null"};
     private static final String CONFIG = """
-            {"backends": {"warm": {"type": "memory", "size": "16M", "enable": 1}},
+            {"backends": {"warm": {"type": "memory", "size": "16M", "enable": 1},
+                          "nothing": {"type": "null", "size": "16M", "enable": 1}},
              "cgroup": {"cgroup.subtree_control": "+io",
-                        "iops": {"io.max": "warm riops=20000 wiops=20000"},
+                        "iops": {"io.max": ["warm riops=20000 wiops=20000", "nothing riops=20000 wiops=20000"]},
                         "bps": {"io.max": "warm rbps=41943040 wbps=41943040"},
                         "free": {}},
              "nbd": {"exports": {"iops": {"backend": "warm", "cgroup": "iops", "enable": 1},
                                  "bps": {"backend": "warm", "cgroup": "bps", "enable": 1},
-                                 "free": {"backend": "warm", "cgroup": "free", "enable": 1}}}}
+                                 "free": {"backend": "warm", "cgroup": "free", "enable": 1},
+                                 "null": {"backend": "nothing", "cgroup": "iops", "enable": 1}}}}
             """;
 
     /** Runs the warm-up for {@code ms} milliseconds (0: not at all); returns the requests it completed. */
