@@ -1,5 +1,6 @@
 package io.iotarget.control;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.StateFile;
@@ -368,6 +369,21 @@ public final class Main {
         }
     }
 
+    /**
+     * {@code server.warm_up_ms} of the data path ({@link WarmUp}), before anything of the server
+     * exists: nothing listens until it ends. One that fails is reported and the server starts cold.
+     */
+    private static void warmUp(ConfigLoader.ServerSettings settings, PrintStream out, PrintStream err) {
+        if (settings.warmUpMs() == 0) return;
+        long startNs = System.nanoTime();
+        try {
+            long requests = WarmUp.run(settings.warmUpMs(), settings.engine(), settings.transport());
+            out.println("iotarget: warmed up the data path: " + requests + " requests in " + (System.nanoTime() - startNs) / 1_000_000 + " ms");
+        } catch (IOException | java.io.UncheckedIOException e) {
+            err.println("iotarget: warm-up failed (the server starts cold): " + e.getMessage());
+        }
+    }
+
     private static int serve(List<String> args, Map<String, String> env, PrintStream out, PrintStream err) {
         Path config = null;
         if (args.size() == 2 && args.get(0).equals("--config")) {
@@ -378,7 +394,9 @@ public final class Main {
         }
         Server server;
         try {
-            server = Server.start(config == null ? Server.defaultConfig() : ConfigLoader.parse(config), ControlToken.directory(env));
+            JsonNode json = config == null ? Server.defaultConfig() : ConfigLoader.parse(config);
+            warmUp(ConfigLoader.serverSettings(json), out, err);
+            server = Server.start(json, ControlToken.directory(env));
         } catch (ConfigException e) {
             err.println("iotarget: config " + (config == null ? "(embedded default)" : config) + ": " + e.getMessage());
             return 1;

@@ -238,7 +238,7 @@ public final class Server implements AutoCloseable {
         if (!set && room >= 1 && t.maxConnections() > room) {
             int max = (int) room;
             t = new Transport.Settings(t.loops(), t.sendTimeout(), max, Math.min(t.maxConnectionsPerHost(), max), t.sendBufferBytes(), t.poll());
-            settings = new ServerSettings(settings.control(), settings.nbd(), settings.tls(), t, settings.engine(), settings.state());
+            settings = new ServerSettings(settings.control(), settings.nbd(), settings.tls(), t, settings.engine(), settings.state(), settings.warmUpMs());
         }
         checkDescriptors(settings, limit);
         return settings;
@@ -268,7 +268,7 @@ public final class Server implements AutoCloseable {
         return new ConfigException(listen.field() + ": cannot listen on " + ControlEndpoint.hostPort(listen.address()) + ": " + reason, e);
     }
 
-    private static ConfigTree mounted(MountTable mounts, String section) {
+    static ConfigTree mounted(MountTable mounts, String section) {
         try {
             return mounts.resolve("/" + section).tree();
         } catch (io.iotarget.model.ControlException e) {

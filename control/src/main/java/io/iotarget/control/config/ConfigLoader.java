@@ -119,7 +119,7 @@ public final class ConfigLoader {
      * every change ({@link StateFile}).
      */
     public record ServerSettings(Listen control, List<Listen> nbd, Tls tls, Transport.Settings transport, Engine.Settings engine,
-                                 Path state) {
+                                 Path state, long warmUpMs) {
     }
 
     /** A config that could not be applied: where, what, and the tree's error. */
@@ -198,7 +198,7 @@ public final class ConfigLoader {
         JsonNode server = root.path("server");
         if (!server.isMissingNode()) checkObject(server, "server");
         List<String> keys = List.of("control", "control_cert", "control_key", "control_key_passphrase_file", "nbd", "event_loops", "send_timeout_ms",
-                                    "send_buffer", "poll_us", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state");
+                                    "send_buffer", "poll_us", "max_connections", "max_connections_per_host", "buffer_memory", "buffer_share", "io_engine", "state", "warm_up_ms");
         for (String key : sortedKeys(server)) {
             if (!keys.contains(key)) throw new ConfigException("server." + key + ": unknown setting (expected: " + String.join(", ", keys) + ")");
         }
@@ -253,8 +253,12 @@ public final class ConfigLoader {
         }
         IoEngine.Kind ioEngine = ioEngine(server.get("io_engine"));
         return new ServerSettings(control, nbd, cert == null ? null : new Tls(cert, key, keyPassphrase), transport,
-                                  new Engine.Settings(bufferMemory, bufferShare, ioEngine), absolutePath("server.state", server.get("state"), "a file"));
+                                  new Engine.Settings(bufferMemory, bufferShare, ioEngine), absolutePath("server.state", server.get("state"), "a file"),
+                                  count("server", server, "warm_up_ms", DEFAULT_WARM_UP_MS, 0, 60_000, "milliseconds the data path runs before the server listens, 0 for none"));
     }
+
+    /** {@code server.warm_up_ms}'s default: long enough for the JIT to compile the data path (bench/results/warm-start.md). */
+    public static final long DEFAULT_WARM_UP_MS = 1000;
 
     /** The cluster section's keys, in the order docs/cluster.md lists them. */
     private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms");
