@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Seed 001's experiment (nvmet cgroup_id) over NBD: two exports on two backends (memory and
  * file, as the seed's bdev- and file-backed namespaces), each bound to its own group; io.max
  * riops=20000, then rbps=100 MiB/s, then wiops=20000, then wbps=100 MiB/s, with fio driving
- * each export for 10 s per phase. Each export must run within ±2% of its limit while io.max
+ * each export for 5 s per phase (the seed ran 10 s; bench/iomax-vs-peers.sh does, and 5 s of
+ * 20,000 IOPS leave the one-millisecond burst at 0.02%, well inside ±2%). Each export must run within ±2% of its limit while io.max
  * holds it back, and each group's io.stat must equal exactly what fio transferred.
  *
  * <p>"While io.max holds it back" is io.pressure's {@code some} total over the phase: the time
@@ -37,14 +38,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * nothing.
  *
  * <p>No ramp time is excluded: fio's numbers cover the whole run, so they can be compared with
- * io.stat byte for byte. They include the one-slice burst blk-throttle allows at the start
- * (100 ms worth of budget, +1% over 10 s), which is within the tolerance.
+ * io.stat byte for byte. They include the burst a bucket starts with (1 ms worth of budget),
+ * which is within the tolerance.
  *
- * <p>About 100 s.
+ * <p>About 60 s.
  */
 class Seed001ExperimentTest {
     private static final long MiB = 1 << 20;
-    private static final int RUNTIME_S = 10;
+    private static final int RUNTIME_S = 5;
 
     @TempDir
     Path dir;
