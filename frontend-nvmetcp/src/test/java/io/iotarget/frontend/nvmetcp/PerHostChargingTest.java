@@ -137,9 +137,10 @@ class PerHostChargingTest {
         assertTrue(children().contains(HOST_A), "a connected host's child is never removed");
         assertEquals(8L * LBA, rbytes("tenant/" + HOST_A));
         assertEquals((8L + 2 * identities) * LBA, rbytes("tenant"), "the removed children's reads stay in the sum");
-        for (int i = 0; i < 100 && (Thread.activeCount() != threads || descriptors() != descriptors); i++) Thread.sleep(50);
-        assertEquals(threads, Thread.activeCount(), "no thread per host");
-        assertEquals(descriptors, descriptors(), "no descriptor left per host");
+        // At most what the first round left: a pool thread of that round may have ended since.
+        for (int i = 0; i < 100 && (Thread.activeCount() > threads || descriptors() > descriptors); i++) Thread.sleep(50);
+        assertTrue(Thread.activeCount() <= threads, "no thread per host: " + Thread.activeCount() + " after the second round, " + threads + " after the first");
+        assertTrue(descriptors() <= descriptors, "no descriptor left per host: " + descriptors() + " after the second round, " + descriptors + " after the first");
         assertTrue(heap[1] - heap[0] < (8L << 20), "the heap after another " + identities + " hosts: " + heap[0] + " then " + heap[1] + " bytes");
     }
 
