@@ -149,43 +149,8 @@ class GnuTlsClientsTest {
     @ParameterizedTest
     @EnumSource(names = {"RSA_PKCS1", "RSA_PKCS8", "EC_SEC1", "EC_PKCS8"})
     void pythonOpenSslListsTheSame(TestPki.Key key) throws Exception {
-        Tools.require("python3", "/usr/bin/python3");
-        Path client = clients.get(key);
-        String script = String.join("\n",
-                "import socket, ssl, struct, sys",
-                "def exactly(s, n):",
-                "    b = b''",
-                "    while len(b) < n:",
-                "        c = s.recv(n - len(b))",
-                "        if not c: raise SystemExit('closed')",
-                "        b += c",
-                "    return b",
-                "def option(s, opt):",
-                "    s.sendall(b'IHAVEOPT' + struct.pack('>II', opt, 0))",
-                "def reply(s):",
-                "    magic, opt, kind, length = struct.unpack('>QIII', exactly(s, 20))",
-                "    assert magic == 0x3e889045565a9, hex(magic)",
-                "    return kind, exactly(s, length)",
-                "s = socket.create_connection(('127.0.0.1', " + target.port + "))",
-                "assert exactly(s, 16) == b'NBDMAGICIHAVEOPT'",
-                "exactly(s, 2)",
-                "s.sendall(struct.pack('>I', 3))",                       // FIXED_NEWSTYLE | NO_ZEROES
-                "option(s, 5)",                                          // NBD_OPT_STARTTLS
-                "assert reply(s)[0] == 1",                               // NBD_REP_ACK
-                "ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)",
-                "ctx.load_verify_locations('" + client.resolve(TestPki.CA_CERT) + "')",
-                "ctx.load_cert_chain('" + client.resolve(TestPki.CLIENT_CERT) + "', '" + client.resolve(TestPki.CLIENT_KEY) + "')",
-                "t = ctx.wrap_socket(s, server_hostname='localhost')",
-                "option(t, 3)",                                          // NBD_OPT_LIST
-                "names = []",
-                "while True:",
-                "    kind, data = reply(t)",
-                "    if kind == 1: break",
-                "    assert kind == 2, kind",                             // NBD_REP_SERVER
-                "    n = struct.unpack('>I', data[:4])[0]",
-                "    names.append(data[4:4 + n].decode())",
-                "print(' '.join(sorted(names)))");
-        assertEquals("fp public subj", Tools.ok(60, "/usr/bin/python3", "-c", script).strip());
+        Tools.Result list = PythonNbdTls.list(target.port, clients.get(key));
+        assertEquals(new Tools.Result(0, "fp public subj\n"), list);
     }
 
     /** The server's key in each form certtool writes, and encrypted with its passphrase beside it. */

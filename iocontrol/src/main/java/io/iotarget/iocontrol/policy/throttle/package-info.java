@@ -56,7 +56,8 @@
  * at once; from then on one request leaves every 50 µs. By t the group has sent at most
  * 20 + 20000 × t IOs: over 10 s (the last release at 9.999 s on a 1 ms clock) exactly
  * 20 + 199980 = 200000. A request waits about QD / limit = 1.6 ms (Little's law), and no 100 ms
- * window holds more than 2000 + 20 (+ 200 after a late release). rbps=100 MiB/s with 128 KiB
+ * window holds more than 2000 + 20, or, after a release the server made late by d ms (d at most 100),
+ * 2000 + 20 + 20 × d. rbps=100 MiB/s with 128 KiB
  * reads: the bucket holds 104858 bytes (1 ms worth, rounded up), so the first read waits 0.25 ms and the n-th leaves at
  * n × 1.25 ms − 1 ms: 8000 in 10 s.
  *
