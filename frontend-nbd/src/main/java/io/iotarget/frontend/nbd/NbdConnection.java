@@ -491,11 +491,10 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         if (handshakeLimit != null) handshakeLimit.cancel();
         if (cause instanceof SSLException failed) {
             // A client's TLS library tells its user no more than the alert: the server's log says which certificate and why.
-            server.counters().increment(NbdCounter.TLS_FAILURES);
             String why = String.valueOf(failed.getMessage());
             Throwable inner = failed.getCause();
             if (inner != null && inner.getMessage() != null && !why.contains(inner.getMessage())) why += ": " + inner.getMessage();
-            LOG.log(System.Logger.Level.WARNING, "NBD client " + c.describe() + ": TLS failed, disconnected: " + why);
+            server.tlsFailed("NBD client " + c.describe() + ": TLS failed, disconnected: " + why);
         }
         Phase was = phase;
         phase = Phase.CLOSED;

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Counters;
+import io.iotarget.model.RateLimitedLog;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.Listener;
@@ -52,7 +53,15 @@ public final class NbdServer implements AutoCloseable {
     private final Set<NbdConnection> connections = ConcurrentHashMap.newKeySet();
     private final long handshakeLimitNs;
     private final Counters<NbdCounter> counters;
+    /**
+     * Why a client's TLS failed: a host without the key may fail as often as it connects, so at
+     * most {@link #TLS_FAILURE_LINES_PER_SECOND} lines a second; every failure is counted in
+     * {@link NbdCounter#TLS_FAILURES}.
+     */
+    private final RateLimitedLog tlsFailures;
     private volatile boolean closed;
+
+    static final int TLS_FAILURE_LINES_PER_SECOND = 5;
 
     /** A server on the given transport (shared with other front ends; closed by its owner). */
     public NbdServer(Engine engine, Transport transport) {
@@ -77,6 +86,14 @@ public final class NbdServer implements AutoCloseable {
         this.counters = new Counters<>(NbdCounter.class)
                 .source(NbdCounter.CONNECTIONS, connections::size)
                 .source(NbdCounter.UNEXPECTED_ERRORS, transport::unexpectedFailures);
+        this.tlsFailures = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), TLS_FAILURE_LINES_PER_SECOND,
+                                              "NBD TLS failure(s)");
+    }
+
+    /** A client's TLS failed: counted, and logged with {@code why} within {@link #TLS_FAILURE_LINES_PER_SECOND}. Any thread. */
+    void tlsFailed(String why) {
+        counters.increment(NbdCounter.TLS_FAILURES);
+        tlsFailures.warn(why, null);
     }
 
     /** The server's counters ({@link NbdCounter}). Any thread. */
