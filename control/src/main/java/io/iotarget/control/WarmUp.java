@@ -18,6 +18,18 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Semaphore;
 
+import static io.iotarget.frontend.nbd.NbdWire.CMD_DISC;
+import static io.iotarget.frontend.nbd.NbdWire.CMD_READ;
+import static io.iotarget.frontend.nbd.NbdWire.CMD_TRIM;
+import static io.iotarget.frontend.nbd.NbdWire.CMD_WRITE;
+import static io.iotarget.frontend.nbd.NbdWire.FLAG_C_FIXED_NEWSTYLE;
+import static io.iotarget.frontend.nbd.NbdWire.FLAG_C_NO_ZEROES;
+import static io.iotarget.frontend.nbd.NbdWire.IHAVEOPT;
+import static io.iotarget.frontend.nbd.NbdWire.NBD_MAGIC;
+import static io.iotarget.frontend.nbd.NbdWire.OPT_EXPORT_NAME;
+import static io.iotarget.frontend.nbd.NbdWire.REQUEST_MAGIC;
+import static io.iotarget.frontend.nbd.NbdWire.SIMPLE_REPLY_MAGIC;
+
 /**
  * Runs the data path before the server listens ({@code server.warm_up_ms}), so that a fresh
  * server paces io.max from its first second: a fresh JVM interprets the path until the JIT
@@ -108,7 +120,7 @@ final class WarmUp {
             DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
             if (in.readLong() != NBD_MAGIC || in.readLong() != IHAVEOPT) throw new IOException("warm-up: not an NBD server");
             in.readUnsignedShort();
-            out.writeInt(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+            out.writeInt(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
             byte[] name = export.getBytes(StandardCharsets.UTF_8);
             out.writeLong(IHAVEOPT);
             out.writeInt(OPT_EXPORT_NAME);
@@ -188,17 +200,4 @@ final class WarmUp {
         out.writeLong(offset);
         out.writeInt(length);
     }
-
-    // The NBD protocol's numbers this client uses (NbdWire has them for the server, package-private there).
-    private static final long NBD_MAGIC = 0x4e42444d41474943L;
-    private static final long IHAVEOPT = 0x49484156454F5054L;
-    private static final int FLAG_FIXED_NEWSTYLE = 1;
-    private static final int FLAG_NO_ZEROES = 2;
-    private static final int OPT_EXPORT_NAME = 1;
-    private static final int REQUEST_MAGIC = 0x25609513;
-    private static final int SIMPLE_REPLY_MAGIC = 0x67446698;
-    private static final int CMD_READ = 0;
-    private static final int CMD_WRITE = 1;
-    private static final int CMD_DISC = 2;
-    private static final int CMD_TRIM = 4;
 }

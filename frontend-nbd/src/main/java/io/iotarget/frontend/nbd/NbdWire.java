@@ -4,32 +4,33 @@ package io.iotarget.frontend.nbd;
  * The NBD protocol's numbers (NetworkBlockDevice/nbd doc/proto.md; digest in
  * shared/reference/nbd-protocol.md). Every integer on the wire is big-endian, which is
  * {@link java.nio.ByteBuffer}'s default order. Layouts are drawn where the classes that read
- * or write them name their offsets.
+ * or write them name their offsets. Public where a client in the server's own process needs
+ * them (the warm-up's).
  */
-final class NbdWire {
+public final class NbdWire {
     private NbdWire() {
     }
 
     // ------------------------------------------------------------ magic numbers
     /** "NBDMAGIC": the first 8 bytes the server sends. */
-    static final long NBD_MAGIC = 0x4e42444d41474943L;
+    public static final long NBD_MAGIC = 0x4e42444d41474943L;
     /** "IHAVEOPT": newstyle's second word, and the prefix of every client option. */
-    static final long IHAVEOPT = 0x49484156454F5054L;
+    public static final long IHAVEOPT = 0x49484156454F5054L;
     static final long OPTION_REPLY_MAGIC = 0x3e889045565a9L;
-    static final int REQUEST_MAGIC = 0x25609513;
-    static final int SIMPLE_REPLY_MAGIC = 0x67446698;
+    public static final int REQUEST_MAGIC = 0x25609513;
+    public static final int SIMPLE_REPLY_MAGIC = 0x67446698;
     static final int STRUCTURED_REPLY_MAGIC = 0x668e33ef;
 
     // ------------------------------------------------------------ handshake flags
     static final int FLAG_FIXED_NEWSTYLE = 1;
     static final int FLAG_NO_ZEROES = 1 << 1;
-    static final int FLAG_C_FIXED_NEWSTYLE = 1;
-    static final int FLAG_C_NO_ZEROES = 1 << 1;
+    public static final int FLAG_C_FIXED_NEWSTYLE = 1;
+    public static final int FLAG_C_NO_ZEROES = 1 << 1;
     /** The handshake flags this server offers: both. */
     static final int HANDSHAKE_FLAGS = FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES;
 
     // ------------------------------------------------------------ options
-    static final int OPT_EXPORT_NAME = 1;
+    public static final int OPT_EXPORT_NAME = 1;
     static final int OPT_ABORT = 2;
     static final int OPT_LIST = 3;
     static final int OPT_STARTTLS = 5;
@@ -70,11 +71,11 @@ final class NbdWire {
     static final int TFLAG_SEND_FAST_ZERO = 1 << 11;
 
     // ------------------------------------------------------------ commands
-    static final int CMD_READ = 0;
-    static final int CMD_WRITE = 1;
-    static final int CMD_DISC = 2;
+    public static final int CMD_READ = 0;
+    public static final int CMD_WRITE = 1;
+    public static final int CMD_DISC = 2;
     static final int CMD_FLUSH = 3;
-    static final int CMD_TRIM = 4;
+    public static final int CMD_TRIM = 4;
     static final int CMD_CACHE = 5;
     static final int CMD_WRITE_ZEROES = 6;
     static final int CMD_BLOCK_STATUS = 7;
