@@ -195,6 +195,7 @@ public final class Pem {
 
         /** {@code e}, said of the client's certificate: whose, issued by whom, and what is missing when its chain reaches no CA here. */
         private CertificateException refused(X509Certificate[] chain, CertificateException e) {
+            if (chain == null || chain.length == 0) return e;
             X509Certificate last = chain[chain.length - 1];
             boolean issuerHere = cas.stream().anyMatch(ca -> ca.getSubjectX500Principal().equals(last.getIssuerX500Principal()));
             String why = issuerHere ? e.getMessage()
