@@ -3,7 +3,9 @@
 #
 # 1. A null backend of known capacity (completion_nsec=1000000 queue_depth=10 mbps=200:
 #    10,000 IOPS, 200 MiB/s): fio through NBD at QD10 (the device alone), then calibrate; both
-#    against the model.
+#    against the model. Then the calibrated model and QoS are written for it and the two
+#    tenants below saturate it for RUNTIME s: a device whose capacity does not move, so vrate
+#    shows what the model and the QoS loop do by themselves.
 # 2. The machine's disk: a file backend with O_DIRECT on DISK_DIR (not tmpfs), filled with
 #    written data (holes would read without touching the disk), calibrated, the two lines written. Then
 #    two tenants with io.weight 100 and 200 saturate it with fio through NBD (4 KiB randrw
@@ -19,6 +21,9 @@
 #
 # --qos default keeps the calibrated io.cost.model but writes io.cost.qos "enable=1 ctrl=auto"
 # (no latency targets), to tell the model's effect from the suggested targets'.
+#
+# The server runs on CPU 0 and the clients on CPU 1 (when there are two), so that fio's threads
+# do not take the server's core while it is timing the device.
 #
 # Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--qos suggested|default] [--out FILE]
 # Env: DISK_DIR (/var/tmp), DISK_SIZE (1G).
@@ -51,6 +56,8 @@ CONTROL="127.0.0.1:$(free_port)" NBD_PORT="$(free_port)"
 export IOTARGET_RUNTIME_DIR="$WORK/rt"
 mkdir -m 700 "$IOTARGET_RUNTIME_DIR"
 cli() { "$ROOT/bin/iotarget" --control "$CONTROL" "$@"; }
+SERVER_CPU=() CLIENT_CPU=()
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
 say() { echo "$*" | tee -a "$OUT"; }
 
 (cd "$ROOT" && mvn_run -q package -DskipTests -pl control -am) >&2
@@ -63,10 +70,12 @@ cat > "$WORK/config.json" <<JSON
     "disk": { "type": "file", "path": "$WORK/disk.img", "direct": 1, "queue_depth": 32, "enable": 1 } },
   "cgroup": { "tenants": { "cgroup.subtree_control": "+io", "a": { "io.weight": "100" }, "b": { "io.weight": "200" } } },
   "nbd": { "exports": { "null": { "backend": "null", "enable": 1 },
+                        "null-a": { "backend": "null", "cgroup": "tenants/a", "enable": 1 },
+                        "null-b": { "backend": "null", "cgroup": "tenants/b", "enable": 1 },
                         "a": { "backend": "disk", "cgroup": "tenants/a", "enable": 1 },
                         "b": { "backend": "disk", "cgroup": "tenants/b", "enable": 1 } } } }
 JSON
-"$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/server.log" 2>&1 &
+"${SERVER_CPU[@]}" "$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/server.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 200); do cli devices >/dev/null 2>&1 && break; sleep 0.1; done
 
@@ -74,7 +83,7 @@ say "## $(date -u +%FT%TZ) $(git -C "$ROOT" rev-parse --short HEAD), load $(cut 
 say ""
 say "### null backend (completion_nsec=1000000 queue_depth=10 mbps=200): fio through NBD, QD10, 10 s"
 for rw in randread:4k read:1M; do
-  fio --name=n --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/null" --rw="${rw%%:*}" --bs="${rw##*:}" --iodepth=10 \
+  "${CLIENT_CPU[@]}" fio --name=n --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/null" --rw="${rw%%:*}" --bs="${rw##*:}" --iodepth=10 \
       --time_based --runtime=10 --ramp_time=2 --output-format=json --output="$WORK/fio.json" > /dev/null
   python3 - "$WORK/fio.json" "$rw" <<'PY' | tee -a "$OUT"
 import json, sys
@@ -82,14 +91,64 @@ j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print(f"- fio {sys.argv[2]}: {j['iops']:.0f} IOPS, {j['bw_bytes'] / 1e6:.1f} MB/s ({j['bw_bytes'] / 2**20:.1f} MiB/s)")
 PY
 done
-tenants() {   # tenants SECONDS: a and b on the disk, 4 KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
+tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIXa, PREFIXb), 4 KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
   TENANT_PIDS=()
   for t in a b; do
-    fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/$t" --rw=randrw --bs=4k --iodepth="$QD" \
+    "${CLIENT_CPU[@]}" fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/${2:-}$t" --rw=randrw --bs=4k --iodepth="$QD" \
         --time_based --runtime="$1" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
     TENANT_PIDS+=($!)
   done
   PIDS+=("${TENANT_PIDS[@]}")
+}
+weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos), run the tenants on exports PREFIXa/b for RUNTIME s, sample vrate
+  local lines="$1" prefix="$2" what="$3" dev
+  dev="$(echo "$lines" | head -1 | cut -d' ' -f1)"
+  cli write io.cost.model "$(echo "$lines" | sed -n 1p)"
+  if [ "$QOS" = suggested ]; then cli write io.cost.qos "$(echo "$lines" | sed -n 2p)"; else cli write io.cost.qos "$dev enable=1 ctrl=auto"; fi
+  say ""
+  say "### two tenants on the calibrated $what: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
+  say "(io.cost.qos: $(cli read io.cost.qos | grep "^$dev "))"
+  tenants "$RUNTIME" "$prefix"
+  # Samples every 0.5 s while the tenants run, over HTTP (a CLI call starts a JVM: seconds under load).
+  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$dev" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
+import os, re, sys, time, urllib.request
+control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
+def read(path):
+    req = urllib.request.Request(f"http://{control}/v1/read?path={path}", headers={"Authorization": "Bearer " + token})
+    line = next(l for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines() if l.startswith(dev + " "))
+    return dict(re.findall(r"([\w.]+)=([\d.]+)", line))
+def alive(pid):
+    try: os.kill(int(pid), 0); return True
+    except ProcessLookupError: return False
+t0 = time.time()
+while any(alive(p) for p in pids):
+    time.sleep(0.5)
+    root, a, b = read("io.stat"), read("tenants/a/io.stat"), read("tenants/b/io.stat")
+    print(f"{time.time() - t0:.2f} {root['cost.vrate']} {int(a['rios']) + int(a['wios'])} {int(b['rios']) + int(b['wios'])}", flush=True)
+PY
+  SAMPLER=$!; PIDS+=("$SAMPLER")
+  wait "${TENANT_PIDS[@]}" || true
+  wait "$SAMPLER" || true
+  python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+import json, statistics, sys
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
+v = [r[1] for r in rows if r[0] >= 5]          # after 5 s for the QoS loop to settle
+inside = sum(90 <= x <= 110 for x in v)
+print(f"- vrate from 5 s to {rows[-1][0]:.1f} s: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
+      f"{inside}/{len(v)} samples within 90-110%")
+print("- vrate (s: %), every 2nd sample: " + " ".join(f"{r[0]:.1f}:{r[1]:.2f}" for r in rows[::2]))
+ratios = []
+for p, q in zip(rows, rows[1:]):
+    da, db = q[2] - p[2], q[3] - p[3]
+    if q[0] >= 5 and da > 0: ratios.append(db / da)
+if ratios: print(f"- io.stat b:a per half-second interval after 5 s: median {statistics.median(ratios):.2f}, "
+                 f"quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}")
+iops = {}
+for f in sys.argv[2:]:
+    j = json.load(open(f))["jobs"][0]
+    iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
+print(f"- tenants (fio, whole run): a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {iops['a'] + iops['b']:.0f}, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
+PY
 }
 echo "warm-up: the two tenants on the disk for $WARMUP s, iocost off" >&2
 tenants "$WARMUP"
@@ -105,12 +164,12 @@ m = dict(re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0]))
 for key, want in (("rrandiops", 10000), ("rseqiops", 10000), ("wrandiops", 10000), ("wseqiops", 10000), ("rbps", 200 << 20), ("wbps", 200 << 20)):
     got = int(m[key]); print(f"- {key}: {got} = {100 * got / want:.1f}% of the model's {want}" + ("" if abs(got / want - 1) <= 0.10 else "  (OUTSIDE 10%)"))
 PY
+weighted "$NULL_LINES" null- "null device (10,000 IOPS)"
 say ""
 say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth 32, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
 DISK_LINES="$(cli calibrate disk --seconds "$SECONDS_PER_RUN" 2>>"$WORK/progress.txt")"
 say '```'; say "$DISK_LINES"; say '```'
 cat "$WORK/progress.txt" >&2
-DEV="$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
 
 # What the tenants' path gets from the disk with iocost off: the rate iocost should find. The
 # model's rate for the same mix (half random 4 KiB reads, half writes) at vrate 100% is
@@ -131,50 +190,4 @@ total = iops["a"] + iops["b"]
 print(f"- a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {total:.0f}; the model's rate for this mix at vrate 100%: {mix:.0f} IOPS; "
       f"so the vrate that matches the disk as the tenants see it: {100 * total / mix:.0f}%")
 PY
-cli write io.cost.model "$(echo "$DISK_LINES" | sed -n 1p)"
-if [ "$QOS" = suggested ]; then cli write io.cost.qos "$(echo "$DISK_LINES" | sed -n 2p)"; else cli write io.cost.qos "$DEV enable=1 ctrl=auto"; fi
-
-say ""
-say "### two tenants on the calibrated disk: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
-say "(io.cost.qos: $(cli read io.cost.qos | grep "^$DEV "))"
-tenants "$RUNTIME"
-# Samples every 0.5 s while the tenants run, over HTTP (a CLI call starts a JVM: seconds under load).
-python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$DEV" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
-import os, re, sys, time, urllib.request
-control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
-def read(path):
-    req = urllib.request.Request(f"http://{control}/v1/read?path={path}", headers={"Authorization": "Bearer " + token})
-    line = next(l for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines() if l.startswith(dev + " "))
-    return dict(re.findall(r"([\w.]+)=([\d.]+)", line))
-def alive(pid):
-    try: os.kill(int(pid), 0); return True
-    except ProcessLookupError: return False
-t0 = time.time()
-while any(alive(p) for p in pids):
-    time.sleep(0.5)
-    root, a, b = read("io.stat"), read("tenants/a/io.stat"), read("tenants/b/io.stat")
-    print(f"{time.time() - t0:.2f} {root['cost.vrate']} {int(a['rios']) + int(a['wios'])} {int(b['rios']) + int(b['wios'])}", flush=True)
-PY
-SAMPLER=$!; PIDS+=("$SAMPLER")
-wait "${TENANT_PIDS[@]}" || true
-wait "$SAMPLER" || true
-python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
-import json, statistics, sys
-rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
-v = [r[1] for r in rows if r[0] >= 5]          # after 5 s for the QoS loop to settle
-inside = sum(90 <= x <= 110 for x in v)
-print(f"- vrate from 5 s to {rows[-1][0]:.1f} s: min {min(v):.2f}%, median {statistics.median(v):.2f}%, max {max(v):.2f}%; "
-      f"{inside}/{len(v)} samples within 90-110%")
-print("- vrate (s: %), every 2nd sample: " + " ".join(f"{r[0]:.1f}:{r[1]:.2f}" for r in rows[::2]))
-ratios = []
-for p, q in zip(rows, rows[1:]):
-    da, db = q[2] - p[2], q[3] - p[3]
-    if q[0] >= 5 and da > 0: ratios.append(db / da)
-if ratios: print(f"- io.stat b:a per half-second interval after 5 s: median {statistics.median(ratios):.2f}, "
-                 f"quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}")
-iops = {}
-for f in sys.argv[2:]:
-    j = json.load(open(f))["jobs"][0]
-    iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
-print(f"- tenants (fio, whole run): a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {iops['a'] + iops['b']:.0f}, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
-PY
+weighted "$DISK_LINES" "" disk
