@@ -8,7 +8,7 @@
 #    shows what the model and the QoS loop do by themselves.
 # 2. The machine's disk: a file backend with O_DIRECT on DISK_DIR (not tmpfs), filled with
 #    written data (holes would read without touching the disk), calibrated, the two lines written. Then
-#    two tenants with io.weight 100 and 200 saturate it with fio through NBD (4 KiB randrw
+#    two tenants with io.weight 100 and 200 saturate it with fio through NBD (4 KiB randrw, or --bs K KiB,
 #    50/50, QD32 each, or --qd N) for RUNTIME s; io.stat's cost.vrate on the disk and the tenants' io.stat
 #    are read every half second, each sample stamped with its time. A model that matches the
 #    disk keeps vrate near 100%; the tenants' IOPS ratio shows the weights. Between calibrate
@@ -25,25 +25,26 @@
 # The server runs on CPU 0 and the clients on CPU 1 (when there are two), so that fio's threads
 # do not take the server's core while it is timing the device.
 #
-# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--qos suggested|default] [--out FILE]
-# Env: DISK_DIR (/var/tmp), DISK_SIZE (1G).
+# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--qos suggested|default] [--out FILE]
+# Env: DISK_DIR (/var/tmp), DISK_SIZE (1G), DISK_DEPTH (32: the file backend's queue_depth).
 # Needs: fio (nbd engine), python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 OUT=/dev/null QOS=suggested
+SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 BS=4 OUT=/dev/null QOS=suggested
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
     --runtime) RUNTIME="$2"; shift 2 ;;
     --warmup) WARMUP="$2"; shift 2 ;;
     --qd) QD="$2"; shift 2 ;;
+    --bs) BS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --qos) QOS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--runtime S] [--warmup S] [--qd N] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
   esac
 done
-DISK_DIR="${DISK_DIR:-/var/tmp}" DISK_SIZE="${DISK_SIZE:-1G}"
+DISK_DIR="${DISK_DIR:-/var/tmp}" DISK_SIZE="${DISK_SIZE:-1G}" DISK_DEPTH="${DISK_DEPTH:-32}"
 for t in fio python3; do command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 [ "$(stat -f -c %T "$DISK_DIR")" != tmpfs ] || { echo "$DISK_DIR is tmpfs: O_DIRECT there measures memory" >&2; exit 1; }
 . "$ROOT/scripts/env.sh"
@@ -67,7 +68,7 @@ cat > "$WORK/config.json" <<JSON
 { "server": { "control": "$CONTROL", "nbd": "127.0.0.1:$NBD_PORT" },
   "backends": {
     "null": { "type": "null", "size": "1G", "completion_nsec": 1000000, "queue_depth": 10, "mbps": 200, "enable": 1 },
-    "disk": { "type": "file", "path": "$WORK/disk.img", "direct": 1, "queue_depth": 32, "enable": 1 } },
+    "disk": { "type": "file", "path": "$WORK/disk.img", "direct": 1, "queue_depth": $DISK_DEPTH, "enable": 1 } },
   "cgroup": { "tenants": { "cgroup.subtree_control": "+io", "a": { "io.weight": "100" }, "b": { "io.weight": "200" } } },
   "nbd": { "exports": { "null": { "backend": "null", "enable": 1 },
                         "null-a": { "backend": "null", "cgroup": "tenants/a", "enable": 1 },
@@ -91,10 +92,10 @@ j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print(f"- fio {sys.argv[2]}: {j['iops']:.0f} IOPS, {j['bw_bytes'] / 1e6:.1f} MB/s ({j['bw_bytes'] / 2**20:.1f} MiB/s)")
 PY
 done
-tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIXa, PREFIXb), 4 KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
+tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIXa, PREFIXb), BS KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
   TENANT_PIDS=()
   for t in a b; do
-    "${CLIENT_CPU[@]}" fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/${2:-}$t" --rw=randrw --bs=4k --iodepth="$QD" \
+    "${CLIENT_CPU[@]}" fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/${2:-}$t" --rw=randrw --bs="${BS}k" --iodepth="$QD" \
         --time_based --runtime="$1" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
     TENANT_PIDS+=($!)
   done
@@ -106,7 +107,7 @@ weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos)
   cli write io.cost.model "$(echo "$lines" | sed -n 1p)"
   if [ "$QOS" = suggested ]; then cli write io.cost.qos "$(echo "$lines" | sed -n 2p)"; else cli write io.cost.qos "$dev enable=1 ctrl=auto"; fi
   say ""
-  say "### two tenants on the calibrated $what: a (io.weight 100), b (200), 4 KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
+  say "### two tenants on the calibrated $what: a (io.weight 100), b (200), $BS KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
   say "(io.cost.qos: $(cli read io.cost.qos | grep "^$dev "))"
   tenants "$RUNTIME" "$prefix"
   # Samples every 0.5 s while the tenants run, over HTTP (a CLI call starts a JVM: seconds under load).
@@ -166,24 +167,29 @@ for key, want in (("rrandiops", 10000), ("rseqiops", 10000), ("wrandiops", 10000
 PY
 weighted "$NULL_LINES" null- "null device (10,000 IOPS)"
 say ""
-say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth 32, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
+say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth $DISK_DEPTH, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
 DISK_LINES="$(cli calibrate disk --seconds "$SECONDS_PER_RUN" 2>>"$WORK/progress.txt")"
 say '```'; say "$DISK_LINES"; say '```'
 cat "$WORK/progress.txt" >&2
 
 # What the tenants' path gets from the disk with iocost off: the rate iocost should find. The
-# model's rate for the same mix (half random 4 KiB reads, half writes) at vrate 100% is
-# 1 / (0.5 / rrandiops + 0.5 / wrandiops); their ratio is the vrate that matches.
+# model's rate for the same mix (half random reads of BS KiB, half writes) at vrate 100% is
+# 1 / (0.5 tr + 0.5 tw), t being the linear model's time for one such IO (for 4 KiB, 1 / randiops);
+# their ratio is the vrate that matches.
 say ""
 say "### the two tenants on the disk with iocost off, ${BASELINE} s (the same fio jobs as below)"
 tenants "$BASELINE"
 wait "${TENANT_PIDS[@]}"
-python3 - "$DISK_LINES" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+python3 - "$DISK_LINES" "$BS" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
 import json, re, sys
-m = dict(re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0]))
-mix = 1 / (0.5 / int(m["rrandiops"]) + 0.5 / int(m["wrandiops"]))
+m = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0])}
+size = int(sys.argv[2]) << 10
+def seconds(d):   # the linear model's time for one random IO of SIZE: its base (1/randiops less a page) plus its pages
+    page = 4096 / m[d + "bps"]
+    return max(1 / m[d + "randiops"] - page, 0) + -(-size // 4096) * page
+mix = 1 / (0.5 * seconds("r") + 0.5 * seconds("w"))
 iops = {}
-for f in sys.argv[2:]:
+for f in sys.argv[3:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
 total = iops["a"] + iops["b"]
