@@ -35,7 +35,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * machine's, not the limit's. So the rate must reach 98% of the limit times the share of the
  * phase some request was held (below it io.max was late), must never pass 102% of it, and the
  * limit must have held requests for at least a quarter of the phase, or the phase measured
- * nothing.
+ * nothing: such a run is repeated at half the limit, then at a quarter (the seed's numbers are
+ * for a machine that offers 20,000 requests a second; a loaded two-core one may not, and the
+ * property — io.max holds its limit, io.stat counts exactly — does not depend on the number).
+ * Every run's ceiling and io.stat are checked; the report says which limit each export held.
  *
  * <p>No ramp time is excluded: fio's numbers cover the whole run, so they can be compared with
  * io.stat byte for byte. They include the burst a bucket starts with (1 ms worth of budget),
@@ -46,6 +49,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class Seed001ExperimentTest {
     private static final long MiB = 1 << 20;
     private static final int RUNTIME_S = 5;
+    /** Runs of a phase, at the seed's limit, then half and a quarter of it, while the machine does not offer the limit. */
+    private static final int ATTEMPTS = 3;
 
     @TempDir
     Path dir;
@@ -81,23 +86,26 @@ class Seed001ExperimentTest {
             writeBack(file);
             List<String> report = new ArrayList<>();
             for (Phase phase : phases) {
-                for (var e : Map.of("bdev", bdev, "file", fileDev).entrySet()) {
-                    String rest = String.join(" ", List.of("riops=max", "wiops=max", "rbps=max", "wbps=max").stream()
-                            .filter(kv -> !kv.startsWith(phase.limit().substring(0, phase.limit().indexOf('='))))
-                            .toList());
-                    target.engine.controller().write("tenants/" + e.getKey() + "/io.max", e.getValue().number() + " " + phase.limit() + " " + rest);
-                }
+                String key = phase.limit().substring(0, phase.limit().indexOf('='));
+                String rest = String.join(" ", List.of("riops=max", "wiops=max", "rbps=max", "wbps=max").stream()
+                        .filter(kv -> !kv.startsWith(key)).toList());
                 // One export at a time, as in the seed: on a 2-core machine two 20k-IOPS fio jobs plus
                 // the server saturate the CPU and the test would measure the machine, not io.max.
                 for (var e : List.of(Map.entry("bdev", bdev), Map.entry("file", fileDev))) {
-                    Map<String, Long> before = target.ioStat("tenants/" + e.getKey(), e.getValue());
-                    long heldBefore = heldUs(target, e.getKey());
-                    String json = Tools.ok(RUNTIME_S + 60, "fio", "--output-format=json", "--ioengine=nbd", "--rw=" + phase.rw(),
-                            "--bs=" + phase.bs(), "--iodepth=32", "--size=1G", "--time_based", "--runtime=" + RUNTIME_S,
-                            "--name=" + e.getKey(), "--uri=" + target.uri(e.getKey()));
-                    long heldUs = heldUs(target, e.getKey()) - heldBefore;
-                    check(phase, e.getKey(), json, TestTarget.delta(before, target.ioStat("tenants/" + e.getKey(), e.getValue())), heldUs, report);
-                    writeBack(file);
+                    for (int attempt = 1; ; attempt++) {
+                        long limit = phase.target() >> (attempt - 1);
+                        target.engine.controller().write("tenants/" + e.getKey() + "/io.max", e.getValue().number() + " " + key + "=" + limit + " " + rest);
+                        Map<String, Long> before = target.ioStat("tenants/" + e.getKey(), e.getValue());
+                        long heldBefore = heldUs(target, e.getKey());
+                        String json = Tools.ok(RUNTIME_S + 60, "fio", "--output-format=json", "--ioengine=nbd", "--rw=" + phase.rw(),
+                                "--bs=" + phase.bs(), "--iodepth=32", "--size=1G", "--time_based", "--runtime=" + RUNTIME_S,
+                                "--name=" + e.getKey(), "--uri=" + target.uri(e.getKey()));
+                        long heldUs = heldUs(target, e.getKey()) - heldBefore;
+                        boolean measured = check(phase, key + "=" + limit, limit, e.getKey(), json, TestTarget.delta(before, target.ioStat("tenants/" + e.getKey(), e.getValue())),
+                                heldUs, attempt == ATTEMPTS, report);
+                        writeBack(file);
+                        if (measured) break;
+                    }
                 }
             }
             report.forEach(System.out::println);
@@ -123,25 +131,36 @@ class Seed001ExperimentTest {
         return Long.parseLong(m.group(1));
     }
 
-    private static void check(Phase phase, String job, String json, Map<String, Long> stat, long heldUs, List<String> report) {
+    /**
+     * Checks one run of a phase at {@code limit}; false when io.max held requests for less than a
+     * quarter of it (the machine did not offer the limit) and {@code last} is false, so that it is
+     * run again at half the limit.
+     */
+    private static boolean check(Phase phase, String limitText, long limit, String job, String json, Map<String, Long> stat, long heldUs, boolean last,
+                                 List<String> report) {
         String dir = phase.write() ? "write" : "read";
         String section = jobSection(json, job);
         long ioBytes = RealClientsTest.jsonLong(section, dir, "io_bytes");
         long ios = RealClientsTest.jsonLong(section, dir, "total_ios");
         long runtimeMs = RealClientsTest.jsonLong(section, dir, "runtime");
         double achieved = (phase.bytes() ? ioBytes : ios) * 1000.0 / runtimeMs;
-        double ratio = achieved / phase.target();
+        double ratio = achieved / limit;
         double held = Math.min(1, heldUs / 1000.0 / runtimeMs);
         String line = String.format("%-16s %-4s achieved %.0f %s/s (%.2f%% of the limit) over %d ms, held by io.max %.1f%% of it; fio %d bytes %d ios; io.stat %s",
-                phase.limit(), job, phase.bytes() ? achieved / MiB : achieved, phase.bytes() ? "MiB" : "IO", ratio * 100, runtimeMs, held * 100,
+                limitText, job, phase.bytes() ? achieved / MiB : achieved, phase.bytes() ? "MiB" : "IO", ratio * 100, runtimeMs, held * 100,
                 ioBytes, ios, stat);
         report.add(line);
         assertTrue(ratio <= 1.02, "over the limit: " + line);
-        assertTrue(held >= 0.25, "io.max held nothing for three quarters of the phase: the machine did not offer the limit: " + line);
-        assertTrue(ratio >= 0.98 * held, "under the limit while io.max held requests: " + line);
         assertEquals(ioBytes, stat.get(phase.write() ? "wbytes" : "rbytes"), line);
         assertEquals(ios, stat.get(phase.write() ? "wios" : "rios"), line);
         assertEquals(0L, stat.get(phase.write() ? "rios" : "wios"), line);
+        if (held < 0.25 && !last) {
+            report.add("  (the machine did not offer the limit: run again at half of it)");
+            return false;
+        }
+        assertTrue(held >= 0.25, "io.max held nothing for three quarters of the phase at a quarter of the seed's limit: the machine did not offer it: " + line);
+        assertTrue(ratio >= 0.98 * held, "under the limit while io.max held requests: " + line);
+        return true;
     }
 
     /** The JSON of one fio job (from its "jobname" to the next job's). */
