@@ -26,20 +26,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * io.latency through the engine on a device whose latency grows with load: a
- * {@link PacedBackend} that serves one 4 KiB read per 65 µs in arrival order (about 15,000
+ * {@link PacedBackend} that serves one 4 KiB read per 260 µs in arrival order (about 3,800
  * IOPS), queue depth 32. Tenant {@code b} floods it at QD128; tenant {@code a} reads at QD1.
- * Without a target, a waits behind b's 128 requests (about 8.4 ms). With {@code target=2000},
- * a's first missed window halves b's depth to 16 (a waits about 1.1 ms); every 500 ms a then
+ * Without a target, a waits behind b's 128 requests (about 33 ms). With {@code target=8000},
+ * a's first missed window halves b's depth to 16 (a waits about 4.2 ms); every 500 ms a then
  * raises it by 2 (qd/16), and after four raises the cookie is back at its default and b is
- * unlimited again, until a's next window misses — so a's p90 stays under 2 ms while a few of
- * its IOs (those of the windows at unlimited) wait the full 8 ms. When a goes idle, b's depth
+ * unlimited again, until a's next window misses — so a's p90 stays under 8 ms while a few of
+ * its IOs (those of the windows at unlimited) wait the full 33 ms. When a goes idle, b's depth
  * climbs back to unlimited 5 s after the last move. Real clock, about 25 s.
+ *
+ * <p>The device is slow on purpose: at 65 µs a read and target=2000 a loaded two-core machine
+ * added milliseconds of its own to a's reads (p90 2,856 µs with b already held), so the test
+ * measured the machine; four times slower everywhere, the proportions are the same
+ * (LatencyTargetFioTest made the same change).
  */
 class LatencyTargetTest {
-    private static final long SERVICE_NS = 65_000;
+    private static final long SERVICE_NS = 260_000;
     private static final int QUEUE_DEPTH = 32;
     private static final int FLOOD_DEPTH = 128;
-    private static final long TARGET_US = 2000;
+    private static final long TARGET_US = 8000;
 
     @Test
     void shouldKeepTheProtectedTenantsP90UnderItsTargetWhileASiblingFloods() throws Exception {
@@ -94,7 +99,7 @@ class LatencyTargetTest {
                     compress(floodDepths), lowestDepth, compress(recovery), recoveredAfterMs);
             assertEquals(0, floodErrors.get());
             assertTrue(p90Untargeted > 3 * TARGET_US * 1000, "without a target a waits behind the flood: p90 " + p90Untargeted + " ns");
-            assertTrue(p90Targeted < TARGET_US * 1000, "with target=2000 a's p90 is under it: " + p90Targeted + " ns");
+            assertTrue(p90Targeted < TARGET_US * 1000, "with target=" + TARGET_US + " a's p90 is under it: " + p90Targeted + " ns");
             assertTrue(lowestDepth <= QUEUE_DEPTH / 2, "b's depth fell: " + floodDepths);
             assertTrue(recovery.size() > 1 && recovery.getFirst() != Integer.MAX_VALUE, "b was held when a went idle: " + recovery);
             assertEquals(Integer.MAX_VALUE, depth, "b's depth recovered when a went idle: " + recovery);
