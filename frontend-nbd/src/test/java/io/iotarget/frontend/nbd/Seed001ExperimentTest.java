@@ -55,7 +55,8 @@ class Seed001ExperimentTest {
     @TempDir
     Path dir;
 
-    private record Phase(String limit, String rw, String bs, boolean bytes, long target, boolean write) {
+    /** One row of the seed's table: io.max's {@code key=target}, and the fio job that drives it. */
+    private record Phase(String key, long target, String rw, String bs, boolean bytes, boolean write) {
     }
 
     @Test
@@ -69,10 +70,10 @@ class Seed001ExperimentTest {
             Device bdev = target.export("bdev", new MemoryBackend(1024 * MiB, 512, false), false);
             Device fileDev = target.export("file", FileBackend.open(file, 512, false, false), false);
             List<Phase> phases = List.of(
-                    new Phase("riops=20000", "randread", "4k", false, 20000, false),
-                    new Phase("rbps=104857600", "read", "1M", true, 100 * MiB, false),
-                    new Phase("wiops=20000", "randwrite", "4k", false, 20000, true),
-                    new Phase("wbps=104857600", "write", "1M", true, 100 * MiB, true));
+                    new Phase("riops", 20000, "randread", "4k", false, false),
+                    new Phase("rbps", 100 * MiB, "read", "1M", true, false),
+                    new Phase("wiops", 20000, "randwrite", "4k", false, true),
+                    new Phase("wbps", 100 * MiB, "write", "1M", true, true));
             // Warm up first (unlimited, not measured), so that the phases measure io.max and not
             // the machine: fill each export once (first writes allocate the memory backend's chunks
             // and a fresh sparse file's page cache; either held an export to 19.0-19.4k IOPS in its
@@ -86,22 +87,21 @@ class Seed001ExperimentTest {
             writeBack(file);
             List<String> report = new ArrayList<>();
             for (Phase phase : phases) {
-                String key = phase.limit().substring(0, phase.limit().indexOf('='));
                 String rest = String.join(" ", List.of("riops=max", "wiops=max", "rbps=max", "wbps=max").stream()
-                        .filter(kv -> !kv.startsWith(key)).toList());
+                        .filter(kv -> !kv.startsWith(phase.key())).toList());
                 // One export at a time, as in the seed: on a 2-core machine two 20k-IOPS fio jobs plus
                 // the server saturate the CPU and the test would measure the machine, not io.max.
                 for (var e : List.of(Map.entry("bdev", bdev), Map.entry("file", fileDev))) {
                     for (int attempt = 1; ; attempt++) {
                         long limit = phase.target() >> (attempt - 1);
-                        target.engine.controller().write("tenants/" + e.getKey() + "/io.max", e.getValue().number() + " " + key + "=" + limit + " " + rest);
+                        target.engine.controller().write("tenants/" + e.getKey() + "/io.max", e.getValue().number() + " " + phase.key() + "=" + limit + " " + rest);
                         Map<String, Long> before = target.ioStat("tenants/" + e.getKey(), e.getValue());
                         long heldBefore = heldUs(target, e.getKey());
                         String json = Tools.ok(RUNTIME_S + 60, "fio", "--output-format=json", "--ioengine=nbd", "--rw=" + phase.rw(),
                                 "--bs=" + phase.bs(), "--iodepth=32", "--size=1G", "--time_based", "--runtime=" + RUNTIME_S,
                                 "--name=" + e.getKey(), "--uri=" + target.uri(e.getKey()));
                         long heldUs = heldUs(target, e.getKey()) - heldBefore;
-                        boolean measured = check(phase, key + "=" + limit, limit, e.getKey(), json, TestTarget.delta(before, target.ioStat("tenants/" + e.getKey(), e.getValue())),
+                        boolean measured = check(phase, limit, e.getKey(), json, TestTarget.delta(before, target.ioStat("tenants/" + e.getKey(), e.getValue())),
                                 heldUs, attempt == ATTEMPTS, report);
                         writeBack(file);
                         if (measured) break;
@@ -136,8 +136,7 @@ class Seed001ExperimentTest {
      * quarter of it (the machine did not offer the limit) and {@code last} is false, so that it is
      * run again at half the limit.
      */
-    private static boolean check(Phase phase, String limitText, long limit, String job, String json, Map<String, Long> stat, long heldUs, boolean last,
-                                 List<String> report) {
+    private static boolean check(Phase phase, long limit, String job, String json, Map<String, Long> stat, long heldUs, boolean last, List<String> report) {
         String dir = phase.write() ? "write" : "read";
         String section = jobSection(json, job);
         long ioBytes = RealClientsTest.jsonLong(section, dir, "io_bytes");
@@ -147,7 +146,7 @@ class Seed001ExperimentTest {
         double ratio = achieved / limit;
         double held = Math.min(1, heldUs / 1000.0 / runtimeMs);
         String line = String.format("%-16s %-4s achieved %.0f %s/s (%.2f%% of the limit) over %d ms, held by io.max %.1f%% of it; fio %d bytes %d ios; io.stat %s",
-                limitText, job, phase.bytes() ? achieved / MiB : achieved, phase.bytes() ? "MiB" : "IO", ratio * 100, runtimeMs, held * 100,
+                phase.key() + "=" + limit, job, phase.bytes() ? achieved / MiB : achieved, phase.bytes() ? "MiB" : "IO", ratio * 100, runtimeMs, held * 100,
                 ioBytes, ios, stat);
         report.add(line);
         assertTrue(ratio <= 1.02, "over the limit: " + line);
