@@ -58,11 +58,19 @@ log "memory namespace $MEMNS ($(blockdev --getsize64 "$MEMNS") bytes, lbs $(cat 
 echo; log "=== baseline: no limits"
 pair base --rw=randread --bs=4k --iodepth=16 --time_based --runtime=3 --size=48M
 BASE_MEM=$(fio_iops base_mem); BASE_FILE=$(fio_iops base_file)
+# An emulated guest on a busy machine may not offer twice the seed's limit (207 IOPS has been
+# seen): then the limit is halved until it does, so the check below measures io.max, not the
+# machine. Each namespace reads for about 5 s at its limit.
+BASE_MIN=$(( BASE_MEM < BASE_FILE ? BASE_MEM : BASE_FILE ))
+while [ "$BASE_MIN" -lt $(( RIOPS * 2 )) ] && [ "$RIOPS" -ge 50 ]; do
+  log "baseline $BASE_MIN IOPS is under 2 x riops=$RIOPS: riops=$(( RIOPS / 2 ))"; RIOPS=$(( RIOPS / 2 ))
+done
+IOS=$(( RIOPS * 5 ))
 
-echo; log "=== riops=$RIOPS on both groups, 3 MiB of 4 KiB random reads on each namespace"
+echo; log "=== riops=$RIOPS on both groups, $IOS 4 KiB random reads on each namespace"
 setmax "$MEM_GROUP" "$MEM_DEV riops=$RIOPS"; setmax "$FILE_GROUP" "$FILE_DEV riops=$RIOPS"
 snapshot
-pair riops --rw=randread --bs=4k --iodepth=16 --io_size=3M --size=48M
+pair riops --rw=randread --bs=4k --iodepth=16 --io_size=$(( IOS * 4 ))k --size=48M
 limited riops_mem "$(fio_iops riops_mem)" "$RIOPS"
 limited riops_file "$(fio_iops riops_file)" "$RIOPS"
 matches riops mem read 4096
