@@ -13,7 +13,9 @@
 #    are read every half second, each sample stamped with its time. A model that matches the
 #    disk keeps vrate near 100%; the tenants' IOPS ratio shows the weights. Between calibrate
 #    and --apply's writes the same tenants run BASELINE (15) s with iocost off: what the disk
-#    gives them, against what the model says it gives such a mix.
+#    gives them, against what the model says it gives such a mix, over the whole run and per half
+#    second (how far the disk itself moves: a vrate that followed it exactly would be within
+#    90-110% only as often as that is).
 #
 # Warm-up: before anything is measured the same two tenants run on the disk for WARMUP s
 # (iocost not yet enabled) and the null backend's fio runs first, so the server's NBD, dispatch
@@ -101,6 +103,31 @@ tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIX
   done
   PIDS+=("${TENANT_PIDS[@]}")
 }
+# sample DEV: every 0.5 s until the tenants (TENANT_PIDS) exit, "SECONDS VRATE A_IOS B_IOS" into
+# $WORK/samples.txt: cost.vrate on DEV ("-" while iocost is off) and the tenants' io.stat IOs. Over
+# HTTP: a CLI call starts a JVM, seconds under load.
+sample() {
+  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$1" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
+import os, re, sys, time, urllib.request
+control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
+def read(path):
+    req = urllib.request.Request(f"http://{control}/v1/read?path={path}", headers={"Authorization": "Bearer " + token})
+    line = next((l for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines() if l.startswith(dev + " ")), "")
+    return dict(re.findall(r"([\w.]+)=([\d.]+)", line))
+def ios(stat): return int(stat.get("rios", 0)) + int(stat.get("wios", 0))
+def alive(pid):
+    try: os.kill(int(pid), 0); return True
+    except ProcessLookupError: return False
+t0 = time.time()
+while any(alive(p) for p in pids):
+    time.sleep(0.5)
+    root, a, b = read("io.stat"), read("tenants/a/io.stat"), read("tenants/b/io.stat")
+    print(f"{time.time() - t0:.2f} {root.get('cost.vrate', '-')} {ios(a)} {ios(b)}", flush=True)
+PY
+  local sampler=$!; PIDS+=("$sampler")
+  wait "${TENANT_PIDS[@]}" || true
+  wait "$sampler" || true
+}
 weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos), run the tenants on exports PREFIXa/b for RUNTIME s, sample vrate
   local lines="$1" prefix="$2" what="$3" dev
   dev="$(echo "$lines" | head -1 | cut -d' ' -f1)"
@@ -110,26 +137,7 @@ weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos)
   say "### two tenants on the calibrated $what: a (io.weight 100), b (200), $BS KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
   say "(io.cost.qos: $(cli read io.cost.qos | grep "^$dev "))"
   tenants "$RUNTIME" "$prefix"
-  # Samples every 0.5 s while the tenants run, over HTTP (a CLI call starts a JVM: seconds under load).
-  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$dev" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
-import os, re, sys, time, urllib.request
-control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
-def read(path):
-    req = urllib.request.Request(f"http://{control}/v1/read?path={path}", headers={"Authorization": "Bearer " + token})
-    line = next(l for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines() if l.startswith(dev + " "))
-    return dict(re.findall(r"([\w.]+)=([\d.]+)", line))
-def alive(pid):
-    try: os.kill(int(pid), 0); return True
-    except ProcessLookupError: return False
-t0 = time.time()
-while any(alive(p) for p in pids):
-    time.sleep(0.5)
-    root, a, b = read("io.stat"), read("tenants/a/io.stat"), read("tenants/b/io.stat")
-    print(f"{time.time() - t0:.2f} {root['cost.vrate']} {int(a['rios']) + int(a['wios'])} {int(b['rios']) + int(b['wios'])}", flush=True)
-PY
-  SAMPLER=$!; PIDS+=("$SAMPLER")
-  wait "${TENANT_PIDS[@]}" || true
-  wait "$SAMPLER" || true
+  sample "$dev"
   python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
 import json, statistics, sys
 rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
@@ -179,9 +187,9 @@ cat "$WORK/progress.txt" >&2
 say ""
 say "### the two tenants on the disk with iocost off, ${BASELINE} s (the same fio jobs as below)"
 tenants "$BASELINE"
-wait "${TENANT_PIDS[@]}"
-python3 - "$DISK_LINES" "$BS" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
-import json, re, sys
+sample "$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
+python3 - "$DISK_LINES" "$BS" "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+import json, re, statistics, sys
 m = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0])}
 size = int(sys.argv[2]) << 10
 def seconds(d):   # the linear model's time for one random IO of SIZE: its base (1/randiops less a page) plus its pages
@@ -189,11 +197,18 @@ def seconds(d):   # the linear model's time for one random IO of SIZE: its base 
     return max(1 / m[d + "randiops"] - page, 0) + -(-size // 4096) * page
 mix = 1 / (0.5 * seconds("r") + 0.5 * seconds("w"))
 iops = {}
-for f in sys.argv[3:]:
+for f in sys.argv[4:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
 total = iops["a"] + iops["b"]
 print(f"- a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {total:.0f}; the model's rate for this mix at vrate 100%: {mix:.0f} IOPS; "
       f"so the vrate that matches the disk as the tenants see it: {100 * total / mix:.0f}%")
+# The same per half second (io.stat): how much the disk itself moves, so how often even a vrate
+# that followed it exactly would be within 90-110%.
+rows = [(float(t), int(a) + int(b)) for t, _, a, b in (l.split() for l in open(sys.argv[3]))]
+match = [100 * (q[1] - p[1]) / (q[0] - p[0]) / mix for p, q in zip(rows, rows[1:]) if q[0] >= 1]
+if match:
+    print(f"- that vrate per half second after 1 s: min {min(match):.0f}%, median {statistics.median(match):.0f}%, max {max(match):.0f}%; "
+          f"{sum(90 <= x <= 110 for x in match)}/{len(match)} within 90-110%")
 PY
 weighted "$DISK_LINES" "" disk
