@@ -205,7 +205,7 @@ print(f"- a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {total:.0f}; the
       f"so the vrate that matches the disk as the tenants see it: {100 * total / mix:.0f}%")
 # The same per half second (io.stat): how much the disk itself moves, so how often even a vrate
 # that followed it exactly would be within 90-110%.
-rows = [(float(t), int(a) + int(b)) for t, _, a, b in (l.split() for l in open(sys.argv[3]))]
+rows = [(float(f[0]), int(f[2]) + int(f[3])) for f in (l.split() for l in open(sys.argv[3])) if len(f) == 4]
 match = [100 * (q[1] - p[1]) / (q[0] - p[0]) / mix for p, q in zip(rows, rows[1:]) if q[0] >= 1]
 if match:
     print(f"- that vrate per half second after 1 s: min {min(match):.0f}%, median {statistics.median(match):.0f}%, max {max(match):.0f}%; "
