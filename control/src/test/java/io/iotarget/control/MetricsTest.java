@@ -105,6 +105,12 @@ class MetricsTest {
         assertTrue(text.contains("iotarget_nvmet_namespace_info{device=\"259:0\",group=\"/tenants/a\",nsid=\"1\",subsystem=\"nqn.2026-11.io.iotarget:a\"} 1"), text);
         assertTrue(text.contains("iotarget_device_info{device=\"259:0\",name=\"default\",type=\"memory\"} 1"), text);
         assertTrue(Pattern.compile("^iotarget_iocost_vrate_ratio\\{device=\"259:0\"} [0-9.]+$", Pattern.MULTILINE).matcher(text).find(), text);
+        // iocost's QoS loop ran its 50 ms periods (the default qos) while fio did: counted, with why vrate moved.
+        double periods = value(text, "iotarget_cost_periods_total{device=\"259:0\"}");
+        assertTrue(periods >= 10, "3 s of IO under iocost: " + periods + " periods");
+        assertTrue(value(text, "iotarget_cost_vrate_lowered_periods_total{device=\"259:0\"}")
+                   + value(text, "iotarget_cost_vrate_raised_periods_total{device=\"259:0\"}") <= periods, text);
+        assertTrue(text.contains("iotarget_cost_busy_level{device=\"259:0\"} "), text);
         assertTrue(text.contains("iotarget_buffer_capacity_bytes "), text);
         assertTrue(text.contains("iotarget_connections{frontend=\"nbd\"} 0.0"), "fio's connection is closed:\n" + text);
 

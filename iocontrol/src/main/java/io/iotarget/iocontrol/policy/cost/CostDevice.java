@@ -77,7 +77,8 @@ final class CostDevice implements DevicePolicy {
     private final boolean debugStats;
     /** Requests in some group's waiters; written under the device lock, read by any thread. */
     private volatile int waiting;
-    private final Counters<CostCounter> counters = new Counters<>(CostCounter.class).source(CostCounter.WAITING, () -> waiting);
+    private final Counters<CostCounter> counters = new Counters<>(CostCounter.class).source(CostCounter.WAITING, () -> waiting)
+            .source(CostCounter.BUSY_LEVEL, () -> this.loop.busyLevel());      // loop is declared below
 
     /** What a device shows before its first io.cost.* write: enable=0, everything auto, SSD defaults. */
     static final CostConfig DEFAULT_CONFIG =

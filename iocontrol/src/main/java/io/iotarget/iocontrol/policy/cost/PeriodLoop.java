@@ -2,6 +2,7 @@ package io.iotarget.iocontrol.policy.cost;
 
 import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.model.Counters;
 
 import java.util.ArrayList;
 
@@ -42,8 +43,8 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
 final class PeriodLoop {
     private final CostDevice device;
 
-    /** Saturation, from -BUSY_LEVEL_MAX (vrate may rise) to +BUSY_LEVEL_MAX (it must fall); 0 holds it. */
-    private int busyLevel;
+    /** Saturation, from -BUSY_LEVEL_MAX (vrate may rise) to +BUSY_LEVEL_MAX (it must fall); 0 holds it. Volatile for the busy_level gauge. */
+    private volatile int busyLevel;
 
     // ---- QoS samples since the period started (ioc_pcpu_stat, folded into one)
     private final long[] nrMet = new long[2];
@@ -109,7 +110,7 @@ final class PeriodLoop {
         int rd = LinearModel.READ;
         int wr = LinearModel.WRITE;
         int level;
-        if (rqWaitPct > RQ_WAIT_BUSY_PCT || missedPpm[rd] > thresholdPpm[rd] || missedPpm[wr] > thresholdPpm[wr]) {
+        if (rqWaitBusy(rqWaitPct) || latencyBusy(missedPpm, thresholdPpm, rd) || latencyBusy(missedPpm, thresholdPpm, wr)) {
             level = Math.max(busyLevel, 0) + 1;
         } else if (rqWaitPct <= RQ_WAIT_BUSY_PCT * UNBUSY_THR_PCT / 100
                    && missedPpm[rd] <= thresholdPpm[rd] * UNBUSY_THR_PCT / 100
@@ -124,6 +125,16 @@ final class PeriodLoop {
             level = 0;          // inside the hysteresis band
         }
         return Math.clamp(level, -BUSY_LEVEL_MAX, BUSY_LEVEL_MAX);
+    }
+
+    /** Step 4's busy signal from queue slots: requests waited for one over {@value CostTunables#RQ_WAIT_BUSY_PCT}% of the period. */
+    static boolean rqWaitBusy(long rqWaitPct) {
+        return rqWaitPct > RQ_WAIT_BUSY_PCT;
+    }
+
+    /** Step 4's busy signal from latency: more requests of direction {@code dir} missed their target than allowed. */
+    static boolean latencyBusy(long[] missedPpm, long[] thresholdPpm, int dir) {
+        return missedPpm[dir] > thresholdPpm[dir];
     }
 
     /**
@@ -217,11 +228,25 @@ final class PeriodLoop {
         // 4. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
         busyLevel = nextBusyLevel(busyLevel, rqWaitPct, missedPpm, thresholdPpm, nrShortages, nrLagging);
         // 5. Move vrate. 6. Maybe switch built-in sets, forgive debts on an idle device.
-        d.setBaseVrate(nextBaseVrate(d.vtimeBaseRate, d.vrateMin, d.vrateMax, busyLevel, nrLagging));
+        long vrate = d.vtimeBaseRate;
+        d.setBaseVrate(nextBaseVrate(vrate, d.vrateMin, d.vrateMax, busyLevel, nrLagging));
+        count(rqWaitPct, nrLagging, Long.compare(d.vtimeBaseRate, vrate));
         d.refreshParams(false, now.nowNs());
         forgiveDebts(usageUsSum, nrDebtors, resumer, now);
         // 7. Next period, or idle when no group is active.
         if (!d.nextPeriod(now)) busyLevel = 0;
+    }
+
+    /** The period in the device's counters: which busy signals it gave, whether IO lagged, which way vrate went ({@code moved} -1, 0, 1). */
+    private void count(long rqWaitPct, int nrLagging, int moved) {
+        Counters<CostCounter> c = device.counters();
+        c.increment(CostCounter.PERIODS);
+        if (rqWaitBusy(rqWaitPct)) c.increment(CostCounter.RQ_WAIT_BUSY_PERIODS);
+        if (latencyBusy(missedPpm, thresholdPpm, LinearModel.READ)) c.increment(CostCounter.READ_LATENCY_BUSY_PERIODS);
+        if (latencyBusy(missedPpm, thresholdPpm, LinearModel.WRITE)) c.increment(CostCounter.WRITE_LATENCY_BUSY_PERIODS);
+        if (nrLagging > 0) c.increment(CostCounter.LAGGING_PERIODS);
+        if (moved < 0) c.increment(CostCounter.VRATE_LOWERED_PERIODS);
+        if (moved > 0) c.increment(CostCounter.VRATE_RAISED_PERIODS);
     }
 
     /** ioc_lat_stat: fills missedPpm per direction and returns rq_wait as % of the period; resets the samples. */

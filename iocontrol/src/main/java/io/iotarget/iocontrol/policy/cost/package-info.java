@@ -151,7 +151,10 @@
  *       device; with debug stats also {@code cost.wait=}, {@code cost.indebt=},
  *       {@code cost.indelay=} (µs with waiters, in debt, delayed).</li>
  *   <li>{@link io.iotarget.iocontrol.policy.cost.CostCounter} per device
- *       ({@code IoController.policyCounters}): requests waiting for budget now, and ever.</li>
+ *       ({@code IoController.policyCounters}): requests waiting for budget now, and ever; and
+ *       why vrate moves, per period (section 6): periods ended, busy by rq_wait, by read or by
+ *       write latency, lagging, vrate lowered or raised at their end, and the busy level now
+ *       (the kernel's {@code iocost_ioc_vrate_adj} tracepoint, counted; docs/metrics.md).</li>
  *   <li>Without latency targets, a group alone whose queue depth fits the device's never
  *       makes requests wait for a slot, so vrate climbs while it is throttled; when a sibling
  *       returns, vrate needs several periods (1% steps after 3 periods) to come back and the

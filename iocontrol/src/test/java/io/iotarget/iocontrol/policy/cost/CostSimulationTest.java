@@ -3,6 +3,7 @@ package io.iotarget.iocontrol.policy.cost;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;
+import io.iotarget.model.Counters;
 import io.iotarget.model.IoOp;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -183,6 +184,42 @@ class CostSimulationTest {
         assertTrue(vrate >= 40 && vrate <= 60, "vrate " + vrate + "%");
         assertTrue(Math.abs(rateB / rateA / 2 - 1) <= 0.10, "b : a = " + rateB / rateA);
         assertTrue((rateA + rateB) / CAPACITY_4K >= 0.85, "device busy " + (rateA + rateB) / CAPACITY_4K);
+        // Why: the writes missed their target, and the 64 requests waited for the 32 slots; no
+        // reads. The period is twice the larger target, rlat's default 25 ms: 200 in 10 s.
+        Counters<CostCounter> c = costCounters();
+        report("why: %d periods, write latency busy %d, rq_wait busy %d, lowered %d, raised %d", c.counter(CostCounter.PERIODS),
+                c.counter(CostCounter.WRITE_LATENCY_BUSY_PERIODS), c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS),
+                c.counter(CostCounter.VRATE_LOWERED_PERIODS), c.counter(CostCounter.VRATE_RAISED_PERIODS));
+        assertTrue(Math.abs(c.counter(CostCounter.PERIODS) - 200) <= 1, "periods: " + c.counter(CostCounter.PERIODS));
+        assertTrue(c.counter(CostCounter.WRITE_LATENCY_BUSY_PERIODS) > 0 && c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS) > 0);
+        assertEquals(0, c.counter(CostCounter.READ_LATENCY_BUSY_PERIODS));
+        assertTrue(c.counter(CostCounter.VRATE_LOWERED_PERIODS) > 0 && c.counter(CostCounter.VRATE_RAISED_PERIODS) > 0, "vrate found 50% from both sides");
+        assertTrue(c.counter(CostCounter.VRATE_LOWERED_PERIODS)
+                   <= c.counter(CostCounter.WRITE_LATENCY_BUSY_PERIODS) + c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS),
+                "vrate falls only after a busy period (it starts inside min and max)");
+    }
+
+    @Test
+    void shouldCountRqWaitAsTheOnlyBusySignalWithoutLatencyTargets() throws ControlException {
+        // A model twice the device and no latency targets: 64 requests on 32 slots wait for one,
+        // and that alone brings vrate down.
+        String optimistic = sim.matchingModel().replace("81920000", "163840000").replace("=10000", "=20000");
+        controller.write("io.cost.model", optimistic);
+        controller.write("io.cost.qos", sim.device.number() + " enable=1");
+        var sa = sim.stream(group("a", 100), IoOp.WRITE, 4096, 32);
+        var sb = sim.stream(group("b", 200), IoOp.WRITE, 4096, 32);
+        sa.start();
+        sb.start();
+        sim.runFor(5 * SECOND);
+        Counters<CostCounter> c = costCounters();
+        report("rq_wait only: vrate %.2f%%, %d periods, rq_wait busy %d, lowered %d, raised %d, busy level %d", vratePercent(),
+                c.counter(CostCounter.PERIODS), c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS),
+                c.counter(CostCounter.VRATE_LOWERED_PERIODS), c.counter(CostCounter.VRATE_RAISED_PERIODS), c.counter(CostCounter.BUSY_LEVEL));
+        assertTrue(c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS) > 0);
+        assertEquals(0, c.counter(CostCounter.READ_LATENCY_BUSY_PERIODS) + c.counter(CostCounter.WRITE_LATENCY_BUSY_PERIODS), "no targets, no latency signal");
+        assertEquals(0, c.counter(CostCounter.LAGGING_PERIODS), "lagging counts with latency targets only");
+        assertTrue(c.counter(CostCounter.VRATE_LOWERED_PERIODS) > 0 && vratePercent() < 100);
+        assertTrue(c.counter(CostCounter.VRATE_LOWERED_PERIODS) <= c.counter(CostCounter.RQ_WAIT_BUSY_PERIODS));
     }
 
     @Test
@@ -203,6 +240,10 @@ class CostSimulationTest {
     /** One line per scenario with the measured values (deterministic), for bench/results/iocost.md. */
     private static void report(String format, Object... args) {
         System.out.println("[iocost-sim] " + String.format(format, args));
+    }
+
+    private Counters<CostCounter> costCounters() {
+        return controller.policyCounters(sim.device).get("cost").as(CostCounter.class);
     }
 
     private double vratePercent() throws ControlException {
