@@ -15,7 +15,8 @@
 #    and --apply's writes the same tenants run BASELINE (15) s with iocost off: what the disk
 #    gives them, against what the model says it gives such a mix, over the whole run and per half
 #    second (how far the disk itself moves: a vrate that followed it exactly would be within
-#    90-110% only as often as that is).
+#    90-110% only as often as that is). After each weighted run: how many of iocost's periods were
+#    busy and for which signal, and which way vrate went (iotarget_cost_*_periods_total, /metrics).
 #
 # Warm-up: before anything is measured the same two tenants run on the disk for WARMUP s
 # (iocost not yet enabled) and the null backend's fio runs first, so the server's NBD, dispatch
@@ -128,6 +129,17 @@ PY
   wait "${TENANT_PIDS[@]}" || true
   wait "$sampler" || true
 }
+# periods DEV: iocost's period counters on DEV from /metrics, "name value" a line (iotarget_cost_*_periods_total).
+periods() {
+  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$1" <<'PY'
+import re, sys, urllib.request
+control, token, dev = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3]
+req = urllib.request.Request(f"http://{control}/metrics", headers={"Authorization": "Bearer " + token})
+for l in urllib.request.urlopen(req, timeout=10).read().decode().splitlines():
+    m = re.match(r'iotarget_cost_(\w*periods)_total\{device="' + re.escape(dev) + r'"\} (\S+)', l)
+    if m: print(m.group(1), int(float(m.group(2))))
+PY
+}
 weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos), run the tenants on exports PREFIXa/b for RUNTIME s, sample vrate
   local lines="$1" prefix="$2" what="$3" dev
   dev="$(echo "$lines" | head -1 | cut -d' ' -f1)"
@@ -136,9 +148,11 @@ weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos)
   say ""
   say "### two tenants on the calibrated $what: a (io.weight 100), b (200), $BS KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
   say "(io.cost.qos: $(cli read io.cost.qos | grep "^$dev "))"
+  periods "$dev" > "$WORK/periods-before.txt"
   tenants "$RUNTIME" "$prefix"
   sample "$dev"
-  python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+  periods "$dev" > "$WORK/periods-after.txt"
+  python3 - "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" "$WORK/periods-before.txt" "$WORK/periods-after.txt" <<'PY' | tee -a "$OUT"
 import json, statistics, sys
 rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
 v = [r[1] for r in rows if r[0] >= 5]          # after 5 s for the QoS loop to settle
@@ -153,10 +167,16 @@ for p, q in zip(rows, rows[1:]):
 if ratios: print(f"- io.stat b:a per half-second interval after 5 s: median {statistics.median(ratios):.2f}, "
                  f"quartiles {statistics.quantiles(ratios, n=4)[0]:.2f}-{statistics.quantiles(ratios, n=4)[2]:.2f}")
 iops = {}
-for f in sys.argv[2:]:
+for f in sys.argv[2:4]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
 print(f"- tenants (fio, whole run): a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {iops['a'] + iops['b']:.0f}, b:a {iops['b'] / iops['a']:.2f} (weights 2:1)")
+before, after = ({k: int(v) for k, v in (l.split() for l in open(f))} for f in sys.argv[4:6])
+d = {k: after[k] - before.get(k, 0) for k in after}
+if d.get("periods"):
+    print(f"- why vrate moved (iotarget_cost_*_periods_total over the run): {d['periods']} periods; busy by rq_wait {d['rq_wait_busy_periods']}, "
+          f"by read latency {d['read_latency_busy_periods']}, by write latency {d['write_latency_busy_periods']}; lagging {d['lagging_periods']}; "
+          f"vrate lowered after {d['vrate_lowered_periods']}, raised after {d['vrate_raised_periods']}")
 PY
 }
 echo "warm-up: the two tenants on the disk for $WARMUP s, iocost off" >&2
