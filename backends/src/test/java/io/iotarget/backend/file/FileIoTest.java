@@ -250,7 +250,8 @@ class FileIoTest {
             assertEquals(-1, ByteBuffer.wrap(content, (int) offset, 65536).mismatch(dst));
             if (atOnce == null) return;
         }
-        fail("evicted: none of " + tries + " reads waited for the disk, so none went to the IO engine");
+        fail("evicted: none of " + tries + " reads waited for the disk, so none went to the IO engine (" + dir + " on "
+             + Files.getFileStore(dir).type() + ", kernel " + System.getProperty("os.version") + ")");
     }
 
     /** tmpfs is memory: plain reads and writes complete on the submitting thread, as on the memory backend; FUA still goes to the IO engine. */
