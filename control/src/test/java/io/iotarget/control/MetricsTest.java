@@ -111,6 +111,7 @@ class MetricsTest {
         assertTrue(value(text, "iotarget_cost_vrate_lowered_periods_total{device=\"259:0\"}")
                    + value(text, "iotarget_cost_vrate_raised_periods_total{device=\"259:0\"}") <= periods, text);
         assertTrue(text.contains("iotarget_cost_busy_level{device=\"259:0\"} "), text);
+        assertTrue(text.contains("\niotarget_host_groups_removed_total 0.0\n"), "no per-host group here: " + text);
         assertTrue(text.contains("iotarget_buffer_capacity_bytes "), text);
         assertTrue(text.contains("iotarget_connections{frontend=\"nbd\"} 0.0"), "fio's connection is closed:\n" + text);
 

@@ -117,7 +117,7 @@ public final class Group implements IoGroup {
         return ioInSubtree;
     }
 
-    /** A snapshot of the children, by name. */
+    /** A snapshot of the children, by name. Tree lock: a host's disconnect may remove one meanwhile. */
     public List<Group> children() {
         return List.copyOf(children.values());
     }

@@ -61,6 +61,8 @@ public final class GroupTree {
     private volatile Runnable hostChildListener;
     /** The last {@link Group#idleOrder} given. Tree lock. */
     private long idleEvents;
+    /** Written under the tree lock, read by metrics without it. */
+    private volatile long hostChildrenRemoved;
 
     /**
      * @param clock read only by configuration changes (a new limit starts a new slice "now");
@@ -283,8 +285,12 @@ public final class GroupTree {
      * {@code parent} and of any ancestor that lacks it; and binds the child, so that rmdir fails
      * with EBUSY until {@link #unbind}. A child that exists already, made by an earlier connect
      * or by mkdir, is used as it is. A child made here is {@link Group#automatic}: a save leaves
-     * it out, and once idle it may be removed ({@link #IDLE_HOST_CHILDREN_KEPT}). Enabling io
-     * is reported to the {@link #onHostChildMade} listener, under the tree lock.
+     * it out, and once idle it may be removed ({@link #IDLE_HOST_CHILDREN_KEPT}). Where an
+     * ancestor's cgroup.max.descendants is reached, the idle automatic group below it that has
+     * been idle longest is removed to make room (as rmdir would; a connected host's group and one
+     * the operator used never are), so that hosts that came and went cannot lock later ones out;
+     * only without such a group is the host refused. Enabling io is reported to the
+     * {@link #onHostChildMade} listener, under the tree lock.
      *
      * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN, ENAMETOOLONG),
      *                          ENOENT when {@code parent} was removed
@@ -301,6 +307,7 @@ public final class GroupTree {
                 if (files.containsKey(name)) {
                     throw new ControlException(Errno.EEXIST, "host " + identity + ": its group name " + name + " is a file of " + parent.path());
                 }
+                makeRoomForHostChild(parent);
                 child = mkdirLocked(parent, name);
                 child.automatic = true;
             }
@@ -313,6 +320,30 @@ public final class GroupTree {
         } finally {
             treeLock.unlock();
         }
+    }
+
+    /**
+     * For every ancestor of a new child of {@code parent} (itself included) at its
+     * cgroup.max.descendants, removes the idle automatic group below it that has been idle
+     * longest, while there is one. Tree lock held.
+     */
+    private void makeRoomForHostChild(Group parent) {
+        for (Group a = parent; a != null; a = a.parent()) {
+            while (a.descendantCount() >= a.maxDescendants) {
+                Group idle = longestIdleAutomatic(a, null);
+                if (idle == null) break;           // nothing to remove: mkdir refuses with EAGAIN
+                removeHostChild(idle);
+            }
+        }
+    }
+
+    /** The idle automatic group in {@code g}'s subtree (below it) with the smallest idleOrder, or {@code best}. Tree lock held. */
+    private static Group longestIdleAutomatic(Group g, Group best) {
+        for (Group c : g.children.values()) {
+            if (c.automatic && c.members == 0 && (best == null || c.idleOrder < best.idleOrder)) best = c;
+            best = longestIdleAutomatic(c, best);
+        }
+        return best;
     }
 
     /**
@@ -400,7 +431,18 @@ public final class GroupTree {
         for (Group c : parent.children.values()) if (c.automatic && c.members == 0) idle.add(c);
         if (idle.size() <= IDLE_HOST_CHILDREN_KEPT) return;
         idle.sort(Comparator.comparingLong(c -> c.idleOrder));
-        for (Group g : idle.subList(0, idle.size() - IDLE_HOST_CHILDREN_KEPT)) remove(g);
+        for (Group g : idle.subList(0, idle.size() - IDLE_HOST_CHILDREN_KEPT)) removeHostChild(g);
+    }
+
+    /** Removes an idle automatic group, as rmdir would, and counts it ({@link #hostChildrenRemoved}). Tree lock held. */
+    private void removeHostChild(Group g) {
+        remove(g);
+        hostChildrenRemoved++;
+    }
+
+    /** Idle automatic per-host groups removed so far, to keep within {@link #IDLE_HOST_CHILDREN_KEPT} or cgroup.max.descendants. */
+    public long hostChildrenRemoved() {
+        return hostChildrenRemoved;
     }
 
     /** Binds a member (export, namespace) to the group: rmdir now fails with EBUSY. */

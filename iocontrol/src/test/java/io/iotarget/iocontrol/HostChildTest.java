@@ -92,6 +92,40 @@ class HostChildTest {
     }
 
     /**
+     * Hosts that came and went must not lock later ones out: at cgroup.max.descendants (of the
+     * group or an ancestor) the group idle longest of those connects made and nobody used goes
+     * to make room; connected hosts' groups and the operator's stay, and with only those the
+     * new host is refused.
+     */
+    @Test
+    void atMaxDescendantsAnIdleAutomaticGroupMakesRoomForANewHost() throws Exception {
+        Group a = h.group("tenants/a");
+        Group b = h.group("tenants/b");
+        c.write("tenants/cgroup.max.descendants", "6");            // a, b and four more
+        Group connected = c.tree().bindHostChild(a, "connected");
+        c.mkdir("tenants/a/operators");
+        c.unbind(c.tree().bindHostChild(b, "gone-first"));
+        c.unbind(c.tree().bindHostChild(a, "gone-second"));
+        assertEquals(0, c.tree().hostChildrenRemoved());
+
+        c.unbind(c.tree().bindHostChild(a, "new-1"));
+        assertFalse(c.list("tenants/b").contains("gone-first/"), "idle longest, under the same limit: removed");
+        assertTrue(c.list("tenants/a").contains("gone-second/"));
+        assertEquals(1, c.tree().hostChildrenRemoved());
+        c.tree().bindHostChild(a, "new-2");
+        assertFalse(c.list("tenants/a").contains("gone-second/"));
+        c.tree().bindHostChild(a, "new-3");
+        assertFalse(c.list("tenants/a").contains("new-1/"));
+        assertEquals(3, c.tree().hostChildrenRemoved());
+
+        ControlException full = assertThrows(ControlException.class, () -> c.tree().bindHostChild(b, "one-too-many"));
+        assertEquals(Errno.EAGAIN, full.errno(), "only connected hosts' groups and the operator's left");
+        assertTrue(connected.online());
+        assertTrue(c.list("tenants/a").contains("operators/"));
+        assertEquals(3, c.tree().hostChildrenRemoved());
+    }
+
+    /**
      * A host cycling through identities: past {@link GroupTree#IDLE_HOST_CHILDREN_KEPT} idle
      * automatic children, the one idle longest goes; a connected host's child and children the
      * operator used stay, however many identities come and go.

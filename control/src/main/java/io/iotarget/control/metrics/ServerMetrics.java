@@ -379,6 +379,9 @@ public final class ServerMetrics implements MultiCollector {
                 "connections ended by a failure that was not the peer's doing (a handler that threw, out of memory); both front ends",
                 nbd.unexpectedErrors()));
         out.add(total("iotarget_engine_unexpected_errors", "failures the engine's releaser thread survived", engine.unexpectedErrors()));
+        out.add(total("iotarget_host_groups_removed",
+                "idle groups cgroup_per_host made for hosts that have gone, removed past 256 idle in a group or to make room under cgroup.max.descendants",
+                engine.controller().tree().hostChildrenRemoved()));
         Catalogues catalogues = new Catalogues();
         catalogues.add("iotarget_nbd_", nbd.counters(), Labels.EMPTY);
         catalogues.add("iotarget_nvme_tcp_", nvme.counters(), Labels.EMPTY);

@@ -144,12 +144,44 @@ class PerHostChargingTest {
         assertTrue(heap[1] - heap[0] < (8L << 20), "the heap after another " + identities + " hosts: " + heap[0] + " then " + heap[1] + " bytes");
     }
 
+    /**
+     * The same host against an operator's cgroup.max.descendants: the groups of the NQNs it
+     * dropped make room for the next host, so a host that connects after it still gets its
+     * own group and does IO, and the connected host's group stays.
+     */
+    @Test
+    void aHostCyclingThroughNqnsCannotFillMaxDescendantsForTheNext() throws Exception {
+        perHostUnderTenant();
+        cg.write("tenant/cgroup.max.descendants", "4");
+        TestHost a = connect(HOST_A);
+        read(a, 8);
+        for (int i = 0; i < 20; i++) {
+            TestHost io = connect(String.format("nqn.2014-08.org.nvmexpress:uuid:cccccccc-0000-0000-0000-%012x", i));
+            read(io, 1);
+            for (TestHost h : hosts.subList(2, hosts.size())) h.close();
+            hosts.subList(2, hosts.size()).clear();
+            for (int w = 0; w < 200 && idleChildren() < children().size() - 1; w++) Thread.sleep(10);   // its disconnect
+        }
+        TestHost b = connect(HOST_B);
+        read(b, 2);
+        assertEquals(2L * LBA, rbytes("tenant/" + HOST_B), "the next host got a group of its own");
+        assertTrue(children().contains(HOST_A) && children().size() <= 4, "within the limit, the connected host's group kept: " + children());
+        assertEquals((8L + 20 + 2) * LBA, rbytes("tenant"), "the removed groups' reads stay in the sum");
+        assertEquals(0, fixture.target.counters().counter(NvmeTcpCounter.HOST_GROUP_REFUSED), "no host was refused its group");
+    }
+
     private List<String> children() throws ControlException {
         return cg.list("tenant").stream().filter(e -> e.endsWith("/")).map(e -> e.substring(0, e.length() - 1)).toList();
     }
 
     private long idleChildren() throws ControlException {   // no connection of its host left
-        return cg.group("tenant").children().stream().filter(g -> g.members() == 0).count();
+        var lock = cg.tree().treeLock();                       // disconnects remove children meanwhile
+        lock.lock();
+        try {
+            return cg.group("tenant").children().stream().filter(g -> g.members() == 0).count();
+        } finally {
+            lock.unlock();
+        }
     }
 
     private static long descriptors() throws java.io.IOException {
