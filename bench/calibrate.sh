@@ -31,7 +31,10 @@
 # Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--qos suggested|default] [--out FILE]
 # Env: DISK_DIR (/var/tmp), DISK_SIZE (1G), DISK_DEPTH (32: the file backend's queue_depth).
 # Needs: fio (nbd engine), python3.
-set -euo pipefail
+set -Eeuo pipefail
+# A step that fails stops the script (set -e): say which (a run once stopped with no word after
+# calibrating the null device; that cause was never found).
+trap 'echo "calibrate.sh: stopped at line $LINENO, status $?: $BASH_COMMAND" >&2' ERR
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 BS=4 OUT=/dev/null QOS=suggested
