@@ -63,6 +63,7 @@ CONTROL="127.0.0.1:$(free_port)" NBD_PORT="$(free_port)"
 export IOTARGET_RUNTIME_DIR="$WORK/rt"
 mkdir -m 700 "$IOTARGET_RUNTIME_DIR"
 cli() { "$ROOT/bin/iotarget" --control "$CONTROL" "$@"; }
+TOKEN="$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token"   # the server's control token, for the HTTP reads below
 SERVER_CPU=() CLIENT_CPU=()
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
 say() { echo "$*" | tee -a "$OUT"; }
@@ -111,7 +112,7 @@ tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIX
 # $WORK/samples.txt: cost.vrate on DEV ("-" while iocost is off) and the tenants' io.stat IOs. Over
 # HTTP: a CLI call starts a JVM, seconds under load.
 sample() {
-  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$1" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
+  python3 - "$CONTROL" "$TOKEN" "$1" "${TENANT_PIDS[@]}" > "$WORK/samples.txt" <<'PY' &
 import os, re, sys, time, urllib.request
 control, token, dev, pids = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3], sys.argv[4:]
 def read(path):
@@ -134,7 +135,7 @@ PY
 }
 # periods DEV: iocost's period counters on DEV from /metrics, "name value" a line (iotarget_cost_*_periods_total).
 periods() {
-  python3 - "$CONTROL" "$IOTARGET_RUNTIME_DIR/control-${CONTROL/:/-}.token" "$1" <<'PY'
+  python3 - "$CONTROL" "$TOKEN" "$1" <<'PY'
 import re, sys, urllib.request
 control, token, dev = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3]
 req = urllib.request.Request(f"http://{control}/metrics", headers={"Authorization": "Bearer " + token})
