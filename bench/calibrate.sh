@@ -25,10 +25,21 @@
 # --qos default keeps the calibrated io.cost.model but writes io.cost.qos "enable=1 ctrl=auto"
 # (no latency targets), to tell the model's effect from the suggested targets'.
 #
+# --rw randread makes the tenants read only (default randrw, 50/50).
+#
+# --disk-iops N holds the disk still: the host kernel's blk-throttle caps the server's reads and
+# writes on the disk's block device at N a second each (cgroup v1 blkio.throttle.*_iops_device, or
+# v2 io.max; needs root). The machine's disk moves by more than vrate's 90-110% band from one half
+# second to the next and between runs minutes apart (bench/results/calibrate.md sections 6-7); held
+# below its slowest, it is a real disk path whose capacity does not move. The two limits are
+# separate budgets, not one device's time shared by reads and writes as iocost's linear model
+# has it, so use it with --rw randread.
+#
 # The server runs on CPU 0 and the clients on CPU 1 (when there are two), so that fio's threads
 # do not take the server's core while it is timing the device.
 #
-# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--qos suggested|default] [--out FILE]
+# Usage: flock /tmp/iotarget-heavy.lock bench/calibrate.sh [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB]
+#          [--rw randrw|randread] [--qos suggested|default] [--disk-iops N] [--out FILE]
 # Env: DISK_DIR (/var/tmp), DISK_SIZE (1G), DISK_DEPTH (32: the file backend's queue_depth).
 # Needs: fio (nbd engine), python3.
 set -Eeuo pipefail
@@ -37,7 +48,7 @@ set -Eeuo pipefail
 trap 'echo "calibrate.sh: stopped at line $LINENO, status $?: $BASH_COMMAND" >&2' ERR
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
-SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 BS=4 OUT=/dev/null QOS=suggested
+SECONDS_PER_RUN=3 RUNTIME=40 WARMUP=15 BASELINE=15 QD=32 BS=4 OUT=/dev/null QOS=suggested RW=randrw DISK_IOPS=
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
@@ -47,16 +58,25 @@ while [[ $# -gt 0 ]]; do
     --bs) BS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --qos) QOS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--qos suggested|default] [--out FILE]" >&2; exit 2 ;;
+    --rw) RW="$2"; shift 2 ;;
+    --disk-iops) DISK_IOPS="$2"; shift 2 ;;
+    *) echo "usage: $0 [--seconds S] [--runtime S] [--warmup S] [--qd N] [--bs KIB] [--rw randrw|randread] [--qos suggested|default] [--disk-iops N] [--out FILE]" >&2; exit 2 ;;
   esac
 done
+case "$RW" in randrw) MIX="randrw 50/50" ;; randread) MIX=randread ;; *) echo "--rw: randrw or randread, not '$RW'" >&2; exit 2 ;; esac
+[[ -z "$DISK_IOPS" || "$DISK_IOPS" =~ ^[1-9][0-9]*$ ]] || { echo "--disk-iops wants a whole number of IOPS, not '$DISK_IOPS'" >&2; exit 2; }
 DISK_DIR="${DISK_DIR:-/var/tmp}" DISK_SIZE="${DISK_SIZE:-1G}" DISK_DEPTH="${DISK_DEPTH:-32}"
 for t in fio python3; do command -v "$t" >/dev/null || { echo "missing $t" >&2; exit 1; }; done
 [ "$(stat -f -c %T "$DISK_DIR")" != tmpfs ] || { echo "$DISK_DIR is tmpfs: O_DIRECT there measures memory" >&2; exit 1; }
 . "$ROOT/scripts/env.sh"
 WORK="$(mktemp -d "$DISK_DIR/calibrate-bench.XXXXXX")"
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+THROTTLE_CG=''
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  [ -z "$THROTTLE_CG" ] || rmdir "$THROTTLE_CG" 2>/dev/null || true
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CONTROL="127.0.0.1:$(free_port)" NBD_PORT="$(free_port)"
@@ -83,7 +103,32 @@ cat > "$WORK/config.json" <<JSON
                         "a": { "backend": "disk", "cgroup": "tenants/a", "enable": 1 },
                         "b": { "backend": "disk", "cgroup": "tenants/b", "enable": 1 } } } }
 JSON
-"${SERVER_CPU[@]}" "$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/server.log" 2>&1 &
+# throttle_disk: a cgroup whose reads and writes on DISK_DIR's disk the kernel caps at DISK_IOPS each; its path in THROTTLE_CG.
+throttle_disk() {
+  local source disk dev
+  source="$(findmnt -n -o SOURCE --target "$DISK_DIR")"
+  [ -b "$source" ] || { echo "--disk-iops: $DISK_DIR is on $source, not a block device" >&2; exit 1; }
+  disk="$(lsblk -n -o PKNAME "$source" | head -1)"
+  dev="$(cat "/sys/class/block/${disk:-$(basename "$source")}/dev")"   # blk-throttle limits whole disks
+  if [ -d /sys/fs/cgroup/blkio ]; then
+    THROTTLE_CG="/sys/fs/cgroup/blkio/iotarget-calibrate.$$"
+    mkdir "$THROTTLE_CG"
+    echo "$dev $DISK_IOPS" > "$THROTTLE_CG/blkio.throttle.read_iops_device"
+    echo "$dev $DISK_IOPS" > "$THROTTLE_CG/blkio.throttle.write_iops_device"
+  else
+    grep -qw io /sys/fs/cgroup/cgroup.subtree_control || echo +io > /sys/fs/cgroup/cgroup.subtree_control
+    THROTTLE_CG="/sys/fs/cgroup/iotarget-calibrate.$$"
+    mkdir "$THROTTLE_CG"
+    echo "$dev riops=$DISK_IOPS wiops=$DISK_IOPS" > "$THROTTLE_CG/io.max"
+  fi
+  echo "the server's IO on $dev (${disk:-$(basename "$source")}) capped at $DISK_IOPS reads and $DISK_IOPS writes a second ($THROTTLE_CG)" >&2
+}
+IN_THROTTLE=()
+if [ -n "$DISK_IOPS" ]; then
+  throttle_disk
+  IN_THROTTLE=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$THROTTLE_CG")
+fi
+"${SERVER_CPU[@]}" "${IN_THROTTLE[@]}" "$ROOT/bin/iotarget" serve --config "$WORK/config.json" > "$WORK/server.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 200); do cli devices >/dev/null 2>&1 && break; sleep 0.1; done
 
@@ -99,10 +144,10 @@ j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print(f"- fio {sys.argv[2]}: {j['iops']:.0f} IOPS, {j['bw_bytes'] / 1e6:.1f} MB/s ({j['bw_bytes'] / 2**20:.1f} MiB/s)")
 PY
 done
-tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIXa, PREFIXb), BS KiB randrw 50/50 at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
+tenants() {   # tenants SECONDS [PREFIX]: a and b on the disk (or exports PREFIXa, PREFIXb), BS KiB RW at QD each, at once; fio JSON in $WORK/fio-{a,b}.json, pids in TENANT_PIDS
   TENANT_PIDS=()
   for t in a b; do
-    "${CLIENT_CPU[@]}" fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/${2:-}$t" --rw=randrw --bs="${BS}k" --iodepth="$QD" \
+    "${CLIENT_CPU[@]}" fio --name="$t" --ioengine=nbd --uri="nbd://127.0.0.1:$NBD_PORT/${2:-}$t" --rw="$RW" --bs="${BS}k" --iodepth="$QD" \
         --time_based --runtime="$1" --output-format=json --output="$WORK/fio-$t.json" > /dev/null 2>&1 &
     TENANT_PIDS+=($!)
   done
@@ -150,7 +195,7 @@ weighted() {   # weighted LINES PREFIX WHAT: write calibrate's LINES (per --qos)
   cli write io.cost.model "$(echo "$lines" | sed -n 1p)"
   if [ "$QOS" = suggested ]; then cli write io.cost.qos "$(echo "$lines" | sed -n 2p)"; else cli write io.cost.qos "$dev enable=1 ctrl=auto"; fi
   say ""
-  say "### two tenants on the calibrated $what: a (io.weight 100), b (200), $BS KiB randrw 50/50 QD$QD each, ${RUNTIME} s"
+  say "### two tenants on the calibrated $what: a (io.weight 100), b (200), $BS KiB $MIX QD$QD each, ${RUNTIME} s"
   say "(io.cost.qos: $(cli read io.cost.qos | grep "^$dev "))"
   periods "$dev" > "$WORK/periods-before.txt"
   tenants "$RUNTIME" "$prefix"
@@ -199,29 +244,29 @@ for key, want in (("rrandiops", 10000), ("rseqiops", 10000), ("wrandiops", 10000
 PY
 weighted "$NULL_LINES" null- "null device (10,000 IOPS)"
 say ""
-say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth $DISK_DEPTH, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR"))"
+say "### calibrate disk --seconds $SECONDS_PER_RUN (file backend, O_DIRECT, queue_depth $DISK_DEPTH, on $(df --output=source "$DISK_DIR" | tail -1) $(stat -f -c %T "$DISK_DIR")${DISK_IOPS:+, the server held to $DISK_IOPS reads and $DISK_IOPS writes a second by blk-throttle})"
 DISK_LINES="$(cli calibrate disk --seconds "$SECONDS_PER_RUN" 2>>"$WORK/progress.txt")"
 say '```'; say "$DISK_LINES"; say '```'
 cat "$WORK/progress.txt" >&2
 
 # What the tenants' path gets from the disk with iocost off: the rate iocost should find. The
-# model's rate for the same mix (half random reads of BS KiB, half writes) at vrate 100% is
-# 1 / (0.5 tr + 0.5 tw), t being the linear model's time for one such IO (for 4 KiB, 1 / randiops);
-# their ratio is the vrate that matches.
+# model's rate for the same mix (half random reads of BS KiB, half writes; or reads only) at vrate
+# 100% is 1 / (0.5 tr + 0.5 tw) (or 1 / tr), t being the linear model's time for one such IO (for
+# 4 KiB, 1 / randiops); their ratio is the vrate that matches.
 say ""
 say "### the two tenants on the disk with iocost off, ${BASELINE} s (the same fio jobs as below)"
 tenants "$BASELINE"
 sample "$(echo "$DISK_LINES" | head -1 | cut -d' ' -f1)"
-python3 - "$DISK_LINES" "$BS" "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
+python3 - "$DISK_LINES" "$BS" "$RW" "$WORK/samples.txt" "$WORK/fio-a.json" "$WORK/fio-b.json" <<'PY' | tee -a "$OUT"
 import json, re, statistics, sys
 m = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", sys.argv[1].splitlines()[0])}
 size = int(sys.argv[2]) << 10
 def seconds(d):   # the linear model's time for one random IO of SIZE: its base (1/randiops less a page) plus its pages
     page = 4096 / m[d + "bps"]
     return max(1 / m[d + "randiops"] - page, 0) + -(-size // 4096) * page
-mix = 1 / (0.5 * seconds("r") + 0.5 * seconds("w"))
+mix = 1 / seconds("r") if sys.argv[3] == "randread" else 1 / (0.5 * seconds("r") + 0.5 * seconds("w"))
 iops = {}
-for f in sys.argv[4:]:
+for f in sys.argv[5:]:
     j = json.load(open(f))["jobs"][0]
     iops[j["jobname"]] = j["read"]["iops"] + j["write"]["iops"]
 total = iops["a"] + iops["b"]
@@ -229,7 +274,7 @@ print(f"- a {iops['a']:.0f} IOPS, b {iops['b']:.0f} IOPS, total {total:.0f}; the
       f"so the vrate that matches the disk as the tenants see it: {100 * total / mix:.0f}%")
 # The same per half second (io.stat): how much the disk itself moves, so how often even a vrate
 # that followed it exactly would be within 90-110%.
-rows = [(float(f[0]), int(f[2]) + int(f[3])) for f in (l.split() for l in open(sys.argv[3])) if len(f) == 4]
+rows = [(float(f[0]), int(f[2]) + int(f[3])) for f in (l.split() for l in open(sys.argv[4])) if len(f) == 4]
 match = [100 * (q[1] - p[1]) / (q[0] - p[0]) / mix for p, q in zip(rows, rows[1:]) if q[0] >= 1]
 if match:
     print(f"- that vrate per half second after 1 s: min {min(match):.0f}%, median {statistics.median(match):.0f}%, max {max(match):.0f}%; "
