@@ -38,12 +38,13 @@ import java.util.function.Consumer;
  * So a flood of stalled connections, from any number of processes or users behind one address
  * (every local user is 127.0.0.1), holds at most the caps and never locks out the CLI: its new
  * connection closes a stalled one, and while it is engaged the flood's newcomers close silent
- * ones, which a flood always has, then engaged ones older than the CLI's.
+ * ones first, then engaged ones older than the CLI's.
  *
  * <h2>3. Sessions have caps of their own</h2>
- * A session connection is never closed for an unproven newcomer while an unproven one is
- * there, so a session holding a whole cap would leave the owner's new connection, engaged for a
- * round trip, to be closed by the session's next newcomer. Sessions therefore hold far less
+ * Ranking alone does not keep the owner in: the CLI's new connection is engaged, below every
+ * session connection, for a round trip, so if sessions held a whole cap the next newcomer would
+ * close it (and ranking that moment above sessions would let anyone without the token close a
+ * browser's connections). Sessions therefore hold far less
  * than any cap: when a connection first shows a session that already has {@code maxPerSession}
  * connections, that session's least recently used connection is closed; when sessions together
  * already hold {@code maxSessionConnections}, the least recently used connection of the session
