@@ -129,10 +129,16 @@ import java.util.function.Supplier;
  * and Jetty's):
  * <ul>
  *   <li>{@link #MAX_CONNECTIONS} connections in all and {@link #MAX_CONNECTIONS_PER_PEER} from one
- *       address; at a cap a connection that has not yet shown the token or a session is closed
- *       to make room, the oldest that never sent a whole request first ({@link ConnectionBudget}),
- *       so a flood of stalled connections cannot keep out a client that sends its requests as
- *       soon as it has connected, nor push out the CLI between its proof and its token;
+ *       address; at a cap the lowest-ranked connection is closed to make room: the oldest that
+ *       never sent a whole request, else the oldest that sent one without the token or a session,
+ *       else a web session's least recently used, never one that showed the token
+ *       ({@link ConnectionBudget}); so a flood of stalled connections cannot keep out a client
+ *       that sends its requests as soon as it has connected, nor push out the CLI between its
+ *       proof and its token;
+ *   <li>{@link #MAX_CONNECTIONS_PER_SESSION} connections for one web session and
+ *       {@link #MAX_SESSION_CONNECTIONS} for all of them, a quarter of one address's cap, past
+ *       which a session's least recently used connection is closed: a read-only session never
+ *       fills a cap and so never locks out the owner;
  *   <li>the request line and headers within {@link #HEAD_TIMEOUT_NS} of connecting (TLS
  *       handshake included) or of the first byte of a kept-alive connection's next request,
  *       {@link #MAX_LINE_BYTES} and {@link #MAX_HEADER_BYTES} long at most; the body within
@@ -167,7 +173,20 @@ public final class ControlEndpoint implements AutoCloseable {
      */
     public static final int MAX_CONNECTIONS = 1024;
     /** Connections from one address: a quarter, so that a few remote peers cannot fill the rest. */
-    static final int MAX_CONNECTIONS_PER_PEER = 256;
+    public static final int MAX_CONNECTIONS_PER_PEER = 256;
+    /**
+     * Connections one web session may hold: a browser opens at most six to one host (Chromium's
+     * and Firefox's default) and shares them among its tabs; 16 leaves room for a reload that
+     * opens new ones before the old ones close. Past it the session's least recently used
+     * connection is closed ({@link ConnectionBudget} section 3).
+     */
+    public static final int MAX_CONNECTIONS_PER_SESSION = 16;
+    /**
+     * Connections every web session together may hold: ten browsers' six, and a quarter of
+     * {@link #MAX_CONNECTIONS_PER_PEER}, so that read-only sessions never fill a cap and the
+     * owner's CLI always finds room ({@link ConnectionBudget} section 3).
+     */
+    public static final int MAX_SESSION_CONNECTIONS = 64;
     /** The request line and headers: a client sends them at once; 10 s covers a TLS handshake over a slow link. */
     public static final long HEAD_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** A body of at most {@link #MAX_VALUE_BYTES}: 64 KiB in 10 s is 6.5 KB/s, slower than any link we serve. */
@@ -245,7 +264,7 @@ public final class ControlEndpoint implements AutoCloseable {
         this.metrics = metrics;
         this.save = save;
         this.calibrator = calibrator;
-        this.connections = new HttpConnections(tls, this::proves, this::answer);
+        this.connections = new HttpConnections(tls, this::shows, this::answer);
         this.loop = new MultiThreadIoEventLoopGroup(1, Thread.ofPlatform().name("iotarget-control").daemon().factory(),
                                                    NioIoHandler.newFactory());
         ChannelFuture bind = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
@@ -307,11 +326,12 @@ public final class ControlEndpoint implements AutoCloseable {
      *
      * @param connections connections kept now
      * @param unproven    of those, the ones no request has yet admitted with the token or a session
-     * @param refused     connections closed at once: every connection at a cap was proven
-     * @param evicted     unproven connections closed to make room for a newcomer
+     * @param sessions    of those, the ones a web session admitted (at most {@link #MAX_SESSION_CONNECTIONS})
+     * @param refused     connections closed at once: every connection at a cap had shown the token
+     * @param evicted     connections closed to make room: unproven or session ones for a newcomer, a session's past its caps
      * @param timedOut    connections closed at a deadline (head, body, idle, send)
      */
-    public record Load(int connections, int unproven, long refused, long evicted, long timedOut) {
+    public record Load(int connections, int unproven, int sessions, long refused, long evicted, long timedOut) {
     }
 
     public Load load() {
@@ -363,9 +383,11 @@ public final class ControlEndpoint implements AutoCloseable {
         }
     }
 
-    /** A request that shows the token or a web session: its connection is proven (section 5). */
-    private boolean proves(HttpHeaders in) {
-        return token.matches(in.get(HttpHeaderNames.AUTHORIZATION)) || web.hasSession(in);
+    /** What a request shows, which ranks its connection (section 5): the token, else a live web session, else nothing. */
+    private ConnectionBudget.Shown shows(HttpHeaders in) {
+        if (token.matches(in.get(HttpHeaderNames.AUTHORIZATION))) return ConnectionBudget.Shown.TOKEN;
+        Object session = web.session(in);
+        return session == null ? ConnectionBudget.Shown.NOTHING : new ConnectionBudget.Shown.Session(session);
     }
 
     /** Admission (sections 1 and 2 of the class doc), then the operation. */

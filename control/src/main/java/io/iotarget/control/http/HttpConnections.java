@@ -43,7 +43,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
-import java.util.function.Predicate;
 
 /**
  * The control endpoint's connections on its event loop (section 5 of {@link ControlEndpoint}'s
@@ -55,27 +54,27 @@ final class HttpConnections {
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
 
     private final SSLContext tls;
-    /** Whether a request's headers show the token or a session, which proves its connection. */
-    private final Predicate<HttpHeaders> proves;
+    /** What a request's headers show (the token, a session or nothing), which ranks its connection. */
+    private final Function<HttpHeaders, ConnectionBudget.Shown> shows;
     /** The answer to a complete request; runs on the request's virtual thread. */
     private final Function<Exchange, Reply> answer;
     /** Complete requests, one virtual thread each. */
     private final ExecutorService requests = Executors.newVirtualThreadPerTaskExecutor();
     /** The event loop's only. */
-    private final ConnectionBudget<Channel> budget = new ConnectionBudget<>(ControlEndpoint.MAX_CONNECTIONS, ControlEndpoint.MAX_CONNECTIONS_PER_PEER, Channel::close);
+    private final ConnectionBudget<Channel> budget = new ConnectionBudget<>(ControlEndpoint.MAX_CONNECTIONS, ControlEndpoint.MAX_CONNECTIONS_PER_PEER,
+            ControlEndpoint.MAX_CONNECTIONS_PER_SESSION, ControlEndpoint.MAX_SESSION_CONNECTIONS, Channel::close);
     private final LongAdder refused = new LongAdder();
-    private final LongAdder evicted = new LongAdder();
     private final LongAdder timedOut = new LongAdder();
 
-    HttpConnections(SSLContext tls, Predicate<HttpHeaders> proves, Function<Exchange, Reply> answer) {
+    HttpConnections(SSLContext tls, Function<HttpHeaders, ConnectionBudget.Shown> shows, Function<Exchange, Reply> answer) {
         this.tls = tls;
-        this.proves = proves;
+        this.shows = shows;
         this.answer = answer;
     }
 
     /** On the event loop. */
     ControlEndpoint.Load load() {
-        return new ControlEndpoint.Load(budget.total(), budget.unproven(), refused.sum(), evicted.sum(), timedOut.sum());
+        return new ControlEndpoint.Load(budget.total(), budget.unproven(), budget.sessionConnections(), refused.sum(), budget.evicted(), timedOut.sum());
     }
 
     /** Ends the requests in service (the loop has closed every connection). */
@@ -85,13 +84,11 @@ final class HttpConnections {
 
     /** A new connection: counted against the caps, its deadlines, TLS if served, HTTP. */
     void open(SocketChannel channel) {
-        int before = budget.total();
         if (!budget.admit(channel, channel.remoteAddress().getAddress())) {
             refused.increment();
             channel.close();
             return;
         }
-        if (budget.total() <= before) evicted.increment();
         channel.closeFuture().addListener(f -> budget.release(channel));
         Deadlines deadlines = new Deadlines(channel);
         if (tls != null) {
@@ -265,8 +262,7 @@ final class HttpConnections {
                 refuse(new Reply(400, "bad request target: " + e.getMessage() + "\n", Errno.EINVAL));
                 return;
             }
-            if (proves.test(r.headers())) budget.prove(channel);
-            else budget.engage(channel);
+            budget.request(channel, shows.apply(r.headers()));
             Exchange ex = new Exchange(r.method().name(), uri, r.headers(), body.toByteArray(), channel, HttpUtil.isKeepAlive(r));
             body = null;
             requests.execute(() -> handle(ex, this));

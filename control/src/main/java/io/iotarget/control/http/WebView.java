@@ -76,7 +76,13 @@ final class WebView {
 
     /** Whether the request carries this endpoint's cookie with a live session. */
     boolean hasSession(HttpHeaders in) {
-        return sessions.valid(cookie(in.getAll(HttpHeaderNames.COOKIE)), System.nanoTime());
+        return session(in) != null;
+    }
+
+    /** The live session the request's cookie names (equal for every request of one session), or null. */
+    Object session(HttpHeaders in) {
+        String session = cookie(in.getAll(HttpHeaderNames.COOKIE));
+        return sessions.valid(session, System.nanoTime()) ? session : null;
     }
 
     private String cookie(List<String> headers) {
