@@ -67,6 +67,22 @@ public final class SharedRead implements ViewSink {
         return regionPosition;
     }
 
+    /**
+     * Whether the region still lies wholly inside its file (true when there is none): a file
+     * cut underneath between the read and its reply would leave the reply short of bytes the
+     * header promised. Costs an fstat; a front end asks just before it queues the reply
+     * header, and answers EIO when false. A file that shrinks after that is met by the
+     * sender, which can only end the connection.
+     */
+    public boolean regionInsideFile() {
+        if (regionChannel == null) return true;
+        try {
+            return regionChannel.size() >= regionPosition + length;
+        } catch (java.io.IOException e) {
+            return false;                               // closed: the device is going away; the bytes cannot be sent either
+        }
+    }
+
     public int viewCount() {
         return viewCount;
     }

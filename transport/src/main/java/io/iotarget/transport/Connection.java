@@ -32,7 +32,10 @@ import java.util.Arrays;
  * OP_WRITE. Each item may carry a callback that runs once its last byte is written or it is
  * dropped because the connection closed, so buffers always go back to their owner. A peer that
  * takes no bytes for longer than the transport's send timeout (on the loop's clock) is
- * disconnected.
+ * disconnected. A file region whose file shrank beneath it after it was queued cannot be sent
+ * and the bytes before it cannot be taken back: the connection closes with a
+ * {@link FileRegionCutShortException} (logged, rate-limited) as soon as the region reaches the
+ * file's new end, rather than wait for a write that will never come.
  *
  * <h2>TLS</h2>
  * {@link #startTls} switches the connection to TLS in place, as STARTTLS protocols need: what
@@ -328,16 +331,44 @@ public final class Connection {
             OutputQueue.Item head = output.head();
             if (head.file != null) {
                 long n = head.file.transferTo(head.position, head.remaining, channel);
-                if (n > 0) progress(n);
-                head.position += n;
-                head.remaining -= n;
-                if (head.remaining > 0) return true;
-                output.completeHead();
-                continue;
+                if (n > 0) {
+                    progress(n);
+                    head.position += n;
+                    head.remaining -= n;
+                }
+                if (head.remaining == 0) {
+                    output.completeHead();
+                    continue;
+                }
+                if (n == 0) ensureRegionInsideFile(head);
+                return true;
             }
             if (!writeBuffers()) return true;
         }
         return false;
+    }
+
+    /**
+     * transferTo sent nothing: either the socket is full (wait for OP_WRITE) or the region's
+     * next byte is past the end of its file, which shrank after the region was queued — then
+     * OP_WRITE would fire at once and find nothing to send, again and again, a loop spinning
+     * until the send timeout. Told apart by the file's size now (fstat, only when 0 came back);
+     * past the end, the connection ends: the reply header is already queued or on the wire, so
+     * the promised bytes can be neither sent nor replaced by an error. The front ends answer
+     * EIO instead when they find the shrink before they queue the header
+     * ({@link io.iotarget.model.SharedRead#regionInsideFile}).
+     */
+    private void ensureRegionInsideFile(OutputQueue.Item head) throws IOException {
+        long fileBytes = head.file.size();
+        if (head.position < fileBytes) return;
+        throw regionCutShort(head, fileBytes);
+    }
+
+    /** The cause a connection whose file region lies past its file's end closes with; logged, rate-limited. */
+    FileRegionCutShortException regionCutShort(OutputQueue.Item head, long fileBytes) {
+        FileRegionCutShortException e = new FileRegionCutShortException(head.position, head.remaining, fileBytes);
+        loop.regionCutShort(describe() + ": " + e.getMessage() + "; the connection ends");
+        return e;
     }
 
     /** One gathering write of the buffers at the head of the queue; true when all of them went. */

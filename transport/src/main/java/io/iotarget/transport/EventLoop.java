@@ -1,6 +1,7 @@
 package io.iotarget.transport;
 
 import io.iotarget.model.Clock;
+import io.iotarget.model.RateLimitedLog;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -58,6 +59,8 @@ public final class EventLoop {
     static final long SWEEP_NS = 250_000_000L;
     /** An Error in the loop is logged at most this often; the loop then backs off this long. */
     private static final long ERROR_BACKOFF_NS = 100_000_000L;
+    /** A file truncated under many readers ends each one's connection: log a few, count the rest. */
+    private static final int REGION_CUT_SHORT_LINES_PER_SECOND = 5;
 
     private final Selector selector;
     private final Thread thread;
@@ -87,6 +90,8 @@ public final class EventLoop {
     /** When the loop last found a ready key or a task; kept only when it polls. */
     private long lastWorkNs;
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
+    /** Connections ended because a queued file region's file shrank beneath it: a few lines a second, the rest counted. */
+    private final RateLimitedLog regionsCutShort;
     private volatile boolean running = true;
     private long lastErrorLogNs;
     private long timeoutSequence;
@@ -100,6 +105,7 @@ public final class EventLoop {
         this.pollNs = pollNs;
         this.lastWorkNs = nowNs - pollNs;                  // no work yet: nothing to poll for
         this.tlsTasks = tlsTasks;
+        this.regionsCutShort = new RateLimitedLog(LOG, clock, REGION_CUT_SHORT_LINES_PER_SECOND, "connection(s) ended by a file region cut short");
         this.thread = Thread.ofPlatform().daemon().name(name).unstarted(this::run);
     }
 
@@ -319,6 +325,11 @@ public final class EventLoop {
                 survive(e);
             }
         }
+    }
+
+    /** A connection of this loop ends because the file under its queued region shrank ({@link FileRegionCutShortException}). Loop thread. */
+    void regionCutShort(String message) {
+        regionsCutShort.warn(thread.getName() + ": " + message, null);
     }
 
     /** Something failed outside any one connection: log (rate-limited) and go on. */

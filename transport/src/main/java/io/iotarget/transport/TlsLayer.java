@@ -4,7 +4,6 @@ import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLSession;
-import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -290,9 +289,7 @@ final class TlsLayer {
         if (head.file != null) {
             ByteBuffer chunk = connection.loop().tlsFileChunk().clear();
             if (head.remaining < chunk.capacity()) chunk.limit((int) head.remaining);
-            if (head.file.read(chunk, head.position) < 0) {
-                throw new EOFException("the file region ends " + head.remaining + " bytes early");
-            }
+            if (head.file.read(chunk, head.position) < 0) throw connection.regionCutShort(head, head.file.size());
             chunk.flip();
             SSLEngineResult r = engine.wrap(chunk, records);
             head.position += r.bytesConsumed();

@@ -1,5 +1,7 @@
 package io.iotarget.transport;
 
+import io.iotarget.testkit.ProcessResources;
+import io.iotarget.testkit.ThreadCpu;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,16 +20,20 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class TransportTest {
@@ -208,6 +214,75 @@ class TransportTest {
         assertEquals(4, got[500_003]);
         assertTrue(done.await(5, TimeUnit.SECONDS));
         channel.close();
+    }
+
+    /**
+     * Issue 29, hole 4: a file region waits behind a full socket, and its file is cut to 1 MiB
+     * underneath. transferTo then returns 0 at the new end of the file, which must not be taken
+     * for a full socket: the loop sent what the file still has and ends the connection at once,
+     * with the cause saying why, instead of re-arming OP_WRITE, finding the socket writable and
+     * spinning at 100% CPU until the send timeout (30 s here). Afterwards the process holds no
+     * more threads or descriptors than before the connection.
+     */
+    @Test
+    void shouldEndTheConnectionWithoutSpinningWhenAQueuedRegionsFileShrinks(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("backing");
+        byte[] content = new byte[8 << 20];
+        new Random(29).nextBytes(content);
+        Files.write(file, content);
+        int ahead = 16 << 20;                               // more than the socket buffers hold: the region waits behind it
+        AtomicReference<FileChannel> backing = new AtomicReference<>();
+        CompletableFuture<Throwable> closed = new CompletableFuture<>();
+        CountDownLatch queued = new CountDownLatch(1);
+        CountDownLatch regionDone = new CountDownLatch(1);
+        InetSocketAddress address = start(new Transport.Settings(1, Duration.ofSeconds(30), 100, 100, 65536, Duration.ZERO), protocol(c -> new ConnectionHandler() {
+            @Override
+            public void opened(Connection connection) {
+                connection.send(ByteBuffer.allocateDirect(ahead));
+                connection.sendFile(backing.get(), 0, content.length, regionDone::countDown);
+                queued.countDown();
+            }
+
+            @Override
+            public void received(Connection connection, ByteBuffer in) {
+                in.position(in.limit());
+            }
+
+            @Override
+            public void closed(Connection connection, Throwable cause) {
+                closed.complete(cause);
+            }
+        }));
+        ThreadCpu.snapshot().msSince();                     // what measuring needs is loaded before the baseline
+        ProcessResources baseline = ProcessResources.now();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            backing.set(channel);
+            try (Socket client = new Socket(address.getAddress(), address.getPort())) {
+                assertTrue(queued.await(5, TimeUnit.SECONDS));
+                channel.truncate(1 << 20);                  // the region now reaches 7 MiB past the end of its file
+                ThreadCpu before = ThreadCpu.snapshot();
+                CompletableFuture<Long> received = new CompletableFuture<>();
+                Thread reader = Thread.ofPlatform().name("region-reader").start(() -> {
+                    try {
+                        received.complete(client.getInputStream().transferTo(OutputStream.nullOutputStream()));
+                    } catch (IOException | RuntimeException e) {
+                        received.completeExceptionally(e);
+                    }
+                });
+                Thread.sleep(1000);                         // the measuring window
+                Map<String, Long> cpuMs = before.msSince();
+                long loopMs = ThreadCpu.ms(cpuMs, "iotarget-loop-");
+                assertTrue(loopMs < 300, "the loop ends the connection rather than spin: " + loopMs + " ms of CPU in 1 s; by thread (ms): " + cpuMs);
+                Throwable cause = closed.get(5, TimeUnit.SECONDS);
+                assertInstanceOf(FileRegionCutShortException.class, cause);
+                assertEquals(ahead + (1L << 20), received.get(5, TimeUnit.SECONDS), "what the file still had was sent, then the connection closed");
+                assertTrue(regionDone.await(1, TimeUnit.SECONDS), "the region's callback ran (dropped with the connection)");
+                reader.join(5_000);
+            }
+        }
+        // Memory is not judged: the 16 MiB buffer ahead and the JVM's own heap growth are no leak.
+        String excess = ProcessResources.awaitNear(baseline, new ProcessResources.Tolerance(0, 0, 1L << 40, 1L << 40, 1L << 40), 5_000);
+        assertNull(excess, "threads and descriptors back at the baseline");
     }
 
     @Test

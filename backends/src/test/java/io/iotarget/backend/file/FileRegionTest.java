@@ -135,4 +135,30 @@ class FileRegionTest {
             assertEquals(-1, ByteBuffer.wrap(bytes, 0, dst.capacity()).mismatch(dst));
         }
     }
+    /**
+     * Issue 29, hole 4: a file cut underneath its backend. A read that reaches past the new end
+     * fails with EIO (IO_ERROR) on every path — buffered through RWF_NOWAIT and the ring,
+     * O_DIRECT through the ring, and on the thread engine — never zeroes, never a hang, and
+     * never a region a sender would find short: a range past the end is not cached.
+     */
+    @Test
+    void shouldFailReadsPastTheEndOfAFileCutUnderneathWithIoError() throws Exception {
+        for (IoEngine.Kind kind : new IoEngine.Kind[]{IoEngine.Kind.AUTO, IoEngine.Kind.THREADS}) {
+            for (boolean direct : new boolean[]{false, true}) {
+                Path f = file();
+                try (IoEngine engine = IoEngine.open(kind); FileBackend backend = FileBackend.open(f, 4096, false, direct)) {
+                    try (FileChannel cut = FileChannel.open(f, StandardOpenOption.WRITE)) {
+                        cut.truncate(SIZE / 4);
+                    }
+                    String where = kind + (direct ? " O_DIRECT" : " buffered");
+                    Regions regions = new Regions(true);
+                    ByteBuffer past = ByteBuffer.allocateDirect(2 * FileBackend.REGION_MIN_BYTES).alignedSlice(4096);
+                    assertEquals(IoStatus.IO_ERROR, read(backend, engine, SIZE / 2, FileBackend.REGION_MIN_BYTES, past, direct ? null : regions), where + ": wholly past the end");
+                    assertEquals(IoStatus.IO_ERROR, read(backend, engine, SIZE / 4 - 4096, FileBackend.REGION_MIN_BYTES, past, direct ? null : regions), where + ": across the end");
+                    assertTrue(regions.offered.isEmpty(), where + ": no region past the end");
+                    assertEquals(IoStatus.OK, read(backend, engine, 0, 4096, past.clear().limit(4096), null), where + ": inside the file");
+                }
+            }
+        }
+    }
 }

@@ -12,6 +12,7 @@ import io.iotarget.model.IoRequest;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.EventLoop;
+import io.iotarget.transport.FileRegionCutShortException;
 import io.iotarget.transport.IssuerDelay;
 
 import javax.net.ssl.SSLException;
@@ -462,8 +463,16 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             if (connection.isClosed()) {
                 recycle(c);
             } else {
-                int parts = c.encodeReply(structured, replyParts, 0);
                 boolean fromFile = c.shared.region() != null && c.io.status() == io.iotarget.model.IoStatus.OK;
+                if (fromFile && !c.shared.regionInsideFile()) {
+                    // The file shrank since the read: the header is not queued yet, so the client hears EIO.
+                    // Once it is, a shrink can only end the connection (FileRegionCutShortException).
+                    c.error = NbdWire.EIO;
+                    fromFile = false;
+                    server.readPastShrunkFile(connection.describe() + ": export " + negotiation.export().name() + ": READ of " + c.length + " bytes at "
+                                              + c.offset + " answered EIO: its file shrank below it before the reply");
+                }
+                int parts = c.encodeReply(structured, replyParts, 0);
                 for (int i = 0; i < parts - 1; i++) connection.send(replyParts[i]);
                 connection.send(replyParts[parts - 1], fromFile ? null : c.sent);
                 if (fromFile) connection.sendFile(c.shared.region(), c.shared.regionPosition(), c.length, c.sent);
@@ -496,6 +505,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
             if (inner != null && inner.getMessage() != null && !why.contains(inner.getMessage())) why += ": " + inner.getMessage();
             server.tlsFailed("NBD client " + c.describe() + ": TLS failed, disconnected: " + why);
         }
+        if (cause instanceof FileRegionCutShortException) server.readPastShrunkFile(null);    // the transport logged it
         Phase was = phase;
         phase = Phase.CLOSED;
         // Possibly from inside received(): an eager flush met a reset. Decoding must stop here, or

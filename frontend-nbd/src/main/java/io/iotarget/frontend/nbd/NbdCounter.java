@@ -13,6 +13,7 @@ public enum NbdCounter implements CounterDescriptor {
     ABORTED(counter("aborted", "requests dropped unanswered because their client went away while io.max or iocost held them")),
     HOST_GROUP_REFUSED(counter("host_group_refused", "connections ended because cgroup_per_host could not make or find their host's group")),
     TLS_FAILURES(counter("tls_failures", "TLS sessions that failed, logged with why (at most 5 lines a second, the rest counted in the log): a client certificate the CA file does not vouch for, a client's alert (OpenSSL's when it does not trust the server's chain), a renegotiation")),
+    SHRUNK_FILE_READS(counter("shrunk_file_reads", "READs of a file backend that shrank beneath them between the read and its reply: answered EIO (logged, at most 5 lines a second), or, once the reply had begun, their connection ended")),
     UNEXPECTED_ERRORS(counter("unexpected_errors", "connections that ended because of an unexpected failure (a bug, or no memory)"));
 
     private final Description description;

@@ -59,6 +59,8 @@ public final class NbdServer implements AutoCloseable {
      * {@link NbdCounter#TLS_FAILURES}.
      */
     private final RateLimitedLog tlsFailures;
+    /** READs answered EIO because the export's file shrank below them, at the same rate as TLS failures. */
+    private final RateLimitedLog shrunkFileReads;
     private volatile boolean closed;
 
     static final int TLS_FAILURE_LINES_PER_SECOND = 5;
@@ -88,6 +90,18 @@ public final class NbdServer implements AutoCloseable {
                 .source(NbdCounter.UNEXPECTED_ERRORS, transport::unexpectedFailures);
         this.tlsFailures = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), TLS_FAILURE_LINES_PER_SECOND,
                                               "NBD TLS failure(s)");
+        this.shrunkFileReads = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), TLS_FAILURE_LINES_PER_SECOND,
+                                                  "NBD READ(s) past a shrunk file");
+    }
+
+    /**
+     * A READ met a file backend that shrank beneath it: answered EIO, or (when the reply had
+     * begun) its connection ended. Counted; {@code why}, when not null, is logged within
+     * {@link #TLS_FAILURE_LINES_PER_SECOND} lines a second. Loop thread.
+     */
+    void readPastShrunkFile(String why) {
+        counters.increment(NbdCounter.SHRUNK_FILE_READS);
+        if (why != null) shrunkFileReads.warn(why, null);
     }
 
     /** A client's TLS failed: counted, and logged with {@code why} within {@link #TLS_FAILURE_LINES_PER_SECOND}. Any thread. */

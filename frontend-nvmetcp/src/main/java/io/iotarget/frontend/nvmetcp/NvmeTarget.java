@@ -12,6 +12,7 @@ import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.Counters;
+import io.iotarget.model.RateLimitedLog;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
@@ -73,6 +74,9 @@ public final class NvmeTarget implements AutoCloseable {
     private final Counters<NvmeTcpCounter> counters = new Counters<>(NvmeTcpCounter.class)
             .source(NvmeTcpCounter.BUFFER_REFUSALS, dataBuffers::count)
             .source(NvmeTcpCounter.UNEXPECTED_ERRORS, () -> timerErrors.count() + authenticationErrors.count());
+    /** A file truncated under many readers fails each one's read: log a few lines a second, count the rest. */
+    static final int SHRUNK_FILE_LINES_PER_SECOND = 5;
+    private final RateLimitedLog shrunkFileReads;
     /** {@link QueueAuthentication#DEADLINE_MS}, which tests shorten; read at each Connect. */
     volatile long authenticationDeadlineMs = QueueAuthentication.DEADLINE_MS;
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
@@ -104,6 +108,8 @@ public final class NvmeTarget implements AutoCloseable {
         this.engine = engine;
         this.transport = transport;
         this.ownsTransport = ownsTransport;
+        this.shrunkFileReads = new RateLimitedLog(System.getLogger(Queue.class.getName()), engine.clock(), SHRUNK_FILE_LINES_PER_SECOND,
+                                                  "NVMe/TCP READ(s) past a shrunk file");
         this.tree = new NvmetTree(this);
     }
 
@@ -148,6 +154,16 @@ public final class NvmeTarget implements AutoCloseable {
     /** The target's counters ({@link NvmeTcpCounter}). Any thread. */
     public Counters<NvmeTcpCounter> counters() {
         return counters;
+    }
+
+    /**
+     * A READ met a file backend that shrank beneath it: answered Internal Error, or (when its
+     * data had begun) its queue ended. Counted; {@code why}, when not null, is logged, at most
+     * {@link #SHRUNK_FILE_LINES_PER_SECOND} lines a second. Loop thread.
+     */
+    void readPastShrunkFile(String why) {
+        counters.increment(NvmeTcpCounter.SHRUNK_FILE_READS);
+        if (why != null) shrunkFileReads.warn(why, null);
     }
 
     /** A command found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */

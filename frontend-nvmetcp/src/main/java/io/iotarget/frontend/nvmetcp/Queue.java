@@ -17,6 +17,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoGroup;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
 import io.iotarget.model.SharedRead;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.frontend.nvmetcp.pdu.PduDecoder;
@@ -655,6 +656,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
     @Override
     public void closed(io.iotarget.transport.Connection c, Throwable cause) {
         closed = true;
+        if (cause instanceof io.iotarget.transport.FileRegionCutShortException) target.readPastShrunkFile(null);   // the transport logged it
         decoder.halt();
         if (connectLimit != null) connectLimit.cancel();
         port.connections.remove(this);
@@ -735,6 +737,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
             slot.r2tSent = true;
             return;
         }
+        if (slot.status == Status.SUCCESS && !slot.shared.regionInsideFile()) readPastShrunkFile(slot);
         boolean data = slot.dataToHost && slot.status == Status.SUCCESS && slot.dataLength > 0;
         if (!data) {
             ByteBuffer segment = slot.responseHeader();
@@ -765,6 +768,21 @@ public final class Queue implements PduHandler, ConnectionHandler {
         if (dataDigest) tail.putInt(encoder.dataDigest(payload));
         if (!successFlag) response(tail, slot, commandId);
         socket.send(tail.flip(), slot.sent);
+    }
+
+    /**
+     * The file behind the read's region shrank since the read: nothing of the response is queued
+     * yet, so the host hears Internal Error (what EIO is, {@link Status#of}) instead of data it
+     * would not get. Once the data header is queued, a shrink can only end the connection
+     * ({@link io.iotarget.transport.FileRegionCutShortException}). The region stays held until
+     * the response is sent, as for any shared read ({@link CommandSlot#endSharedRead}).
+     */
+    private void readPastShrunkFile(CommandSlot slot) {
+        slot.status = Status.of(IoStatus.IO_ERROR);
+        Controller c = controller;
+        if (c != null) c.recordError(qid, slot.commandId(), slot.status, slot.startLba, Sqe.nsid(slot.sqe));
+        target.readPastShrunkFile(socket.describe() + ": queue " + qid + ": READ of " + slot.dataLength + " bytes at LBA " + slot.startLba
+                                  + " answered Internal Error: its file shrank below it before the response");
     }
 
     private void response(ByteBuffer segment, CommandSlot slot, int commandId) {
