@@ -14,6 +14,7 @@ public enum NvmeTcpCounter implements CounterDescriptor {
     KEEP_ALIVE_EXPIRED(counter("keep_alive_expired", "controllers failed because their host sent nothing for KATO")),
     AUTHENTICATION_FAILURES(counter("authentication_failures", "queues closed because their DH-HMAC-CHAP exchange failed or missed its deadline")),
     HOST_GROUP_REFUSED(counter("host_group_refused", "IO commands failed with Internal Error because cgroup_per_host could not make or find their host's group")),
+    HOST_ID_CONFLICTS(counter("host_id_conflicts", "admin Connects refused (Connect Invalid Host) because their Host ID is bound to another host NQN in the subsystem")),
     UNEXPECTED_ERRORS(counter("unexpected_errors", "failures the timer thread (keep-alive, authentication deadlines) and the DH-HMAC-CHAP threads survived"));
 
     private final Description description;
