@@ -44,6 +44,8 @@ import java.util.List;
  * endpoint, configured from one JSON document (the embedded default when none is given).
  */
 public final class Server implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Server.class.getName());
+
     private static final String DEFAULT_CONFIG = "default-config.json";
 
     private final Engine engine;
@@ -103,6 +105,7 @@ public final class Server implements AutoCloseable {
         Transport transport = new Transport(settings.transport());
         NbdServer nbd = new NbdServer(engine, transport);
         NvmeTarget nvme = new NvmeTarget(engine, transport);
+        engine.controller().tree().onLegacyHostGroup(Server::warnOfLegacyHostGroup);
         ControlEndpoint endpoint = null;
         try {
             reservations(nvme, clusterSettings, settings.state());
@@ -358,5 +361,16 @@ public final class Server implements AutoCloseable {
         if (state != null) state.close();
         if (cluster != null) cluster.close();
         engine.close();
+    }
+
+    /**
+     * A host now pays in {@code newPath}, while {@code legacyPath}, an ordinary group, has the
+     * name versions before kind prefixes gave it: its settings no longer apply to the host
+     * (docs/config.md, "Per-host charging", migration). Once per such group.
+     */
+    private static void warnOfLegacyHostGroup(String legacyPath, String newPath) {
+        LOG.log(System.Logger.Level.WARNING, "cgroup_per_host: a host that earlier versions charged to " + legacyPath + " now pays in " + newPath
+                                             + " (per-host names start with the kind of identity); move the old group's settings there"
+                                             + " (docs/config.md, Per-host charging)");
     }
 }

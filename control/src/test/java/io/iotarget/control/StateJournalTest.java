@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.testkit.Tools;
 import io.iotarget.testkit.Prerequisites;
@@ -112,14 +113,39 @@ class StateJournalTest {
             ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null);
             assertTrue(client.post("mkdir", "tenant", null, null).ok());
             Group tenant = server.engine().controller().group("tenant");
-            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, host));   // a host came and went
-            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, "another"));
-            assertTrue(client.post("write", "tenant/" + host + "/cgroup.max.descendants", null, "5").ok());
+            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, HostIdentity.nqn(host)));   // a host came and went
+            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, HostIdentity.nqn("another")));
+            assertTrue(client.post("write", "tenant/nqn:" + host + "/cgroup.max.descendants", null, "5").ok());
             assertTrue(Files.readString(state).contains(host), "the change to the host's group wrote a whole snapshot");
             assertFalse(Files.readString(state).contains("another"), "a host's group nobody used is not saved: a reconnect makes it again");
         }
         try (Server server = start(state)) {
-            assertEquals("5\n", server.mounts().read("tenant/" + host + "/cgroup.max.descendants"));
+            assertEquals("5\n", server.mounts().read("tenant/nqn:" + host + "/cgroup.max.descendants"));
+        }
+    }
+
+    /**
+     * Issue 29, hole 1: a host whose identity is empty (an NQN that began with NUL, which
+     * Connect now refuses, or any other kind) has a group a path names, so saving the tree and
+     * restoring it work, and so does its rmdir.
+     */
+    @Test
+    void shouldSaveAndRestoreTheGroupOfAHostWithAnEmptyIdentity() throws Exception {
+        Path state = Files.createDirectories(dir.resolve("empty-host")).resolve("state.json");
+        try (Server server = start(state)) {
+            ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(server.controlAddress()), null, dir, null);
+            assertTrue(client.post("mkdir", "tenant", null, null).ok());
+            Group tenant = server.engine().controller().group("tenant");
+            server.engine().releaseHostGroup(server.engine().bindHostGroup(tenant, HostIdentity.of(HostIdentity.Kind.NQN, new byte[0])));
+            assertTrue(client.post("write", "tenant/nqn:/cgroup.max.descendants", null, "3").ok());
+            ControlClient.Reply saved = client.get("save", null);
+            assertTrue(saved.ok(), "save answers: " + saved);
+            assertTrue(Files.readString(state).contains("nqn:"));
+        }
+        try (Server server = start(state)) {
+            assertEquals("3\n", server.mounts().read("tenant/nqn:/cgroup.max.descendants"));
+            server.mounts().rmdir("tenant/nqn:");
+            assertEquals(List.of(), server.mounts().list("tenant").stream().filter(n -> n.endsWith("/")).toList(), "the host's group went, not tenant");
         }
     }
 

@@ -92,7 +92,7 @@ class TopTest {
             assertEquals("-", a[BURST], "a has no burst:\n" + second);
             assertEquals("100%", b[BURST], "b writes 500/s under its wiops=1000: its burst credit stays full:\n" + second);
             assertEquals("-", a[HOST], "an ordinary group:\n" + second);
-            String host = "tenants/c/127.0.0.1";       // fio's NBD client has no TLS identity: its address names its group
+            String host = "tenants/c/addr:127.0.0.1";       // fio's NBD client has no TLS identity: its address names its group
             assertEquals("auto", screenRow(host, r -> true)[HOST], "made by fio's connect, used by nobody since");
             assertEquals("-", screenRow("tenants/c", r -> true)[HOST], "the export's group is no host's");
             server.mounts().write(host + "/io.max", "default riops=5000");

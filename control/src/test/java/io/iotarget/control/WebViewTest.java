@@ -296,7 +296,7 @@ class WebViewTest {
 
     /**
      * A host's group under cgroup_per_host carries a mark: nbdinfo's connect to an export with
-     * cgroup_per_host 1 makes tenants/c/127.0.0.1 ("host · auto"); a write to it makes it the
+     * cgroup_per_host 1 makes tenants/c/addr:127.0.0.1 ("host · auto"); a write to it makes it the
      * operator's ("host").
      */
     @Test
@@ -312,13 +312,13 @@ class WebViewTest {
         Tools.ok(30, "nbdinfo", "--size", "nbd://" + ControlEndpoint.hostPort(server.nbdAddresses().getFirst()) + "/c");
         try (Chromium chromium = Chromium.start(1400, 700)) {
             chromium.navigate(loginUrl());
-            String row = "document.querySelector('#groups tr[data-group=\"/tenants/c/127.0.0.1\"]')";
+            String row = "document.querySelector('#groups tr[data-group=\"/tenants/c/addr:127.0.0.1\"]')";
             assertEquals("auto", awaitValue(chromium, row + ".dataset.host", v -> !v.isEmpty()));
-            assertTrue(chromium.evaluate(row + ".cells[0].innerText").asText().contains("127.0.0.1host · auto"),
+            assertTrue(chromium.evaluate(row + ".cells[0].innerText").asText().contains("addr:127.0.0.1host · auto"),
                     chromium.evaluate(row + ".cells[0].innerText").asText());
             assertEquals("undefined", chromium.evaluate("String(document.querySelector('#groups tr[data-group=\"/tenants/c\"]').dataset.host)").asText(),
                     "the export's group is no host's");
-            mounts.write("tenants/c/127.0.0.1/io.max", "default riops=5000");
+            mounts.write("tenants/c/addr:127.0.0.1/io.max", "default riops=5000");
             awaitValue(chromium, row + ".dataset.host", v -> v.equals("kept"));
             assertEquals("host", chromium.evaluate(row + ".querySelector('span.host').textContent").asText());
         }

@@ -7,6 +7,7 @@ import io.iotarget.dispatch.DispatchCounter;
 import io.iotarget.dispatch.DispatchQueue;
 import io.iotarget.dispatch.RequestCheck;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.PolicyFactory;
 import io.iotarget.iocontrol.chain.DeviceRegistry;
@@ -216,10 +217,11 @@ public final class Engine implements AutoCloseable {
 
     /**
      * A host starts using a member bound with {@code cgroup_per_host}: its IO is charged to the
-     * child of {@code parent} named after {@code identity}, found or made and then bound
-     * ({@link io.iotarget.iocontrol.GroupTree#bindHostChild}) until {@link #releaseHostGroup}.
+     * child of {@code parent} named after {@code identity} ({@link io.iotarget.iocontrol.HostGroupName}),
+     * found or made and then bound ({@link io.iotarget.iocontrol.GroupTree#bindHostChild}) until
+     * {@link #releaseHostGroup}.
      */
-    public Group bindHostGroup(Group parent, String identity) throws ControlException {
+    public Group bindHostGroup(Group parent, HostIdentity identity) throws ControlException {
         return controller.tree().bindHostChild(parent, identity);
     }
 

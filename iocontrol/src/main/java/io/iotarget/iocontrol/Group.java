@@ -42,6 +42,8 @@ public final class Group implements IoGroup {
     boolean automatic;
     /** A host's IO has been charged here under cgroup_per_host since the server started ({@link GroupTree#bindHostChild}). Tree lock. */
     boolean hostGroup;
+    /** Named as a host's group was before kind prefixes, and reported as such once ({@link GroupTree#onLegacyHostGroup}). Tree lock. */
+    boolean legacyWarned;
     /** When an automatic group last became idle, in the tree's order of such events (smaller is older). Tree lock. */
     long idleOrder;
 

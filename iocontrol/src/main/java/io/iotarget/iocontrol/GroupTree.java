@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
@@ -59,6 +60,7 @@ public final class GroupTree {
     private final Map<String, InterfaceFile> files = new LinkedHashMap<>();
     private final Group root;
     private volatile Runnable hostChildListener;
+    private volatile BiConsumer<String, String> legacyHostGroupListener;
     /** The last {@link Group#idleOrder} given. Tree lock. */
     private long idleEvents;
     /** Written under the tree lock, read by metrics without it. */
@@ -290,12 +292,16 @@ public final class GroupTree {
      * been idle longest is removed to make room (as rmdir would; a connected host's group and one
      * the operator used never are), so that hosts that came and went cannot lock later ones out;
      * only without such a group is the host refused. Enabling io is reported to the
-     * {@link #onHostChildMade} listener, under the tree lock.
+     * {@link #onHostChildMade} listener, under the tree lock. When the child is made and
+     * {@code parent} has an ordinary child with the name versions before kind prefixes gave
+     * the host ({@link HostGroupName#legacy}), the {@link #onLegacyHostGroup} listener hears of
+     * it, once per such group: the operator configured it for this host, which no longer pays
+     * there.
      *
-     * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN, ENAMETOOLONG),
-     *                          ENOENT when {@code parent} was removed
+     * @throws ControlException mkdir's errnos (EEXIST for a file's name, EAGAIN), ENOENT when
+     *                          {@code parent} was removed
      */
-    public Group bindHostChild(Group parent, String identity) throws ControlException {
+    public Group bindHostChild(Group parent, HostIdentity identity) throws ControlException {
         String name = HostGroupName.of(identity);
         treeLock.lock();
         try {
@@ -310,6 +316,7 @@ public final class GroupTree {
                 makeRoomForHostChild(parent);
                 child = mkdirLocked(parent, name);
                 child.automatic = true;
+                warnOfLegacyGroup(parent, identity, child);
             }
             boolean enabled = enableIoDownTo(parent);
             if (made) for (IoPolicy p : policies) p.hostChildMade(parent, child);
@@ -320,6 +327,31 @@ public final class GroupTree {
         } finally {
             treeLock.unlock();
         }
+    }
+
+    /**
+     * Tells the {@link #onLegacyHostGroup} listener of an ordinary child of {@code parent}
+     * named as earlier versions named {@code identity}'s group, the first time a host of that
+     * name gets its new {@code child}. Tree lock held.
+     */
+    private void warnOfLegacyGroup(Group parent, HostIdentity identity, Group child) {
+        String text = identity.legacyText();
+        if (text == null || text.isEmpty()) return;
+        Group legacy = parent.children.get(HostGroupName.legacy(text));
+        if (legacy == null || legacy == child || legacy.automatic || legacy.legacyWarned) return;
+        legacy.legacyWarned = true;
+        var listener = legacyHostGroupListener;
+        if (listener != null) listener.accept(legacy.path(), child.path());
+    }
+
+    /**
+     * Runs {@code listener} (under the tree lock; it must not block) with the path of an
+     * ordinary group named as versions before kind prefixes named a host's group, and the path
+     * of the group that host now pays in ({@link #bindHostChild}), so that the operator can
+     * move the old group's settings. One listener; a later call replaces it.
+     */
+    public void onLegacyHostGroup(BiConsumer<String, String> listener) {
+        legacyHostGroupListener = listener;
     }
 
     /**
@@ -620,12 +652,15 @@ public final class GroupTree {
     }
 
     private static void checkName(String name) throws ControlException {
+        // Paths drop empty and "." components (TreePath), so a group of such a name could be
+        // neither read, saved nor removed: refused here too, whoever asks.
+        if (name.isEmpty() || name.equals(".") || name.equals("..")) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: not empty, . or ..)");
         if (name.length() > 255) throw new ControlException(Errno.ENAMETOOLONG, "group name longer than 255 bytes");
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);
             boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                         || c == '-' || c == '_' || c == '.' || c == '@' || c == '+' || c == ':';
-            if (!ok) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: letters, digits and -_.@+:)");
+                         || c == '-' || c == '_' || c == '.' || c == '@' || c == '+' || c == ':' || c == '=' || c == ',';
+            if (!ok) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: letters, digits and -_.@+:=,)");
         }
     }
 

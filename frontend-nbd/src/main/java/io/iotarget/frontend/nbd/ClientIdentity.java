@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.iocontrol.HostGroupName;
+import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.transport.TlsPsk;
 
 import javax.naming.InvalidNameException;
@@ -21,7 +23,7 @@ import java.util.List;
  * after it, whether the client showed a certificate (verified against the server's CA by the
  * TLS handshake) and which, or which pre-shared key's username it proved it holds. Exports are
  * opened by identity ({@link Export#admits}); the IO is charged to the export's group, or with
- * {@code cgroup_per_host} to its child named after the identity ({@link #hostName}).
+ * {@code cgroup_per_host} to its child named after the identity ({@link #hostIdentity}).
  * Immutable; any thread.
  *
  * @param tls         the connection runs TLS
@@ -59,18 +61,23 @@ record ClientIdentity(boolean tls, X509Certificate certificate, String fingerpri
     }
 
     /**
-     * The name of this client's own group under {@code cgroup_per_host}: its certificate's
-     * subject CN (the most specific, when there are several), else the certificate's
-     * fingerprint; else — a TLS-PSK handshake, which shows no certificate — the username of its
-     * pre-shared key; else — no TLS identity at all — the address it connects from.
+     * Who this client is for {@code cgroup_per_host}, each kind apart so that no two kinds of
+     * identity share a group ({@link HostGroupName}): a certificate by its whole subject DN in
+     * RFC 2253 form ({@code CN=alice,O=t1} and {@code CN=alice,O=t2} are two clients), or by its
+     * fingerprint when the subject is empty; else — a TLS-PSK handshake, which shows no
+     * certificate — the username of its pre-shared key; else — no TLS identity at all — the
+     * address it connects from.
      */
-    String hostName(InetSocketAddress remote) {
+    HostIdentity hostIdentity(InetSocketAddress remote) {
         if (certificate != null) {
-            String cn = commonName(certificate.getSubjectX500Principal());
-            return cn != null ? cn : fingerprint;
+            X500Principal subject = certificate.getSubjectX500Principal();
+            String dn = subject.getName(X500Principal.RFC2253);
+            if (dn.isEmpty()) return HostIdentity.certificateFingerprint(fingerprint);
+            String cn = commonName(subject);
+            return HostIdentity.certificate(dn, cn != null ? cn : fingerprint);   // the second: what versions before kinds named it
         }
-        if (pskUsername != null) return pskUsername;
-        return remote.getAddress().getHostAddress();
+        if (pskUsername != null) return HostIdentity.psk(pskUsername);
+        return HostIdentity.address(remote.getAddress().getHostAddress());
     }
 
     /** The subject's CN, or null when it has none (or an empty one). RFC 2253 lists the most specific RDN first. */

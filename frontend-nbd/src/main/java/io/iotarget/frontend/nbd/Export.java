@@ -16,7 +16,7 @@ import java.util.List;
  * @param device      the engine device behind the export
  * @param group       who pays for the export's IO (the bound group, or the root)
  * @param perHost     {@code cgroup_per_host}: each client's IO is charged to the child of
- *                    {@code group} named after it ({@link ClientIdentity#hostName}) instead
+ *                    {@code group} named after it ({@link ClientIdentity#hostIdentity}) instead
  * @param readOnly    writes, trims and write-zeroes fail with EPERM
  * @param tls         only clients that started TLS may see and open it
  * @param allowAnyClient any client may see and open it (over TLS when {@code tls}); when false

@@ -5,6 +5,7 @@ import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.IoCallback;
@@ -270,7 +271,7 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         }
         Group payer = export.group();
         if (export.perHost()) {
-            String host = negotiation.client().hostName(connection.remoteAddress());
+            HostIdentity host = negotiation.client().hostIdentity(connection.remoteAddress());
             try {
                 hostGroup = engine.bindHostGroup(export.group(), host);
                 payer = hostGroup;

@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code cgroup_per_host} on an NBD export: two clients, each with its own TLS certificate, on
  * one export whose group has {@code io.max.per_host "DEV riops=1000"} read at once (libnbd)
  * and each gets 1000 IOPS (±2%, as Seed001ExperimentTest holds io.max) — where without
- * per-host charging they would share 1000. Each client's child (named by its certificate's CN)
+ * per-host charging they would share 1000. Each client's child (named by its certificate's subject)
  * has in io.stat exactly what that fio moved, and the export's group the sum. A client without
  * a certificate pays in the child named by its address. The children stay after the clients
  * leave and are ordinary groups.
@@ -66,21 +66,21 @@ class PerHostChargingTest {
         Tools.require("python3 with libnbd", "/usr/lib/python3/dist-packages/nbd.py");
         // Unmeasured first, as Seed001ExperimentTest warms up: the server's TLS and IO paths compile.
         CompletableFuture.allOf(client(hostA, 3), client(hostB, 3)).join();
-        Map<String, Long> childABefore = target.ioStat("tenants/shared/host-a", device);
-        Map<String, Long> childBBefore = target.ioStat("tenants/shared/host+20b", device);
+        Map<String, Long> childABefore = target.ioStat("tenants/shared/cert:CN=host-a,O=tenants", device);
+        Map<String, Long> childBBefore = target.ioStat("tenants/shared/cert:CN=host+20b,O=tenants", device);
         Map<String, Long> parentBefore = target.ioStat("tenants/shared", device);
         CompletableFuture<String> a = client(hostA, RUNTIME_S);
         CompletableFuture<String> b = client(hostB, RUNTIME_S);
         String jsonA = a.join();
         String jsonB = b.join();
-        assertEquals(device.number() + " rbps=max wbps=max riops=1000 wiops=max\n", target.engine.controller().read("tenants/shared/host-a/io.max"),
+        assertEquals(device.number() + " rbps=max wbps=max riops=1000 wiops=max\n", target.engine.controller().read("tenants/shared/cert:CN=host-a,O=tenants/io.max"),
                      "the child started with io.max.per_host");
         long rios = 0;
         long rbytes = 0;
-        Map<String, Map<String, Long>> childBefore = Map.of("host-a", childABefore, "host+20b", childBBefore);
+        Map<String, Map<String, Long>> childBefore = Map.of("cert:CN=host-a,O=tenants", childABefore, "cert:CN=host+20b,O=tenants", childBBefore);
         List<String> report = new ArrayList<>();
         List<Runnable> checks = new ArrayList<>();
-        for (var e : Map.of("host-a", jsonA, "host+20b", jsonB).entrySet()) {
+        for (var e : Map.of("cert:CN=host-a,O=tenants", jsonA, "cert:CN=host+20b,O=tenants", jsonB).entrySet()) {
             long ios = RealClientsTest.jsonLong(e.getValue(), "read", "total_ios");
             long bytes = RealClientsTest.jsonLong(e.getValue(), "read", "io_bytes");
             long runtimeMs = RealClientsTest.jsonLong(e.getValue(), "read", "runtime");
@@ -153,17 +153,17 @@ class PerHostChargingTest {
         target.server.tree().write("exports/plain/enable", "1");
         Tools.ok(60, "/usr/bin/python3", "-c", "import nbd; h = nbd.NBD(); h.connect_uri('nbd://127.0.0.1:" + target.port
                                                + "/plain'); h.pread(1048576, 0); h.shutdown()");
-        Map<String, Long> stat = target.ioStat("tenants/shared/127.0.0.1", device);
+        Map<String, Long> stat = target.ioStat("tenants/shared/addr:127.0.0.1", device);
         assertEquals(1048576L, stat.get("rbytes"), "read by the client at 127.0.0.1: " + stat);
         ControlException busy = assertThrows(ControlException.class, () -> target.server.tree().write("exports/plain/cgroup_per_host", "0"));
         assertEquals(Errno.EBUSY, busy.errno(), "fixed while enabled, as cgroup is");
         target.server.tree().write("exports/plain/enable", "0");
-        for (int i = 0; i < 100 && !target.engine.controller().read("tenants/shared/127.0.0.1/cgroup.events").startsWith("populated 0"); i++) {
+        for (int i = 0; i < 100 && !target.engine.controller().read("tenants/shared/addr:127.0.0.1/cgroup.events").startsWith("populated 0"); i++) {
             Thread.sleep(100);                          // the server sees nbdcopy's connections close
         }
-        assertTrue(target.engine.controller().list("tenants/shared").contains("127.0.0.1/"), "the child stays after the client left");
-        target.engine.controller().rmdir("tenants/shared/127.0.0.1");      // idle: an ordinary group
-        assertTrue(target.engine.controller().list("tenants/shared").stream().noneMatch("127.0.0.1/"::equals));
+        assertTrue(target.engine.controller().list("tenants/shared").contains("addr:127.0.0.1/"), "the child stays after the client left");
+        target.engine.controller().rmdir("tenants/shared/addr:127.0.0.1");      // idle: an ordinary group
+        assertTrue(target.engine.controller().list("tenants/shared").stream().noneMatch("addr:127.0.0.1/"::equals));
         target.server.tree().rmdir("exports/plain");
     }
 }

@@ -129,8 +129,8 @@ class TlsPskClientsTest {
         byte[] data = new byte[(int) MiB];
         new Random(5).nextBytes(data);
         Tools.ok(120, "nbdcopy", Files.write(dir.resolve("perhost.img"), data).toString(), uri("perhost", "alice", keys));
-        assertEquals(MiB, target.ioStat("tenants/perhost/alice", device).get("wbytes"), "alice's writes, in the child named after her PSK username");
-        assertEquals(List.of("alice/"), target.engine.controller().list("tenants/perhost").stream().filter(e -> e.endsWith("/")).toList(),
+        assertEquals(MiB, target.ioStat("tenants/perhost/psk:alice", device).get("wbytes"), "alice's writes, in the child named after her PSK username");
+        assertEquals(List.of("psk:alice/"), target.engine.controller().list("tenants/perhost").stream().filter(e -> e.endsWith("/")).toList(),
                      "no child named after the address");
     }
 

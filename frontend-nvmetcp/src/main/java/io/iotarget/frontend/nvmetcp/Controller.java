@@ -11,6 +11,7 @@ import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.frontend.nvmetcp.config.Host;
 import io.iotarget.frontend.nvmetcp.reservation.NoticeLog;
 import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.IoGroup;
 
@@ -171,7 +172,7 @@ public final class Controller {
     /**
      * Who pays for this controller's IO on {@code ns}, in DESIGN's association order: the
      * namespace's own group, else the host's ({@code hosts/NQN/cgroup}), else the root; under
-     * {@code cgroup_per_host}, the child of that group named after the host NQN, made on first
+     * {@code cgroup_per_host}, the child of that group named after the host NQN ({@code nqn:NQN}), made on first
      * use (at the admin Connect for the namespaces enabled then) and bound until the controller
      * goes. Null when that child cannot be had (a name no group may take, cgroup.max.descendants
      * reached): the command fails. Any queue thread; lock-free once the child is known.
@@ -189,7 +190,7 @@ public final class Controller {
             if (groupsReleased) return base;           // a command racing the controller's end: its parent pays, nothing stays bound
             Group child = hostChildren.get(base);
             if (child != null) return child;
-            child = target.engine().bindHostGroup((Group) base, hostNqn);
+            child = target.engine().bindHostGroup((Group) base, HostIdentity.nqn(hostNqn));
             hostChildren.put(base, child);
             return child;
         } catch (ControlException e) {

@@ -294,6 +294,7 @@ public final class NvmeTarget implements AutoCloseable {
         lock();
         try {
             c.subsystem.controllers.remove(c);
+            c.subsystem.releaseHostId(c);
         } finally {
             unlock();
         }

@@ -15,6 +15,7 @@ public enum NvmeTcpCounter implements CounterDescriptor {
     AUTHENTICATION_FAILURES(counter("authentication_failures", "queues closed because their DH-HMAC-CHAP exchange failed or missed its deadline")),
     HOST_GROUP_REFUSED(counter("host_group_refused", "IO commands failed with Internal Error because cgroup_per_host could not make or find their host's group")),
     SHRUNK_FILE_READS(counter("shrunk_file_reads", "READs of a file backend that shrank beneath them between the read and its response: failed with Internal Error (logged, at most 5 lines a second), or, once the data had begun, their queue ended")),
+    HOST_ID_CONFLICTS(counter("host_id_conflicts", "admin Connects refused (Connect Invalid Host) because their Host ID is bound to another host NQN in the subsystem")),
     UNEXPECTED_ERRORS(counter("unexpected_errors", "failures the timer thread (keep-alive, authentication deadlines) and the DH-HMAC-CHAP threads survived"));
 
     private final Description description;

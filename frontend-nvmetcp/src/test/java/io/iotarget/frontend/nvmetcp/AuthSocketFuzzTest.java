@@ -134,7 +134,7 @@ class AuthSocketFuzzTest {
                 Queue q = new Queue(new TestHost(f.port, false, false));
                 queues.add(q);
                 q.host.timeout(5000);
-                byte[] hostId = TestHost.HOST_ID.clone();
+                byte[] hostId = TestHost.hostId(KEYED);
                 if (r.nextInt(8) == 0) hostId[r.nextInt(16)] ^= (byte) (1 + r.nextInt(255));
                 int cntlid = r.nextInt(8) == 0 ? r.nextInt(0x10000) : victim.cntlid();
                 TestHost.Completion c = q.host.connect(SECURE, KEYED, hostId, 2 + r.nextInt(3), cntlid, 32, 0, false);

@@ -186,7 +186,7 @@ class AuthenticationProtocolTest {
             assertEquals(0, io.connect(SECURE, KEYED, 1, cntlid, 128, 0, false).status());
             io.authenticate(chap(false), false);
             try (TestHost other = new TestHost(f.port, false, false)) {
-                byte[] otherId = TestHost.HOST_ID.clone();
+                byte[] otherId = TestHost.hostId(KEYED);
                 otherId[15] ^= 1;
                 TestHost.Completion refused = other.connect(SECURE, KEYED, otherId, 2, cntlid, 128, 0, false);
                 assertEquals(Status.CONNECT_INVALID_PARAMETERS | Status.DNR, refused.status(), "another host ID joins no controller");

@@ -224,7 +224,7 @@ class KernelHostTest {
             assertEquals(0, result.exitCode(), result.text());
             List<String> hostNqn = result.lines("HOSTNQN ");
             assertEquals(1, hostNqn.size(), result.text());
-            String child = "tenant/" + hostNqn.getFirst().substring("HOSTNQN ".length()).strip();
+            String child = "tenant/nqn:" + hostNqn.getFirst().substring("HOSTNQN ".length()).strip();
             assertEquals(dev + " rbps=104857600 wbps=max riops=max wiops=max\n", cg.read(child + "/io.max"), "started with io.max.per_host");
             String childStat = cg.read(child + "/io.stat");
             long rbytes = Long.parseLong(childStat.replaceAll("(?s).*rbytes=(\\d+).*", "$1"));

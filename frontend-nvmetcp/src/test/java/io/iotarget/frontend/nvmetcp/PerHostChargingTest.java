@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.frontend.nvmetcp.command.Fabrics;
+import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;
@@ -18,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Who pays for an NVMe/TCP host's IO: the namespace's group, else the host entry's
  * ({@code hosts/NQN/cgroup}), else the root; under {@code cgroup_per_host}, the child of that
- * group named after the host NQN, made at the admin Connect with io.max.per_host, kept after
+ * group named after the host NQN ({@code nqn:NQN}), made at the admin Connect with io.max.per_host, kept after
  * the host goes. (A Linux host in a guest: KernelHostTest.)
  */
 class PerHostChargingTest {
@@ -83,24 +85,48 @@ class PerHostChargingTest {
         perHostUnderTenant();
         cg.write("tenant/io.max.per_host", dev + " riops=500");
         TestHost a = connect(HOST_A);
-        assertEquals(List.of(HOST_A + "/"), cg.list("tenant").stream().filter(e -> e.endsWith("/")).toList(), "made at the Connect");
-        assertEquals(dev + " rbps=max wbps=max riops=500 wiops=max\n", cg.read("tenant/" + HOST_A + "/io.max"));
+        assertEquals(List.of("nqn:" + HOST_A + "/"), cg.list("tenant").stream().filter(e -> e.endsWith("/")).toList(), "made at the Connect");
+        assertEquals(dev + " rbps=max wbps=max riops=500 wiops=max\n", cg.read("tenant/nqn:" + HOST_A + "/io.max"));
         TestHost b = connect(HOST_B);
         read(a, 8);
         read(b, 16);
         read(b, 16);
-        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A));
-        assertEquals(32L * LBA, rbytes("tenant/" + HOST_B));
+        assertEquals(8L * LBA, rbytes("tenant/nqn:" + HOST_A));
+        assertEquals(32L * LBA, rbytes("tenant/nqn:" + HOST_B));
         assertEquals(40L * LBA, rbytes("tenant"), "the namespace's group holds the sum");
-        ControlException busy = assertThrows(ControlException.class, () -> cg.rmdir("tenant/" + HOST_A));
+        ControlException busy = assertThrows(ControlException.class, () -> cg.rmdir("tenant/nqn:" + HOST_A));
         assertEquals(Errno.EBUSY, busy.errno(), "in use while the host is connected");
         ControlException fixed = assertThrows(ControlException.class, () -> fixture.tree.write(NS + "/cgroup_per_host", "0"));
         assertEquals(Errno.EBUSY, fixed.errno(), "fixed while enabled");
         for (TestHost h : hosts) h.close();
         hosts.clear();
-        for (int i = 0; i < 100 && !cg.read("tenant/" + HOST_A + "/cgroup.events").startsWith("populated 0"); i++) Thread.sleep(50);
-        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A), "the stats stay after the host went");
-        cg.rmdir("tenant/" + HOST_A);
+        for (int i = 0; i < 100 && !cg.read("tenant/nqn:" + HOST_A + "/cgroup.events").startsWith("populated 0"); i++) Thread.sleep(50);
+        assertEquals(8L * LBA, rbytes("tenant/nqn:" + HOST_A), "the stats stay after the host went");
+        cg.rmdir("tenant/nqn:" + HOST_A);
+    }
+
+    /**
+     * Issue 29, hole 1 and the bytes of hole 2: a host NQN that is empty (its first byte NUL) or
+     * not UTF-8 is refused at the admin Connect, pointing at the host NQN field, and makes no
+     * group; so {@code x\xff} and {@code x\xfe} cannot both become {@code x\uFFFD}, which, valid
+     * UTF-8, connects and gets a group of its own.
+     */
+    @Test
+    void anEmptyOrNonUtf8HostNqnIsRefusedAtConnect() throws Exception {
+        perHostUnderTenant();
+        byte[][] refused = {{0, 'a', 'l', 'i', 'c', 'e'}, {}, {'x', (byte) 0xFF}, {'x', (byte) 0xFE}, {'x', (byte) 0xC3}};
+        for (byte[] nqn : refused) {
+            try (TestHost admin = new TestHost(fixture.port, false, false)) {
+                TestHost.Completion c = admin.connect(TargetFixture.NQN, nqn, TestHost.hostId("x"), 0, 0xFFFF, 32, 0, false);
+                assertEquals(Status.CONNECT_INVALID_PARAMETERS | Status.DNR, c.status(), java.util.HexFormat.of().formatHex(nqn));
+                assertEquals(Fabrics.inData(Fabrics.DATA_HOSTNQN), c.result());
+            }
+        }
+        assertEquals(List.of(), children(), "no group for a refused host");
+        TestHost io = connect("x\uFFFD");
+        read(io, 1);
+        assertEquals(List.of("nqn:x+EF+BF+BD"), children());
+        assertEquals(1L * LBA, rbytes("tenant/nqn:x+EF+BF+BD"));
     }
 
     /**
@@ -134,8 +160,8 @@ class PerHostChargingTest {
             }
             heap[round] = usedHeapAfterGc();
         }
-        assertTrue(children().contains(HOST_A), "a connected host's child is never removed");
-        assertEquals(8L * LBA, rbytes("tenant/" + HOST_A));
+        assertTrue(children().contains("nqn:" + HOST_A), "a connected host's child is never removed");
+        assertEquals(8L * LBA, rbytes("tenant/nqn:" + HOST_A));
         assertEquals((8L + 2 * identities) * LBA, rbytes("tenant"), "the removed children's reads stay in the sum");
         // At most what the first round left: a pool thread of that round may have ended since.
         for (int i = 0; i < 100 && (Thread.activeCount() > threads || descriptors() > descriptors); i++) Thread.sleep(50);
@@ -164,8 +190,8 @@ class PerHostChargingTest {
         }
         TestHost b = connect(HOST_B);
         read(b, 2);
-        assertEquals(2L * LBA, rbytes("tenant/" + HOST_B), "the next host got a group of its own");
-        assertTrue(children().contains(HOST_A) && children().size() <= 4, "within the limit, the connected host's group kept: " + children());
+        assertEquals(2L * LBA, rbytes("tenant/nqn:" + HOST_B), "the next host got a group of its own");
+        assertTrue(children().contains("nqn:" + HOST_A) && children().size() <= 4, "within the limit, the connected host's group kept: " + children());
         assertEquals((8L + 20 + 2) * LBA, rbytes("tenant"), "the removed groups' reads stay in the sum");
         assertEquals(0, fixture.target.counters().counter(NvmeTcpCounter.HOST_GROUP_REFUSED), "no host was refused its group");
     }
@@ -214,9 +240,9 @@ class PerHostChargingTest {
         fixture.tree.write(NS + "/cgroup_per_host", "1");
         fixture.tree.write(NS + "/enable", "1");
         read(b, 4);                                     // enabled after B's Connect: its child comes with its first IO
-        assertEquals(4L * LBA, rbytes("other/" + HOST_B), "per host under the host's group");
+        assertEquals(4L * LBA, rbytes("other/nqn:" + HOST_B), "per host under the host's group");
         read(a, 4);
-        assertEquals(4L * LBA, rbytes(HOST_A), "per host under the root for a host without a group");
+        assertEquals(4L * LBA, rbytes("nqn:" + HOST_A), "per host under the root for a host without a group");
 
         fixture.tree.write(NS + "/enable", "0");
         fixture.tree.write(NS + "/cgroup_per_host", "0");

@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.UUID;
 
 /**
  * A minimal NVMe/TCP host for tests: one TCP connection (one queue), one command at a time,
@@ -104,16 +105,27 @@ final class TestHost implements AutoCloseable {
         return sqe;
     }
 
-    /** The host ID every Connect of {@link #connect(String, String, int, int, int, int, boolean)} sends. */
-    static final byte[] HOST_ID = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    /**
+     * The host ID {@link #connect(String, String, int, int, int, int, boolean)} sends for
+     * {@code hostNqn}: one per NQN, as a real host has (a subsystem binds a host ID to one NQN).
+     */
+    static byte[] hostId(String hostNqn) {
+        UUID id = UUID.nameUUIDFromBytes(hostNqn.getBytes(StandardCharsets.UTF_8));
+        return ByteBuffer.allocate(16).putLong(id.getMostSignificantBits()).putLong(id.getLeastSignificantBits()).array();
+    }
 
-    /** Fabrics Connect on this connection's queue, as host {@link #HOST_ID}. */
+    /** Fabrics Connect on this connection's queue, as host {@code hostNqn} with its {@link #hostId}. */
     Completion connect(String subsystemNqn, String hostNqn, int qid, int cntlid, int queueSize, int katoMs, boolean noSqFlowControl) throws IOException {
-        return connect(subsystemNqn, hostNqn, HOST_ID, qid, cntlid, queueSize, katoMs, noSqFlowControl);
+        return connect(subsystemNqn, hostNqn, hostId(hostNqn), qid, cntlid, queueSize, katoMs, noSqFlowControl);
     }
 
     /** Fabrics Connect on this connection's queue with the given 16-byte host ID. */
     Completion connect(String subsystemNqn, String hostNqn, byte[] hostId, int qid, int cntlid, int queueSize, int katoMs, boolean noSqFlowControl) throws IOException {
+        return connect(subsystemNqn, hostNqn.getBytes(StandardCharsets.UTF_8), hostId, qid, cntlid, queueSize, katoMs, noSqFlowControl);
+    }
+
+    /** Fabrics Connect with the host NQN field's bytes as given (any bytes, NUL-padded to 256). */
+    Completion connect(String subsystemNqn, byte[] hostNqn, byte[] hostId, int qid, int cntlid, int queueSize, int katoMs, boolean noSqFlowControl) throws IOException {
         ByteBuffer sqe = sqe(0x7F, 0);
         sqe.put(4, (byte) 0x01);
         sqe.putShort(42, (short) qid);
@@ -124,7 +136,7 @@ final class TestHost implements AutoCloseable {
         data.put(0, hostId);
         data.putShort(16, (short) cntlid);
         data.put(256, subsystemNqn.getBytes(StandardCharsets.UTF_8));
-        data.put(512, hostNqn.getBytes(StandardCharsets.UTF_8));
+        data.put(512, hostNqn);
         return execute(sqe, data.array(), 0, true);
     }
 

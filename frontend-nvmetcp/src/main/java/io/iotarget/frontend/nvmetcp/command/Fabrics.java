@@ -3,10 +3,13 @@ package io.iotarget.frontend.nvmetcp.command;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.frontend.nvmetcp.NvmeTcpCounter;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.frontend.nvmetcp.QueueAuthentication;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -15,7 +18,11 @@ import java.util.Arrays;
  * into a queue of a controller, and Property Get/Set, the fabrics form of register access.
  * Connect's errors are nvmet's: an unknown or unlinked subsystem and a bad controller id are
  * Connect Invalid Parameters with the offending field's location in the result, a host not
- * allowed on the subsystem is Connect Invalid Host. A successful Connect's result carries the
+ * allowed on the subsystem is Connect Invalid Host. iotarget adds two refusals nvmet lacks: a
+ * host NQN that is empty or not UTF-8 is Connect Invalid Parameters at the host NQN field, and an
+ * admin Connect whose Host ID is bound to another host NQN in the subsystem
+ * ({@link Subsystem#hostIdBoundElsewhere}) is Connect Invalid Host at the Host ID field, counted
+ * in {@link NvmeTcpCounter#HOST_ID_CONFLICTS}. A successful Connect's result carries the
  * controller id and, when the host must authenticate, AUTHREQ.ATR ({@link QueueAuthentication}).
  */
 public final class Fabrics {
@@ -26,10 +33,10 @@ public final class Fabrics {
     /*  Connect data (1024 bytes, in the capsule):
      *  0 HOSTID[16]   16 CNTLID u16   256 SUBNQN[256]   512 HOSTNQN[256]   (NQNs NUL-terminated) */
     static final int DATA_BYTES = 1024;
-    static final int DATA_HOSTID = 0;
+    public static final int DATA_HOSTID = 0;
     public static final int DATA_CNTLID = 16;
     static final int DATA_SUBNQN = 256;
-    static final int DATA_HOSTNQN = 512;
+    public static final int DATA_HOSTNQN = 512;
     static final int NQN_FIELD_BYTES = 256;
     /** CNTLID in an admin Connect: "any controller" (dynamic controller model). */
     static final int CNTLID_DYNAMIC = 0xFFFF;
@@ -61,7 +68,11 @@ public final class Fabrics {
         data.get(DATA_HOSTID, hostId);
         int cntlid = data.getShort(DATA_CNTLID) & 0xFFFF;
         String subsystemNqn = string(data, DATA_SUBNQN);
-        String hostNqn = string(data, DATA_HOSTNQN);
+        String hostNqn = hostNqn(data);
+        if (hostNqn == null) {
+            slot.result = inData(DATA_HOSTNQN);
+            return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
+        }
         int qid = sqe.getShort(Sqe.CONNECT_QID) & 0xFFFF;
         int sqSize = (sqe.getShort(Sqe.CONNECT_SQSIZE) & 0xFFFF) + 1;
         boolean noFlowControl = (sqe.get(Sqe.CONNECT_CATTR) & CATTR_DISABLE_SQ_FLOW_CONTROL) != 0;
@@ -95,6 +106,14 @@ public final class Fabrics {
                     slot.result = Sqe.CONNECT_SQSIZE;
                     return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
                 }
+                ByteBuffer id16 = ByteBuffer.wrap(hostId);
+                if (s.hostIdBoundElsewhere(id16.getLong(0), id16.getLong(8), hostNqn) != null) {
+                    // Reservations know a host by its Host ID: a second NQN with it would act
+                    // with the first's registrations (docs/decisions.md).
+                    target.counters().increment(NvmeTcpCounter.HOST_ID_CONFLICTS);
+                    slot.result = inData(DATA_HOSTID);
+                    return Status.CONNECT_INVALID_HOST | Status.DNR;
+                }
                 int id = s.allocateCntlid();
                 if (id < 0) return Status.CONNECT_CONTROLLER_BUSY | Status.DNR;
                 c = new Controller(target, s, queue.port, id, hostNqn, hostId, katoMs);
@@ -120,9 +139,13 @@ public final class Fabrics {
             }
             int status = c.attach(qid, queue);
             if (status != Status.SUCCESS) {
-                if (qid == 0) s.controllers.remove(c);
+                if (qid == 0) {
+                    s.controllers.remove(c);
+                    s.releaseHostId(c);
+                }
                 return status;
             }
+            if (qid == 0) s.bindHostId(c);
             QueueAuthentication authentication = QueueAuthentication.forQueue(c, qid);
             queue.connected(c, qid, sqSize, noFlowControl, authentication);
             slot.result = c.cntlid | authentication.connectResult();
@@ -161,6 +184,26 @@ public final class Fabrics {
         if (eightBytes || sqe.getInt(Sqe.PROPERTY_OFFSET) != Controller.PROPERTY_CC) return Status.INVALID_FIELD | Status.DNR;
         c.writeCc((int) sqe.getLong(Sqe.PROPERTY_VALUE));
         return Status.SUCCESS;
+    }
+
+    /**
+     * The Connect data's host NQN: its bytes up to the first NUL, or null when there are none or
+     * they are not UTF-8. Such a host has no name to be told apart by (allowed_hosts, keys,
+     * cgroup_per_host's group), and decoding the bytes leniently would give several hosts one
+     * name ({@code x\xff} and {@code x\xfe} both {@code x\uFFFD}): refused.
+     */
+    static String hostNqn(ByteBuffer data) {
+        int end = DATA_HOSTNQN;
+        while (end < DATA_HOSTNQN + NQN_FIELD_BYTES && data.get(end) != 0) end++;
+        if (end == DATA_HOSTNQN) return null;
+        byte[] b = new byte[end - DATA_HOSTNQN];
+        data.get(DATA_HOSTNQN, b);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                                         .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b)).toString();
+        } catch (CharacterCodingException notUtf8) {
+            return null;
+        }
     }
 
     private static String string(ByteBuffer data, int at) {

@@ -1,7 +1,9 @@
 package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +54,16 @@ public final class Subsystem {
     public boolean discovered;
     public final TreeMap<Integer, Namespace> namespaces = new TreeMap<>(Integer::compareUnsigned);
     public final List<Controller> controllers = new ArrayList<>();
+    /**
+     * Host ID → the host NQN it is bound to here (docs/decisions.md, "A Host ID belongs to one
+     * host NQN"): set by the first admin Connect that used the Host ID, kept while a controller
+     * of that NQN with that Host ID lives or the Host ID is a registrant of a reservation on one
+     * of the subsystem's namespaces. In memory: a restart forgets it. Lock held.
+     */
+    private final Map<HostIdKey, String> hostIdOwners = new HashMap<>();
+
+    private record HostIdKey(long high, long low) {
+    }
 
     /** The enabled namespaces, for the IO path. */
     public volatile NamespaceTable table = NamespaceTable.EMPTY;
@@ -96,6 +108,44 @@ public final class Subsystem {
             return "attr_cntlid_min..attr_cntlid_max is the whole range 1.." + CNTLID_MAX + " (expected: a range of its own on every node, e.g. 1..1000 and 1001..2000)";
         }
         return null;
+    }
+
+    /**
+     * The host NQN the Host ID ({@code high}, {@code low}: its bytes 0-7 and 8-15, big-endian)
+     * is bound to here, when that is not {@code hostNqn} and the binding still holds; else null,
+     * and an admin Connect of {@code hostNqn} with this Host ID may go ahead. Lock held.
+     */
+    public String hostIdBoundElsewhere(long high, long low, String hostNqn) {
+        String owner = hostIdOwners.get(new HostIdKey(high, low));
+        if (owner == null || owner.equals(hostNqn) || !hostIdHeld(high, low, owner)) return null;
+        return owner;
+    }
+
+    /** An admin Connect of {@code c} succeeded: its Host ID is bound to its NQN from now on, while held. Lock held. */
+    public void bindHostId(Controller c) {
+        hostIdOwners.put(new HostIdKey(c.hostIdHigh, c.hostIdLow), c.hostNqn);
+    }
+
+    /**
+     * {@code c} is no longer one of {@link #controllers}: its Host ID's binding goes with it
+     * unless it still holds (another controller of the NQN, a registration), so that the map
+     * holds only live hosts' and registrants' Host IDs. Lock held.
+     */
+    public void releaseHostId(Controller c) {
+        HostIdKey key = new HostIdKey(c.hostIdHigh, c.hostIdLow);
+        String owner = hostIdOwners.get(key);
+        if (owner != null && !hostIdHeld(c.hostIdHigh, c.hostIdLow, owner)) hostIdOwners.remove(key);
+    }
+
+    /** A controller of {@code nqn} with this Host ID lives, or the Host ID is registered on an enabled namespace (this node's copy). Lock held. */
+    private boolean hostIdHeld(long high, long low, String nqn) {
+        for (Controller c : controllers) if (c.hostIdHigh == high && c.hostIdLow == low && c.hostNqn.equals(nqn)) return true;
+        for (Namespace ns : namespaces.values()) {
+            ActiveNamespace active = ns.active;
+            ReservationState state = active == null || active.reservation() == null ? null : active.reservation().state();
+            if (state != null && state.registrant(high, low) != null) return true;
+        }
+        return false;
     }
 
     /** The live controller with this id, or null. */
