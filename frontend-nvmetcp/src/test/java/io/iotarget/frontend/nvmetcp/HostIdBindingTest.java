@@ -108,4 +108,16 @@ class HostIdBindingTest {
             assertEquals(0, adminConnect(other, MALLORY, id).status(), "no registration, no controller: free");
         }
     }
+
+    /** The Host ID 0 is a host saying it has none: it binds nothing, so two hosts that send it both connect. */
+    @Test
+    void theHostIdZeroBindsNothing() throws Exception {
+        byte[] none = new byte[16];
+        try (TestHost alice = new TestHost(fixture.port, false, false);
+             TestHost other = new TestHost(fixture.port, false, false)) {
+            assertEquals(0, adminConnect(alice, ALICE, none).status());
+            assertEquals(0, adminConnect(other, MALLORY, none).status());
+        }
+        assertEquals(0, conflicts());
+    }
 }

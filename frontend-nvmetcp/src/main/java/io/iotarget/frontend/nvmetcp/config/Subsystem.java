@@ -113,9 +113,11 @@ public final class Subsystem {
     /**
      * The host NQN the Host ID ({@code high}, {@code low}: its bytes 0-7 and 8-15, big-endian)
      * is bound to here, when that is not {@code hostNqn} and the binding still holds; else null,
-     * and an admin Connect of {@code hostNqn} with this Host ID may go ahead. Lock held.
+     * and an admin Connect of {@code hostNqn} with this Host ID may go ahead. The Host ID 0 is
+     * a host's way of saying it has none: it binds nothing (docs/reservations.md). Lock held.
      */
     public String hostIdBoundElsewhere(long high, long low, String hostNqn) {
+        if (high == 0 && low == 0) return null;
         String owner = hostIdOwners.get(new HostIdKey(high, low));
         if (owner == null || owner.equals(hostNqn) || !hostIdHeld(high, low, owner)) return null;
         return owner;
