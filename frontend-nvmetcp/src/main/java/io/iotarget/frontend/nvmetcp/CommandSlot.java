@@ -275,14 +275,14 @@ public final class CommandSlot implements IoCallback {
     }
 
     /**
-     * The command goes on on another thread (the reservation thread), which answers it with
-     * {@link #finish}. Loop thread, before the hand-off.
+     * The command goes on on other threads (a reservation command, in its namespace's turn),
+     * which answer it with {@link #finish}. Loop thread, before the hand-off.
      */
     public void leaveLoop() {
         phase = ENGINE;
     }
 
-    /** Answers a command handed off with {@link #leaveLoop}. The thread it was handed to. */
+    /** Answers a command handed off with {@link #leaveLoop}. The thread it was handed to (any thread). */
     public void finish(int status) {
         this.status = status;
         connection.respond(this);

@@ -614,7 +614,9 @@ public final class Queue implements PduHandler, ConnectionHandler {
             c.recordError(qid, slot.commandId(), slot.status, slot.startLba, Sqe.nsid(slot.sqe));
         }
         slot.event = CommandSlot.EVENT_RESPONSE;
+        ActiveNamespace ns = slot.namespace;             // before the slot may be reused
         slot.phase = CommandSlot.RESPONDING;
+        if (ns != null && ns.reservation() != null) ns.reservation().engineLeft();     // after the phase: preempt-and-abort may be waiting for it
         queue(slot);
     }
 
@@ -662,6 +664,10 @@ public final class Queue implements PduHandler, ConnectionHandler {
         port.connections.remove(this);
         Controller ctrl = controller;
         if (ctrl != null) ctrl.detach(qid, this);
+        for (int i = 0; i < slotCount; i++) {              // gone from its controller: a preempt-and-abort waiting for its commands looks again
+            ActiveNamespace ns = slots[i].namespace;
+            if (slots[i].phase == CommandSlot.ENGINE && ns != null && ns.reservation() != null) ns.reservation().engineLeft();
+        }
         sendResponses();                                 // slots already done go back to the free list
         // Nobody will read an answer: what io.max or iocost still holds is dropped, what never
         // reached the engine (waiting for its buffer or its data) is freed here.

@@ -78,9 +78,14 @@ final class ReservationHost implements AutoCloseable {
 
     /** Writes LBA 0 filled with {@code fill}. */
     int write(byte fill) throws IOException {
+        return write(0, fill);
+    }
+
+    /** Writes LBA {@code lba} filled with {@code fill}. */
+    int write(long lba, byte fill) throws IOException {
         byte[] block = new byte[512];
         java.util.Arrays.fill(block, fill);
-        return io.execute(io.lbaCommand(0x01, 1, 0, 1, 0), block, 0, true).status();
+        return io.execute(io.lbaCommand(0x01, 1, lba, 1, 0), block, 0, true).status();
     }
 
     int read() throws IOException {
@@ -89,7 +94,12 @@ final class ReservationHost implements AutoCloseable {
 
     /** LBA 0's bytes (a read that fails fails the test). */
     byte[] readBlock() throws IOException {
-        Completion c = io.execute(io.lbaCommand(0x02, 1, 0, 1, 0), null, 512, false);
+        return readBlock(0);
+    }
+
+    /** LBA {@code lba}'s bytes (a read that fails fails the test). */
+    byte[] readBlock(long lba) throws IOException {
+        Completion c = io.execute(io.lbaCommand(0x02, 1, lba, 1, 0), null, 512, false);
         if (c.status() != 0) throw new IOException("read failed: status 0x" + Integer.toHexString(c.status()));
         return c.data();
     }

@@ -234,6 +234,98 @@ class ReservationProtocolTest {
     }
 
     @Test
+    void shouldAnswerAnotherSubsystemsReservationCommandsWhilePreemptAndAbortWaits() throws Exception {
+        var cg = fixture.engine.controller();
+        cg.write("cgroup.subtree_control", "+io");
+        io.iotarget.iocontrol.Group tenant = cg.mkdir("a");
+        fixture.tree.write(NS + "/enable", "0");
+        fixture.tree.write(NS + "/cgroup_id", Long.toString(tenant.id()));
+        enableReservations();
+        cg.write("a/io.max", fixture.engine.device("default").number() + " wiops=2");
+        String other = "nqn.2026-11.io.iotarget:other";            // another tenant's subsystem, its own device
+        fixture.engine.addDevice("other", new io.iotarget.backend.memory.MemoryBackend(TargetFixture.DEVICE_BYTES, 512, false), null,
+                                 io.iotarget.engine.Engine.DEFAULT_QUEUE_DEPTH);
+        fixture.tree.mkdir("subsystems/" + other);
+        fixture.tree.write("subsystems/" + other + "/attr_allow_any_host", "1");
+        fixture.tree.mkdir("subsystems/" + other + "/namespaces/1");
+        fixture.tree.write("subsystems/" + other + "/namespaces/1/device_path", "other");
+        fixture.tree.write("subsystems/" + other + "/namespaces/1/resv_enable", "1");
+        fixture.tree.write("subsystems/" + other + "/namespaces/1/enable", "1");
+        fixture.tree.link("subsystems/" + other, "ports/1/subsystems/" + other);
+        final int controllers = 6;                                   // A's, each with one write io.max holds: about 3 s at wiops=2
+        ReservationHost[] a = new ReservationHost[controllers];
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newCachedThreadPool();
+        try (ReservationHost b = host(0xB2); ReservationHost c = new ReservationHost(fixture.port, other, 0xC3)) {
+            for (int i = 0; i < controllers; i++) a[i] = host(0xA1);
+            assertEquals(0, a[0].register(KEY_A));
+            assertEquals(0, a[0].acquire(0, WE, KEY_A, 0));
+            assertEquals(0, b.register(KEY_B));
+            assertEquals(0, c.register(KEY_B));
+            var subsystem = fixture.target.subsystems.get(TargetFixture.NQN);
+            java.util.List<java.util.concurrent.Future<Integer>> parked = new java.util.ArrayList<>();
+            byte[] fills = new byte[controllers];
+            for (int i = 0; i < controllers; i++) {
+                ReservationHost host = a[i];
+                Controller ca = subsystem.controller(host.cntlid);
+                long lba = i;
+                java.util.concurrent.Future<Integer> write;
+                do {                                                 // until io.max holds one of this controller's writes
+                    assertEquals(true, fills[i] < 50, "io.max at wiops=2 holds one of 50 writes");
+                    byte fill = (byte) (++fills[i] + 16 * i);
+                    write = pool.submit(() -> host.write(lba, fill));
+                    while (!write.isDone() && !ca.busyOn(1)) Thread.sleep(1);
+                } while (write.isDone());
+                fills[i] += (byte) (16 * i);
+                parked.add(write);
+            }
+            long preemptNs = System.nanoTime();
+            java.util.concurrent.Future<Integer> preempt = pool.submit(() -> {
+                int status = b.acquire(2, WE, KEY_B, KEY_A);
+                return System.nanoTime() - preemptNs < java.util.concurrent.TimeUnit.SECONDS.toNanos(8) ? status : -1;
+            });
+            var r = subsystem.table.find(1).reservation();
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (r.state() == null || !r.state().holds(0xB2B2B2B2B2B2B2B2L, 0xB2B2B2B2B2B2B2B2L)) {
+                assertEquals(true, System.nanoTime() < deadline, "the preempt is committed within 10 s");
+                Thread.sleep(1);
+            }
+
+            long startNs = System.nanoTime();
+            ByteBuffer report = c.report(4096, true);
+            int acquired = c.acquire(0, WE, KEY_B, 0);
+            long tookMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
+            boolean held = false;
+            for (ReservationHost host : a) held |= subsystem.controller(host.cntlid).busyOn(1);
+            assertEquals(true, tookMs < 1000, "another subsystem's report and acquire took " + tookMs + " ms during the wait");
+            assertEquals(true, held, "A's writes are still held: the preempt-and-abort is still waiting for them");
+            assertEquals(1, report.getShort(5), "the other subsystem's report");
+            assertEquals(0, acquired, "the other subsystem's acquire");
+            for (var e : Thread.getAllStackTraces().entrySet()) {
+                if (!e.getKey().getName().startsWith("nvmet-resv")) continue;
+                for (StackTraceElement f : e.getValue()) {
+                    assertEquals(false, f.getClassName().equals("java.lang.Thread") && f.getMethodName().startsWith("sleep"),
+                                 e.getKey().getName() + " sleeps while preempt-and-abort waits");
+                }
+            }
+
+            assertEquals(0, preempt.get(30, java.util.concurrent.TimeUnit.SECONDS),
+                         "preempt-and-abort, answered once the writes (about 3 s) completed, not at the 10 s deadline");
+            // A's answers travel on A's own connections and may reach the host after B's: what the
+            // Acquire's answer promises is that the writes are done, so read them back.
+            for (int i = 0; i < controllers; i++) {
+                byte[] block = new byte[512];
+                Arrays.fill(block, fills[i]);
+                assertArrayEquals(block, b.readBlock(i), "answered only after A's write in flight on controller " + i + " completed");
+                assertEquals(0, parked.get(i).get(30, java.util.concurrent.TimeUnit.SECONDS), "admitted before the preempt, so it completes");
+            }
+            assertEquals(CONFLICT, a[0].write(), "after it, A is refused");
+        } finally {
+            for (ReservationHost host : a) if (host != null) host.close();
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void shouldKeepAReservationWithPtplAcrossARestart(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("server.state.reservations");
         fixture.target.reservations().use(new LocalReservationStore(file), 200, 1000);

@@ -14,8 +14,8 @@ import java.nio.ByteBuffer;
 /**
  * The reservation commands on an IO queue, and the admin side of reservations: features 0x82
  * (notification mask) and 0x83 (persistence), the log page 0x80 being {@link NoticeLog}'s.
- * Parsed on the queue's loop; whatever reads or changes a state runs on the reservation thread
- * ({@link Reservations}), which answers the slot.
+ * Parsed on the queue's loop; whatever reads or changes a state runs off it, in the namespace's
+ * turn ({@link Reservations}), which answers the slot.
  *
  * <pre>
  *  opcode  command   CDW10                                        data (host to controller)

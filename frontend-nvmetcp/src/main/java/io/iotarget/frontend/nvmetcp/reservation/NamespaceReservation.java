@@ -4,26 +4,39 @@ import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
+import java.util.concurrent.atomic.AtomicBoolean;
+
 /**
- * An enabled namespace with {@code resv_enable}: its store key and this node's copy of its
- * state, which the IO path checks without waiting for anything ({@link #check}). The copy is
- * replaced by the reservation thread after each change this node makes, and when the store
- * says another node made one (package documentation, section 3). Any thread.
+ * An enabled namespace with {@code resv_enable}: its store key, this node's copy of its state,
+ * which the IO path checks without waiting for anything ({@link #check}), and its two lanes. The
+ * copy is replaced, in its {@link #copy} lane, after each change this node makes and when the
+ * store says another node made one (package documentation, sections 2 and 3). Any thread.
  */
 public final class NamespaceReservation {
     final Reservations service;
     final Subsystem subsystem;
     final int nsid;
     final String key;
+    /** The namespace's reservation commands, one at a time; preempt-and-abort holds it while it waits (nvmet's pr_sem). */
+    final SerialLane commands;
+    /** Everything that reads the store and replaces the copy (a command's store part, a re-read), one at a time, so no copy replaces a newer one. */
+    final SerialLane copy;
+    /** A re-read of the interval is queued in the copy lane (one at a time, however long the lane is held up). */
+    final AtomicBoolean refreshQueued = new AtomicBoolean();
     /** This node's copy; null until the store was first read (then every command is refused as a path error). */
     private volatile ReservationState state;
+    /** Told whenever a command on the namespace leaves the engine, while preempt-and-abort waits; else null. */
+    private volatile Runnable engineLeft;
 
-    NamespaceReservation(Reservations service, Subsystem subsystem, int nsid, String key, ReservationState state) {
+    NamespaceReservation(Reservations service, Subsystem subsystem, int nsid, String key, ReservationState state,
+                         SerialLane commands, SerialLane copy) {
         this.service = service;
         this.subsystem = subsystem;
         this.nsid = nsid;
         this.key = key;
         this.state = state;
+        this.commands = commands;
+        this.copy = copy;
     }
 
     /**
@@ -48,8 +61,25 @@ public final class NamespaceReservation {
         service.close(this);
     }
 
-    /** The reservation thread (or the configuration thread at enable). */
+    /** The copy lane (or the configuration thread at enable). */
     void state(ReservationState s) {
         state = s;
+    }
+
+    /**
+     * An IO command on this namespace has left the engine (its slot left the ENGINE phase), or
+     * a queue with such commands left its controller: preempt-and-abort, if it waits, looks
+     * again. The thread that completed it (an engine thread, a loop); one volatile read when
+     * nobody waits. The caller changes the phase first: the waiter installs itself before it
+     * looks, so one of the two sees the other.
+     */
+    public void engineLeft() {
+        Runnable waiter = engineLeft;
+        if (waiter != null) waiter.run();
+    }
+
+    /** Preempt-and-abort's waiter, or null once it is done. The namespace's commands lane has at most one. */
+    void engineLeft(Runnable waiter) {
+        engineLeft = waiter;
     }
 }

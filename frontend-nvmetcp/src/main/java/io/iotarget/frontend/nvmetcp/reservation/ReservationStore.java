@@ -6,7 +6,8 @@ import java.util.List;
  * Where the namespaces' reservations live: in this server ({@link LocalReservationStore}) or in
  * the cluster's store, shared by every node that serves the same namespace ({@code
  * RedisReservationStore}). A namespace is a key, {@code SUBSYSTEM-NQN/NSID}. Any thread:
- * the reservation thread changes states, the configuration thread reads one at enable.
+ * the reservation threads read and change states (several namespaces' at once), the
+ * configuration thread reads one at enable.
  */
 public interface ReservationStore extends AutoCloseable {
     /** The namespace's state, {@link ReservationState#EMPTY} when it has none. */

@@ -7,23 +7,30 @@ import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.model.CountedErrorHandler;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import java.util.function.IntSupplier;
 
 /**
  * The target's reservations (package documentation): the store, the namespaces open on it,
- * and the one reservation thread that runs every command that reads or changes a state, so
- * that no event loop waits for the store. With a shared store, a timer re-reads the open
- * namespaces every interval and decides whether this node may still vouch for its copies
- * ({@link #fenced}). Any thread may call the public methods.
+ * and the threads that run what reads or changes a state, so that no event loop waits for the
+ * store. Each namespace has its own lanes ({@link SerialLane}) on a virtual thread per task:
+ * one namespace's commands run in order, and never wait for another namespace's (a slow store
+ * call, a preempt-and-abort's wait). A timer thread ends preempt-and-abort's waits and, with a
+ * shared store, has the open namespaces re-read every interval and decides whether this node
+ * may still vouch for its copies ({@link #fenced}). Any thread may call the public methods.
  */
 public final class Reservations implements AutoCloseable {
     /** A command whose compare-and-set loses this many times in a row (other nodes keep changing the state) fails, to be retried by the host. */
@@ -33,15 +40,18 @@ public final class Reservations implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final NvmeTarget target;
-    private final ExecutorService thread = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("nvmet-resv").factory());
+    /** Runs the lanes' tasks: a store call may block (a shared store's round trip, a PTPL file's fsync), so on virtual threads, never a loop. */
+    private final ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("nvmet-resv-", 0).factory());
+    /** Preempt-and-abort's deadlines, a shared store's interval: it only hands work to {@link #threads} (or ends a wait). */
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-timer").factory());
     private final CountedErrorHandler errors = new CountedErrorHandler("nvmet-resv");
     private final Map<String, NamespaceReservation> open = new ConcurrentHashMap<>();
-    private final AtomicBoolean refreshQueued = new AtomicBoolean();
+    /** The re-read that tells an idle node it still reaches the store is queued (no namespace open). */
+    private final AtomicBoolean contactQueued = new AtomicBoolean();
     private volatile ReservationStore store = new LocalReservationStore();
-    private ScheduledExecutorService timer;
     private long leaseNs;
-    /** When the store last answered (System.nanoTime()); shared stores only. */
-    private volatile long lastContactNs;
+    /** When the store last answered (System.nanoTime()); shared stores only. Several namespaces' lanes may move it at once. */
+    private final AtomicLong lastContactNs = new AtomicLong();
     /** This node has not heard from the shared store for longer than the lease: IO on its reservation namespaces is refused. */
     private volatile boolean fenced;
     /** Whether the store failed last time (logged once per outage). */
@@ -64,10 +74,9 @@ public final class Reservations implements AutoCloseable {
         previous.close();
         if (!store.shared()) return;
         leaseNs = TimeUnit.MILLISECONDS.toNanos(leaseMs);
-        lastContactNs = System.nanoTime() - leaseNs - 1;
+        lastContactNs.set(System.nanoTime() - leaseNs - 1);
         fenced = true;
         store.listen(this::heard);
-        timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-timer").factory());
         timer.scheduleWithFixedDelay(errors.guard(this::tick), 0, intervalMs, TimeUnit.MILLISECONDS);
     }
 
@@ -81,7 +90,7 @@ public final class Reservations implements AutoCloseable {
         return fenced;
     }
 
-    /** What the reservation thread survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
+    /** What the reservation threads survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
     public long unexpectedErrors() {
         return errors.count();
     }
@@ -101,7 +110,7 @@ public final class Reservations implements AutoCloseable {
         } catch (ReservationStore.StoreException e) {
             failed(e);
         }
-        NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, state);
+        NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, state, new SerialLane(threads, errors), new SerialLane(threads, errors));
         open.put(key, r);
         return r;
     }
@@ -114,31 +123,38 @@ public final class Reservations implements AutoCloseable {
     // ---------------------------------------------------------------- commands
 
     /**
-     * Runs {@code command} against the namespace's state on the reservation thread and answers
-     * the slot: read, apply, compare-and-set, retried while another node wins the race. The
-     * state changes only in the store first, so a node that cannot reach it grants nothing
-     * (ANA Inaccessible: try another path). The queue's loop, which gives the slot up here.
+     * Runs {@code command} against the namespace's state and answers the slot: read, apply,
+     * compare-and-set, retried while another node wins the race. The state changes only in the
+     * store first, so a node that cannot reach it grants nothing (ANA Inaccessible: try another
+     * path). The queue's loop, which gives the slot up here and waits for nothing.
      */
     public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command) {
         change(slot, r, command, false);
     }
 
     /**
-     * {@link #change}, then with {@code abort} (preempt-and-abort) waits, as nvmet does, until
-     * the preempted hosts' controllers on this node have no command on the namespace left on
-     * the engine (at most {@link #ABORT_WAIT_MS}); other nodes' are not waited for.
+     * {@link #change}, then with {@code abort} (preempt-and-abort) the answer waits, as nvmet's
+     * does, until the preempted hosts' controllers on this node have no command on the namespace
+     * left on the engine (at most {@link #ABORT_WAIT_MS}); other nodes' are not waited for. The
+     * wait holds the namespace's commands lane, not a thread: it is woken by the commands
+     * leaving the engine ({@link NamespaceReservation#engineLeft()}) and by a timer.
      */
     public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         slot.leaveLoop();
-        thread.execute(() -> slot.finish(guarded(() -> apply(r, command, abort))));
+        r.commands.submit(() -> answer(slot, r.copy.call(() -> apply(r, command, abort)).thenCompose(changed -> {
+            if (changed.preempted().isEmpty()) return CompletableFuture.completedFuture(changed.status());
+            return awaitPreempted(r, changed.preempted()).thenApply(done -> changed.status());
+        })));
     }
 
-    /** Runs {@code fill} (which writes the command's data) with the store's current state, on the reservation thread. */
+    /** Runs {@code fill} (which writes the command's data) with the store's current state, in the namespace's turn. The queue's loop. */
     public void read(CommandSlot slot, NamespaceReservation r, Function<ReservationState, Integer> fill) {
         slot.leaveLoop();
-        thread.execute(() -> slot.finish(guarded(() -> {
+        r.commands.submit(() -> answer(slot, r.copy.call(() -> {
             try {
+                long startNs = System.nanoTime();
                 ReservationState s = store.read(r.key);
+                contact(startNs);
                 r.state(s);
                 return fill.apply(s);
             } catch (ReservationStore.StoreException e) {
@@ -148,16 +164,24 @@ public final class Reservations implements AutoCloseable {
         })));
     }
 
-    private int guarded(IntSupplier command) {
-        try {
-            return command.getAsInt();
-        } catch (RuntimeException e) {
-            errors.report(e);
-            return Status.INTERNAL;
+    /** Answers the slot with the status {@code result} completes with (Internal Error for what it threw); done once answered. */
+    private CompletableFuture<Void> answer(CommandSlot slot, CompletableFuture<Integer> result) {
+        return result.handle((status, failure) -> {
+            if (failure != null) errors.report(failure instanceof CompletionException c && c.getCause() != null ? c.getCause() : failure);
+            slot.finish(failure == null ? status : Status.INTERNAL);
+            return null;
+        });
+    }
+
+    /** What a change did: its status, and with preempt-and-abort this node's controllers of the hosts it preempted (else none). */
+    private record Changed(int status, List<Controller> preempted) {
+        Changed(int status) {
+            this(status, List.of());
         }
     }
 
-    private int apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
+    /** The store part of {@link #change}. The namespace's copy lane. */
+    private Changed apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 long startNs = System.nanoTime();
@@ -166,71 +190,82 @@ public final class Reservations implements AutoCloseable {
                 ReservationState.Outcome o = command.apply(before);
                 if (o.next() == before) {
                     r.state(before);
-                    return o.status();
+                    return new Changed(o.status());
                 }
                 if (store.replace(r.key, o.next(), o.notices())) {
                     r.state(o.next());
-                    deliver(r, o.notices());
-                    if (abort) awaitPreempted(r, o.notices());
-                    return o.status();
+                    List<Controller> preempted = deliver(r, o.notices());
+                    return abort ? new Changed(o.status(), preempted) : new Changed(o.status());
                 }
             }
-            return Status.INTERNAL;                     // no DNR: the host may try again
+            return new Changed(Status.INTERNAL);        // no DNR: the host may try again
         } catch (ReservationStore.StoreException e) {
             failed(e);
-            return Status.ANA_INACCESSIBLE;
+            return new Changed(Status.ANA_INACCESSIBLE);
         }
     }
 
-    /** Preempt-and-abort: until the preempted hosts' commands on the namespace here are done, or ABORT_WAIT_MS. Reservation thread. */
-    private void awaitPreempted(NamespaceReservation r, List<ReservationState.Notice> notices) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ABORT_WAIT_MS);
-        while (System.nanoTime() < deadline) {
-            List<Controller> preempted = new java.util.ArrayList<>();
-            target.lock();
+    /**
+     * Preempt-and-abort: completes once none of {@code preempted} has a command on the namespace
+     * on the engine, or after {@link #ABORT_WAIT_MS}. No thread waits: each command leaving the
+     * engine has a look queued (at most one at a time), and the timer ends it at the deadline.
+     * The state is committed before, so a command that enters after the first look is refused
+     * by its access check and need not be waited for. The copy lane's thread, after the change.
+     */
+    private CompletableFuture<Void> awaitPreempted(NamespaceReservation r, List<Controller> preempted) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        AtomicBoolean lookQueued = new AtomicBoolean(true);
+        Runnable look = () -> {
+            lookQueued.set(false);
+            if (done.isDone()) return;
+            for (Controller c : preempted) if (c.busyOn(r.nsid)) return;
+            done.complete(null);
+        };
+        r.engineLeft(() -> {
+            if (done.isDone() || !lookQueued.compareAndSet(false, true)) return;
             try {
-                for (Controller c : r.subsystem.controllers) {
-                    for (ReservationState.Notice n : notices) {
-                        if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED && n.hostHigh() == c.hostIdHigh && n.hostLow() == c.hostIdLow) preempted.add(c);
-                    }
-                }
-            } finally {
-                target.unlock();
+                threads.execute(look);
+            } catch (RejectedExecutionException closed) {
+                done.complete(null);
             }
-            boolean busy = false;
-            for (Controller c : preempted) busy |= c.busyOn(r.nsid);
-            if (!busy) return;
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+        });
+        ScheduledFuture<?> deadline = timer.schedule(() -> done.complete(null), ABORT_WAIT_MS, TimeUnit.MILLISECONDS);
+        look.run();                                     // after the waiter is in place: a command leaving now is seen by one of the two
+        return done.whenComplete((v, failure) -> {
+            r.engineLeft(null);
+            deadline.cancel(false);
+        });
     }
 
-    /** The notices go to this node's controllers of the hosts they name (log page 0x80, AEN). Reservation thread. */
-    private void deliver(NamespaceReservation r, List<ReservationState.Notice> notices) {
-        if (notices.isEmpty()) return;
+    /**
+     * The notices go to this node's controllers of the hosts they name (log page 0x80, AEN);
+     * returns those of the hosts whose registration was preempted. The copy lane.
+     */
+    private List<Controller> deliver(NamespaceReservation r, List<ReservationState.Notice> notices) {
+        if (notices.isEmpty()) return List.of();
+        List<Controller> preempted = new ArrayList<>();
         target.lock();
         try {
             for (Controller c : r.subsystem.controllers) {
                 for (ReservationState.Notice n : notices) {
-                    if (n.hostHigh() == c.hostIdHigh && n.hostLow() == c.hostIdLow) c.reservationNotice(r.nsid, n.type());
+                    if (n.hostHigh() != c.hostIdHigh || n.hostLow() != c.hostIdLow) continue;
+                    c.reservationNotice(r.nsid, n.type());
+                    if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) preempted.add(c);
                 }
             }
         } finally {
             target.unlock();
         }
+        return preempted;
     }
 
     // ---------------------------------------------------------------- a shared store
 
-    /** Another node changed {@code key}: re-read it, and deliver its notices here. The store's thread. */
+    /** Another node changed {@code key}: re-read it, and deliver its notices here, in the namespace's copy lane. The store's thread. */
     private void heard(String key, long version, List<ReservationState.Notice> notices) {
-        thread.execute(errors.guard(() -> {
-            NamespaceReservation r = open.get(key);
-            if (r == null) return;
+        NamespaceReservation r = open.get(key);
+        if (r == null) return;
+        r.copy.execute(errors.guard(() -> {
             ReservationState mine = r.state();
             if (mine == null || mine.version() != version) {
                 try {
@@ -248,24 +283,36 @@ public final class Reservations implements AutoCloseable {
     /** Every interval, on the timer: fence when the lease ran out, and have the open namespaces re-read. */
     private void tick() {
         boolean wasFenced = fenced;
-        fenced = System.nanoTime() - lastContactNs > leaseNs;
+        fenced = System.nanoTime() - lastContactNs.get() > leaseNs;
         if (fenced && !wasFenced) {
             LOG.log(System.Logger.Level.WARNING, "reservation store unreachable for " + TimeUnit.NANOSECONDS.toMillis(leaseNs)
                                                  + " ms: IO on namespaces with resv_enable is refused here (ANA Inaccessible) until it answers");
         }
-        if (refreshQueued.compareAndSet(false, true)) thread.execute(errors.guard(this::refresh));
+        for (NamespaceReservation r : open.values()) {
+            if (r.refreshQueued.compareAndSet(false, true)) r.copy.execute(errors.guard(() -> refresh(r)));
+        }
+        if (open.isEmpty() && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
     }
 
-    /** Re-reads every open namespace (a change whose message was lost, a store that restarted). Reservation thread. */
-    private void refresh() {
-        refreshQueued.set(false);
+    /** Re-reads one open namespace (a change whose message was lost, a store that restarted). Its copy lane. */
+    private void refresh(NamespaceReservation r) {
+        r.refreshQueued.set(false);
         long startNs = System.nanoTime();
         try {
-            for (NamespaceReservation r : open.values()) {
-                ReservationState s = store.read(r.key);
-                if (!s.equals(r.state())) r.state(s);
-            }
-            if (open.isEmpty()) store.read("");
+            ReservationState s = store.read(r.key);
+            if (!s.equals(r.state())) r.state(s);
+            contact(startNs);
+        } catch (ReservationStore.StoreException e) {
+            failed(e);
+        }
+    }
+
+    /** With no namespace open, one read tells whether the store still answers. A reservation thread. */
+    private void reach() {
+        contactQueued.set(false);
+        long startNs = System.nanoTime();
+        try {
+            store.read("");
             contact(startNs);
         } catch (ReservationStore.StoreException e) {
             failed(e);
@@ -275,7 +322,7 @@ public final class Reservations implements AutoCloseable {
     /** The store answered a request sent at {@code sentNs}. */
     private void contact(long sentNs) {
         if (!store.shared()) return;
-        lastContactNs = Math.max(lastContactNs, sentNs);
+        lastContactNs.accumulateAndGet(sentNs, Math::max);
         if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (fenced ? ": IO on namespaces with resv_enable is served again" : ""));
         fenced = false;
         lost = false;
@@ -290,12 +337,12 @@ public final class Reservations implements AutoCloseable {
     /** Stops the threads and closes the store. */
     @Override
     public void close() {
-        if (timer != null) timer.shutdownNow();
-        thread.shutdown();
+        timer.shutdownNow();
+        threads.shutdown();
         try {
-            if (!thread.awaitTermination(5, TimeUnit.SECONDS)) thread.shutdownNow();
+            if (!threads.awaitTermination(5, TimeUnit.SECONDS)) threads.shutdownNow();
         } catch (InterruptedException e) {
-            thread.shutdownNow();
+            threads.shutdownNow();
             Thread.currentThread().interrupt();
         }
         store.close();

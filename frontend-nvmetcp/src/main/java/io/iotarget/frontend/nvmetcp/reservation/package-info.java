@@ -14,12 +14,15 @@
  * The state lives in a {@link io.iotarget.frontend.nvmetcp.reservation.ReservationStore}, keyed
  * {@code SUBSYSTEM-NQN/NSID}: in the server ({@link io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore};
  * with a {@code server.state}, the PTPL states also in a file beside it), or in the cluster's
- * Redis/Valkey, which every node serving the namespace shares. A command runs on the one
- * reservation thread ({@link io.iotarget.frontend.nvmetcp.reservation.Reservations}): read the
- * state from the store, apply, store the result only if the version is unchanged (one Lua
- * script; else read again). Nothing is granted that the store has not taken: a node that
- * cannot reach it answers reservation commands with ANA Inaccessible, a path error, and grants
- * nothing.
+ * Redis/Valkey, which every node serving the namespace shares. A command runs off the event
+ * loops in its namespace's turn ({@link io.iotarget.frontend.nvmetcp.reservation.Reservations}:
+ * per namespace, one lane of commands and one of store steps, on virtual threads, so no
+ * namespace's commands wait for another's): read the state from the store, apply, store the
+ * result only if the version is unchanged (one Lua script; else read again). Nothing is granted
+ * that the store has not taken: a node that cannot reach it answers reservation commands with
+ * ANA Inaccessible, a path error, and grants nothing. Preempt-and-abort then holds its
+ * namespace's command lane, not a thread, until the preempted hosts' commands here have left
+ * the engine (each one leaving wakes it) or a timer ends the wait.
  *
  * <h2>3. The IO path reads a copy</h2>
  * Each node keeps a copy of every enabled namespace's state
@@ -49,6 +52,6 @@
  * <h2>6. Watch</h2>
  * The log says when the store fails, when a node fences and when it comes back;
  * {@link io.iotarget.frontend.nvmetcp.reservation.Reservations#unexpectedErrors} counts what
- * the reservation thread survived.
+ * the reservation threads survived.
  */
 package io.iotarget.frontend.nvmetcp.reservation;
