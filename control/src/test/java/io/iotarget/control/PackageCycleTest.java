@@ -46,8 +46,6 @@ class PackageCycleTest {
             "frontend-nvmetcp", List.of(new KnownCycle("issue 30: the NVMe target in layers",
                     "frontend.nvmetcp", "frontend.nvmetcp.command", "frontend.nvmetcp.config",
                     "frontend.nvmetcp.reservation")),
-            "backends", List.of(new KnownCycle("issue 30 item 3: backends get their executor through `backend`",
-                    "backend", "backend.file", "backend.memory", "backend.nullblk")),
             "iocontrol", List.of(new KnownCycle("issue 30 item 3: policies see devices through an interface of their own",
                     "iocontrol", "iocontrol.chain", "iocontrol.file", "iocontrol.policy")),
             "control", List.of(new KnownCycle("issue 30 item 1",
