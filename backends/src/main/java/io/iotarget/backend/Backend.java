@@ -1,6 +1,5 @@
 package io.iotarget.backend;
 
-import io.iotarget.backend.file.IoEngine;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
@@ -15,7 +14,7 @@ import java.nio.ByteBuffer;
  *
  * <p>Two ways in, chosen by {@link #blocking()}: the dispatch layer runs a request of a
  * non-blocking backend (memory, null) on the submitting thread through the synchronous calls
- * ({@link io.iotarget.backend.file.RequestRunner}), and hands a request of a blocking one to {@link #start}, which
+ * ({@link RequestRunner}), and hands a request of a blocking one to {@link #start}, which
  * must return at once and report the end on an IO thread.
  *
  * <p>Failures are {@link IOException}s, {@link ErrnoException}s where the OS gave an errno;
@@ -65,11 +64,11 @@ public interface Backend extends AutoCloseable {
      * on an IO thread. Returns a status (and {@code done} is never called) when it ended at
      * once on this thread, and throws when it failed at once.
      *
-     * <p>This default runs {@link io.iotarget.backend.file.RequestRunner} on the engine's IO pool, one pool thread per
+     * <p>This default runs {@link RequestRunner} on the executor's IO threads, one thread per
      * request in flight; the file backend overrides it with io_uring.
      */
-    default IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
-        return ioEngine.startOnThreads(this, io, done);
+    default IoStatus start(IoRequest io, IoExecutor executor, Completion done) throws IOException {
+        return executor.startOnThreads(this, io, done);
     }
 
     /** Fills {@code dst} from its position to its limit with the bytes at {@code offset}; position unchanged. */

@@ -3,8 +3,8 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
-import io.iotarget.control.config.Sizes;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.tree.Sizes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -62,6 +62,15 @@ public final class Group implements IoGroup {
         this.effective = this;
     }
 
+    /**
+     * The group a request or binding carries as an {@link IoGroup}: model names who pays only by
+     * that interface, and the controller's groups are its only implementation, so this one
+     * place turns it back (a type check, no allocation). Any thread.
+     */
+    public static Group of(IoGroup group) {
+        return (Group) group;
+    }
+
     @Override
     public long id() {
         return id;

@@ -150,7 +150,7 @@ public final class GroupTree {
 
     /** The pair the request is charged to: its group's effective one on the device, made if missing. */
     DeviceGroup deviceGroupFor(IoRequest io, DeviceControl dc) {
-        Group g = ((Group) io.group()).effective();
+        Group g = Group.of(io.group()).effective();
         DeviceGroup dg = g.deviceGroup(dc.device().index());
         return dg != null ? dg : ensureDeviceGroup(g, dc);
     }

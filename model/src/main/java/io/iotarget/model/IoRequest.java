@@ -29,7 +29,7 @@ public final class IoRequest {
     private long tag;
     private ViewSink views;
     private boolean dataLater;
-    private Object queue;
+    private IoQueue queue;
 
     // Set by the engine.
     private IoStatus status;
@@ -106,15 +106,14 @@ public final class IoRequest {
 
     /**
      * The tenant queue that issued the request (an NBD connection, an NVMe/TCP IO queue, a
-     * volume): iocontrol's {@code pressure.TenantQueue}, the "task" io.pressure counts; null
-     * for none. Set by the creator.
+     * volume), the "task" io.pressure counts; null for none. Set by the creator.
      */
-    public IoRequest queue(Object queue) {
+    public IoRequest queue(IoQueue queue) {
         this.queue = queue;
         return this;
     }
 
-    public Object queue() {
+    public IoQueue queue() {
         return queue;
     }
 

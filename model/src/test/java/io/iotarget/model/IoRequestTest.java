@@ -24,6 +24,8 @@ class IoRequestTest {
             return "/tenants/a";
         }
     };
+    private static final IoQueue QUEUE = new IoQueue() {
+    };
 
     /** Every field set to something other than its reset value. */
     private static IoRequest everythingSet() {
@@ -32,7 +34,7 @@ class IoRequestTest {
         };
         assertSame(r, r.set(IoOp.WRITE, IoFlags.FUA | IoFlags.META, 4096, 512, ByteBuffer.allocate(512))
                 .target(DEVICE, GROUP).callback(callback, "handle", 42).views(bytes -> {
-                }).dataLater().queue("queue").data(ByteBuffer.allocate(512)), "each setter returns the request, for chaining");
+                }).dataLater().queue(QUEUE).data(ByteBuffer.allocate(512)), "each setter returns the request, for chaining");
         r.status(IoStatus.IO_ERROR);
         r.submitNs(1);
         r.admitNs(2);
@@ -87,7 +89,7 @@ class IoRequestTest {
         assertEquals("handle", r.attachment());
         assertEquals(42, r.tag());
         assertTrue(r.isDataLater());
-        assertEquals("queue", r.queue());
+        assertSame(QUEUE, r.queue());
         assertEquals(IoStatus.IO_ERROR, r.status());
         assertEquals(4, r.completeNs());
         assertEquals("state", r.policyGroup());

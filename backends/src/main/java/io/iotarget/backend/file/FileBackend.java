@@ -4,6 +4,7 @@ import io.iotarget.backend.Backend;
 import io.iotarget.backend.BackendErrors;
 import io.iotarget.backend.Completion;
 import io.iotarget.backend.ErrnoException;
+import io.iotarget.backend.IoExecutor;
 import io.iotarget.backend.Zeroes;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
@@ -189,12 +190,12 @@ public final class FileBackend implements Backend {
     // ---------------------------------------------------------------- asynchronous
 
     @Override
-    public IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
+    public IoStatus start(IoRequest io, IoExecutor executor, Completion done) throws IOException {
         if (io.op() == IoOp.READ && io.views() != null && region(io)) return IoStatus.OK;
         if (withoutWaiting(io)) return IoStatus.OK;
-        IoRing ring = ioEngine.ring();
+        IoRing ring = executor instanceof IoEngine engine ? engine.ring() : null;
         if (ring != null && onRing(io)) return ring.start(this, io, done);
-        return Backend.super.start(io, ioEngine, done);
+        return Backend.super.start(io, executor, done);
     }
 
     /**

@@ -3,6 +3,7 @@ package io.iotarget.backend.file;
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.Completion;
 import io.iotarget.backend.ErrnoException;
+import io.iotarget.backend.IoExecutor;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 
@@ -18,7 +19,7 @@ import java.io.IOException;
  * <p>One per {@code Engine}. Any thread; {@link #close} once, after every request it started
  * has ended.
  */
-public final class IoEngine implements AutoCloseable {
+public final class IoEngine implements IoExecutor, AutoCloseable {
     /** Which engine to use: the config's {@code server.io_engine}. */
     public enum Kind {
         /** io_uring where io_uring_setup works (not blocked by kernel.io_uring_disabled or seccomp), else threads. */
@@ -94,11 +95,8 @@ public final class IoEngine implements AutoCloseable {
         return ring;
     }
 
-    /**
-     * Queues {@code io} to run on {@code backend} on one of the engine's IO threads (what a
-     * blocking backend does unless it has a way of its own); null when under way, or
-     * {@link IoStatus#ABORTED} (and {@code done} is never called) when the engine is closed.
-     */
+    /** What a blocking backend does unless it has a way of its own: the request on one of the engine's IO threads. */
+    @Override
     public IoStatus startOnThreads(Backend backend, IoRequest io, Completion done) {
         return threads.execute(backend, io, done);
     }

@@ -2,6 +2,7 @@ package io.iotarget.backend.file;
 
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.Completion;
+import io.iotarget.backend.RequestRunner;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 

@@ -1,5 +1,6 @@
 /**
- * The file backend and the IO engine that blocking backends run on.
+ * The file backend and the IO engine that blocking backends run on (the
+ * {@link io.iotarget.backend.IoExecutor} every blocking backend is handed).
  *
  * <h2>1. The file</h2> {@link io.iotarget.backend.file.FileBackend}: a regular file or a block
  * device on one raw descriptor, optionally O_DIRECT; cached reads served on the submitting

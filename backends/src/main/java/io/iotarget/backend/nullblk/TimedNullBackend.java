@@ -2,8 +2,8 @@ package io.iotarget.backend.nullblk;
 
 import io.iotarget.backend.Completion;
 import io.iotarget.backend.ForwardingBackend;
-import io.iotarget.backend.file.IoEngine;
-import io.iotarget.backend.file.RequestRunner;
+import io.iotarget.backend.IoExecutor;
+import io.iotarget.backend.RequestRunner;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.ViewSink;
@@ -150,7 +150,7 @@ public final class TimedNullBackend extends ForwardingBackend {
 
     /** Does the request's (instant) work now, and reports it at its completion time. */
     @Override
-    public IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
+    public IoStatus start(IoRequest io, IoExecutor executor, Completion done) throws IOException {
         IoStatus status = RequestRunner.run(inner, io);
         long bytes = io.op().carriesData() ? io.length() : 0;
         synchronized (this) {      // arrival and queueing together: the timer's ring stays in deadline order

@@ -16,6 +16,7 @@ import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.RedisShareStore;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.tree.CgroupTree;
+import io.iotarget.control.tree.Sizes;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;

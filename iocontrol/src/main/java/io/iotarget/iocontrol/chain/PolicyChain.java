@@ -421,7 +421,7 @@ public final class PolicyChain {
      */
     private static DeviceGroup existingDeviceGroup(IoRequest io, DeviceControl dc) {
         int index = dc.device().index();
-        for (Group g = ((Group) io.group()).effective(); g != null; g = g.parent()) {
+        for (Group g = Group.of(io.group()).effective(); g != null; g = g.parent()) {
             DeviceGroup dg = g.deviceGroup(index);
             if (dg != null) return dg;
         }

@@ -1,5 +1,7 @@
 package io.iotarget.iocontrol.pressure;
 
+import io.iotarget.model.IoQueue;
+
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -11,7 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * one atomic step on this queue's own counter, and the tracker's lock only at a 0↔1 change
  * while something somewhere is stalled.
  */
-public final class TenantQueue {
+public final class TenantQueue implements IoQueue {
     final Pressure tracker;
     final PressureGroup group;
     /** Commands submitted and not yet reported complete. */

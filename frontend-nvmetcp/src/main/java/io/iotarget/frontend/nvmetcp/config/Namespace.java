@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp.config;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.BackendFactory;
+import io.iotarget.backend.factory.BackendFactory;
 import io.iotarget.engine.Engine;
 import io.iotarget.engine.Lease;
 import io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation;

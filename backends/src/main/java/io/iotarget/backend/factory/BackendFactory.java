@@ -1,5 +1,6 @@
-package io.iotarget.backend;
+package io.iotarget.backend.factory;
 
+import io.iotarget.backend.Backend;
 import io.iotarget.backend.file.FileBackend;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.backend.nullblk.NullBackend;

@@ -1,6 +1,5 @@
-package io.iotarget.backend.file;
+package io.iotarget.backend;
 
-import io.iotarget.backend.Backend;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
@@ -27,7 +26,7 @@ public final class RequestRunner {
      * Runs {@code io} on {@code backend} to its end on this thread.
      *
      * @return {@link IoStatus#OK}, {@link IoStatus#NOT_FAST} or {@link IoStatus#COMPARE_FAILED}
-     * @throws IOException the backend failed ({@link io.iotarget.backend.BackendErrors} says what it means)
+     * @throws IOException the backend failed ({@link BackendErrors} says what it means)
      */
     public static IoStatus run(Backend backend, IoRequest io) throws IOException {
         if (io.hasFlag(IoFlags.PREFLUSH)) backend.flush();

@@ -1,6 +1,10 @@
-package io.iotarget.control.config;
+package io.iotarget.control.tree;
 
-/** Byte sizes as operators write them: {@code 1073741824}, {@code 512K}, {@code 64M}, {@code 1G}, {@code 2T} (powers of 1024). */
+/**
+ * Byte sizes as operators write them: {@code 1073741824}, {@code 512K}, {@code 64M}, {@code 1G}, {@code 2T} (powers of 1024).
+ * Here with the trees (a backend's {@code size} attribute) rather than the config, which builds
+ * on the trees, so that the trees need nothing of it.
+ */
 public final class Sizes {
     /** What {@link #parse} accepts, for error messages. */
     public static final String EXPECTED = "a positive size in bytes, or with K, M, G or T";
