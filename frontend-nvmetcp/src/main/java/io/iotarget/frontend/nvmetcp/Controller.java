@@ -190,7 +190,7 @@ public final class Controller {
             if (groupsReleased) return base;           // a command racing the controller's end: its parent pays, nothing stays bound
             Group child = hostChildren.get(base);
             if (child != null) return child;
-            child = target.engine().bindHostGroup((Group) base, HostIdentity.nqn(hostNqn));
+            child = target.engine().bindHostGroup(Group.of(base), HostIdentity.nqn(hostNqn));
             hostChildren.put(base, child);
             return child;
         } catch (ControlException e) {

@@ -694,7 +694,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /** This queue's io.pressure task in {@code group}, made on first use. Loop thread. */
     public TenantQueue pressureQueue(IoGroup group) {
-        return pressureQueues.computeIfAbsent(group, g -> target.engine().newQueue((Group) g));
+        return pressureQueues.computeIfAbsent(group, g -> target.engine().newQueue(Group.of(g)));
     }
 
     /**
