@@ -2,8 +2,8 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.backend.Completion;
 import io.iotarget.backend.ForwardingBackend;
+import io.iotarget.backend.IoExecutor;
 import io.iotarget.backend.file.FileBackend;
-import io.iotarget.backend.file.IoEngine;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.SharedRead;
@@ -49,8 +49,8 @@ class ShrunkFileReadTest {
         }
 
         @Override
-        public IoStatus start(IoRequest io, IoEngine ioEngine, Completion done) throws IOException {
-            IoStatus status = inner.start(io, ioEngine, done);
+        public IoStatus start(IoRequest io, IoExecutor executor, Completion done) throws IOException {
+            IoStatus status = inner.start(io, executor, done);
             if (io.views() instanceof SharedRead shared && shared.region() != null && armed.compareAndSet(true, false)) {
                 try (FileChannel cut = FileChannel.open(path, StandardOpenOption.WRITE)) {
                     cut.truncate(shrinkTo);
