@@ -1,6 +1,7 @@
 package io.iotarget.transport;
 
 import io.iotarget.model.Clock;
+import io.iotarget.model.LogText;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -326,7 +327,8 @@ public final class EventLoop {
         unexpected.increment();
         if (nowNs - lastErrorLogNs >= ERROR_BACKOFF_NS) {
             lastErrorLogNs = nowNs;
-            LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", t);
+            // Escaped: a failure on a connection's behalf may quote what its client sent.
+            LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", LogText.escape(t));
         }
         if (t instanceof Error) {
             // Out of memory or threads: give the rest of the process a moment to release some.
