@@ -12,6 +12,7 @@ import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.Counters;
+import io.iotarget.model.RateLimitedLog;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
@@ -73,6 +74,15 @@ public final class NvmeTarget implements AutoCloseable {
     private final Counters<NvmeTcpCounter> counters = new Counters<>(NvmeTcpCounter.class)
             .source(NvmeTcpCounter.BUFFER_REFUSALS, dataBuffers::count)
             .source(NvmeTcpCounter.UNEXPECTED_ERRORS, () -> timerErrors.count() + authenticationErrors.count());
+    /**
+     * Controllers whose host could not have its cgroup_per_host group (a NQN no group may take,
+     * cgroup.max.descendants reached): one line per controller, at most
+     * {@link #HOST_GROUP_LINES_PER_SECOND} for the whole target, since a host may connect under
+     * new NQNs as fast as it likes; its IO commands are counted in
+     * {@link NvmeTcpCounter#HOST_GROUP_REFUSED}.
+     */
+    private final RateLimitedLog hostGroupFailures;
+    static final int HOST_GROUP_LINES_PER_SECOND = 5;
     /** {@link QueueAuthentication#DEADLINE_MS}, which tests shorten; read at each Connect. */
     volatile long authenticationDeadlineMs = QueueAuthentication.DEADLINE_MS;
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
@@ -105,6 +115,8 @@ public final class NvmeTarget implements AutoCloseable {
         this.transport = transport;
         this.ownsTransport = ownsTransport;
         this.tree = new NvmetTree(this);
+        this.hostGroupFailures = new RateLimitedLog(System.getLogger(Controller.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
+                                                    "controller(s) without their host's cgroup_per_host group");
     }
 
     public Transport transport() {
@@ -138,6 +150,11 @@ public final class NvmeTarget implements AutoCloseable {
     /** Runs one AUTH_Send/AUTH_Receive computation on the authentication threads. Any thread. */
     void authenticate(Runnable task) {
         authentication.execute(task);
+    }
+
+    /** A controller's host cannot have its cgroup_per_host group: logged with {@code why} within {@link #HOST_GROUP_LINES_PER_SECOND}. Any thread. */
+    void hostGroupRefused(String why) {
+        hostGroupFailures.log(why, null);
     }
 
     /** An authentication task failed unexpectedly: counted and logged (rate-limited). */
