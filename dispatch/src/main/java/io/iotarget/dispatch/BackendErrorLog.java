@@ -36,7 +36,7 @@ final class BackendErrorLog {
         String message = "backend error on " + device.name() + " (" + device.number() + "): " + io.op() + " offset=" + io.offset()
                 + " length=" + io.length() + ": " + (cause instanceof ErrnoException ? "" : BackendErrors.name(errno) + ": ") + cause.getMessage();
         // An errno says all there is; a RuntimeException is a bug whose stack trace matters.
-        log.warn(message, cause.getCause() instanceof RuntimeException ? cause : null);
+        log.log(message, cause.getCause() instanceof RuntimeException ? cause : null);
     }
 
     /** Logs how many failures went unlogged since the last line, if any. */

@@ -55,7 +55,8 @@ public final class CountedErrorHandler {
             if (now - last >= LOG_INTERVAL_NS && lastLogNs.compareAndSet(last, now)) {
                 long skipped = unlogged.getAndSet(0);
                 log.log(System.Logger.Level.ERROR, owner + ": unexpected failure, going on"
-                                                   + (skipped > 0 ? " (" + skipped + " more since the last report)" : ""), failure);
+                                                   + (skipped > 0 ? " (" + skipped + " more since the last report)" : ""),
+                        LogText.escape(failure));     // a DH-HMAC-CHAP failure's message may quote the host
             } else {
                 unlogged.incrementAndGet();
             }

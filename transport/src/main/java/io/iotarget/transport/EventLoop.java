@@ -1,6 +1,7 @@
 package io.iotarget.transport;
 
 import io.iotarget.model.Clock;
+import io.iotarget.model.LogText;
 import io.iotarget.model.RateLimitedLog;
 
 import java.io.IOException;
@@ -329,7 +330,7 @@ public final class EventLoop {
 
     /** A connection of this loop ends because the file under its queued region shrank ({@link FileRegionCutShortException}). Loop thread. */
     void regionCutShort(String message) {
-        regionsCutShort.warn(thread.getName() + ": " + message, null);
+        regionsCutShort.log(thread.getName() + ": " + message, null);
     }
 
     /** Something failed outside any one connection: log (rate-limited) and go on. */
@@ -337,7 +338,8 @@ public final class EventLoop {
         unexpected.increment();
         if (nowNs - lastErrorLogNs >= ERROR_BACKOFF_NS) {
             lastErrorLogNs = nowNs;
-            LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", t);
+            // Escaped: a failure on a connection's behalf may quote what its client sent.
+            LOG.log(System.Logger.Level.ERROR, thread.getName() + ": unexpected failure, the loop goes on", LogText.escape(t));
         }
         if (t instanceof Error) {
             // Out of memory or threads: give the rest of the process a moment to release some.

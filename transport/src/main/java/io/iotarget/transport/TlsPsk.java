@@ -26,6 +26,13 @@ import java.util.regex.Pattern;
  */
 public final class TlsPsk implements PskKeys {
     private static final Pattern LINE = Pattern.compile("([^:\\s]+):((?:[0-9a-fA-F]{2})+)");
+    /**
+     * The shortest key taken: 128 bits, the strength of the weakest TLS 1.3 suite (and NIST's
+     * floor for a symmetric key); psktool makes 32 bytes unless told otherwise. A shorter key is
+     * refused at load rather than served, since a client could guess it offline from one
+     * handshake's binder.
+     */
+    public static final int MIN_KEY_BYTES = 16;
     static final TlsCrypto CRYPTO = new JcaTlsCryptoProvider().create(new SecureRandom());
 
     private final Path file;
@@ -44,7 +51,11 @@ public final class TlsPsk implements PskKeys {
         }
     }
 
-    /** Reads {@code file}; the error names the line that is not {@code USERNAME:HEXKEY}. Blank lines and {@code #} comments are skipped. */
+    /**
+     * Reads {@code file}; the error names the line that is not {@code USERNAME:HEXKEY}, repeats a
+     * username, or holds a key shorter than {@link #MIN_KEY_BYTES}. Blank lines and {@code #}
+     * comments are skipped.
+     */
     public static TlsPsk read(Path file) throws Pem.PemException {
         List<String> lines;
         try {
@@ -60,7 +71,13 @@ public final class TlsPsk implements PskKeys {
             if (!m.matches()) {
                 throw new Pem.PemException(file, "line " + (i + 1) + ": expected USERNAME:HEXKEY, as psktool -u USERNAME -p FILE writes it");
             }
-            if (keys.putIfAbsent(m.group(1), HexFormat.of().parseHex(m.group(2))) != null) {
+            byte[] key = HexFormat.of().parseHex(m.group(2));
+            if (key.length < MIN_KEY_BYTES) {
+                throw new Pem.PemException(file, "line " + (i + 1) + ": the key of " + m.group(1) + " is " + key.length + " byte(s), "
+                                                 + 8 * key.length + " bits (expected: at least " + MIN_KEY_BYTES + " bytes, " + 8 * MIN_KEY_BYTES
+                                                 + " bits; psktool makes 32)");
+            }
+            if (keys.putIfAbsent(m.group(1), key) != null) {
                 throw new Pem.PemException(file, "line " + (i + 1) + ": " + m.group(1) + " has a key already");
             }
         }

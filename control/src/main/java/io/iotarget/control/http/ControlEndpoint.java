@@ -3,9 +3,12 @@ package io.iotarget.control.http;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iotarget.control.calibrate.Calibration;
+import io.iotarget.model.Clock;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
+import io.iotarget.model.LogText;
+import io.iotarget.model.RateLimitedLog;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -212,6 +215,11 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final String EVENT_STREAM = "text/event-stream";
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Requests that failed unexpectedly (a bug a client may trigger over and over): this many lines a second, the rest counted. */
+    static final int REQUEST_FAILURE_LINES_PER_SECOND = 5;
+    /** The request line is the client's: clipped and escaped, so that it cannot fill or forge lines. */
+    private final RateLimitedLog requestFailures = new RateLimitedLog(
+            LOG, System.Logger.Level.ERROR, Clock.SYSTEM, REQUEST_FAILURE_LINES_PER_SECOND, "failed control request(s)");
 
     private final SSLContext tls;
     /** The endpoint's one event loop: accepts, reads, deadlines. */
@@ -375,9 +383,10 @@ public final class ControlEndpoint implements AutoCloseable {
             return new Reply(status(e.errno()), e.getMessage() + "\n", e.errno());
         } catch (Throwable t) {     // a bug, or a machine out of something: answer and log, never drop the client
             try {
-                LOG.log(System.Logger.Level.ERROR, "control request " + ex.method() + " " + ex.uri() + " failed", t);
+                requestFailures.log("control request " + LogText.clip(ex.method()) + " " + LogText.clip(String.valueOf(ex.uri()))
+                                    + " failed", t);
             } catch (Throwable unlogged) {
-                // out of descriptors or memory for the log too: the answer still goes out
+                // out of memory for the log too: the answer still goes out
             }
             return new Reply(500, "internal error: " + t + " (the server logged it)\n", Errno.EIO);
         }

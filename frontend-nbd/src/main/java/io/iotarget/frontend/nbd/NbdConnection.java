@@ -10,6 +10,7 @@ import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.IoCallback;
 import io.iotarget.model.IoRequest;
+import io.iotarget.model.LogText;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
 import io.iotarget.transport.EventLoop;
@@ -49,7 +50,6 @@ import java.util.List;
  * group stay held until the last request of the connection has finished, whatever the ending.
  */
 final class NbdConnection implements ConnectionHandler, IoCallback {
-    private static final System.Logger LOG = System.getLogger(NbdConnection.class.getName());
     /** Requests in flight per connection: above the kernel client's 128 tags and nbdcopy's 64. */
     static final int MAX_IN_FLIGHT = 256;
     /** Payloads at least this large are read from the socket straight into their buffer. */
@@ -276,9 +276,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
                 hostGroup = engine.bindHostGroup(export.group(), host);
                 payer = hostGroup;
             } catch (ControlException e) {
-                LOG.log(System.Logger.Level.WARNING, "NBD export " + export.name() + ": client " + host + " cannot have its own group under "
-                                                     + export.group().path() + " (cgroup_per_host), disconnected: " + e.getMessage());
-                server.counters().increment(NbdCounter.HOST_GROUP_REFUSED);
+                server.hostGroupRefused("NBD export " + export.name() + ": client " + LogText.clip(host.toString()) + " cannot have its own group under "
+                                        + export.group().path() + " (cgroup_per_host), disconnected: " + LogText.clip(e.getMessage()));
                 ending = true;
                 connection.endInput();
                 connection.closeWhenFlushed();

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Counters;
+import io.iotarget.model.LogText;
 import io.iotarget.model.RateLimitedLog;
 import io.iotarget.transport.Connection;
 import io.iotarget.transport.ConnectionHandler;
@@ -61,9 +62,19 @@ public final class NbdServer implements AutoCloseable {
     private final RateLimitedLog tlsFailures;
     /** READs answered EIO because the export's file shrank below them, at the same rate as TLS failures. */
     private final RateLimitedLog shrunkFileReads;
+    /**
+     * Clients refused their cgroup_per_host group: one line each, within
+     * {@link #HOST_GROUP_LINES_PER_SECOND} for the whole server, since a client may connect as
+     * often as it likes once the parent's cgroup.max.descendants is reached; every refusal is
+     * counted in {@link NbdCounter#HOST_GROUP_REFUSED}.
+     */
+    private final RateLimitedLog hostGroupFailures;
     private volatile boolean closed;
 
     static final int TLS_FAILURE_LINES_PER_SECOND = 5;
+    static final int HOST_GROUP_LINES_PER_SECOND = 5;
+    /** Of a TLS failure's reason, which may quote a client certificate's subject and issuer: enough for both and the CA file. */
+    static final int TLS_FAILURE_CHARS = 1024;
 
     /** A server on the given transport (shared with other front ends; closed by its owner). */
     public NbdServer(Engine engine, Transport transport) {
@@ -90,6 +101,8 @@ public final class NbdServer implements AutoCloseable {
                 .source(NbdCounter.UNEXPECTED_ERRORS, transport::unexpectedFailures);
         this.tlsFailures = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), TLS_FAILURE_LINES_PER_SECOND,
                                               "NBD TLS failure(s)");
+        this.hostGroupFailures = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
+                                                    "NBD client(s) refused their cgroup_per_host group");
         this.shrunkFileReads = new RateLimitedLog(System.getLogger(NbdConnection.class.getName()), engine.clock(), TLS_FAILURE_LINES_PER_SECOND,
                                                   "NBD READ(s) past a shrunk file");
     }
@@ -101,13 +114,22 @@ public final class NbdServer implements AutoCloseable {
      */
     void readPastShrunkFile(String why) {
         counters.increment(NbdCounter.SHRUNK_FILE_READS);
-        if (why != null) shrunkFileReads.warn(why, null);
+        if (why != null) shrunkFileReads.log(why, null);
     }
 
-    /** A client's TLS failed: counted, and logged with {@code why} within {@link #TLS_FAILURE_LINES_PER_SECOND}. Any thread. */
+    /**
+     * A client's TLS failed: counted, and logged with {@code why} (clipped at
+     * {@link #TLS_FAILURE_CHARS}, escaped) within {@link #TLS_FAILURE_LINES_PER_SECOND}. Any thread.
+     */
     void tlsFailed(String why) {
         counters.increment(NbdCounter.TLS_FAILURES);
-        tlsFailures.warn(why, null);
+        tlsFailures.log(LogText.clip(why, TLS_FAILURE_CHARS), null);
+    }
+
+    /** A client was refused its cgroup_per_host group (and disconnected): counted, and logged within {@link #HOST_GROUP_LINES_PER_SECOND}. Any thread. */
+    void hostGroupRefused(String why) {
+        counters.increment(NbdCounter.HOST_GROUP_REFUSED);
+        hostGroupFailures.log(why, null);
     }
 
     /** The server's counters ({@link NbdCounter}). Any thread. */

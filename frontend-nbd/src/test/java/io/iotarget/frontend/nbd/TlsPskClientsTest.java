@@ -191,7 +191,7 @@ class TlsPskClientsTest {
 
     @Test
     void aBadPskFileOrEntryIsNamed() throws Exception {
-        Path bad = Files.writeString(dir.resolve("bad.psk"), "alice:00ff\nbob 1234\n");
+        Path bad = Files.writeString(dir.resolve("bad.psk"), "alice:000102030405060708090a0b0c0d0e0f\nbob 1234\n");
         ControlException e = assertThrows(ControlException.class, () -> target.server.tree().write("tls/psk_file", bad.toString()));
         assertEquals("psk_file=" + bad + ": line 2: expected USERNAME:HEXKEY, as psktool -u USERNAME -p FILE writes it", e.detail());
         assertEquals(keys + "\n", target.server.tree().read("tls/psk_file"), "the keys in use stay");

@@ -14,6 +14,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.HostIdentity;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.IoGroup;
+import io.iotarget.model.LogText;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -86,7 +87,6 @@ public final class Controller {
     public final int inlineDataBytes;
     public final long cap;
 
-    private static final System.Logger LOG = System.getLogger(Controller.class.getName());
 
     final ReentrantLock lock = new ReentrantLock();
     /**
@@ -101,7 +101,7 @@ public final class Controller {
     private final ConcurrentHashMap<IoGroup, Group> hostChildren = new ConcurrentHashMap<>();
     /** The groups were let go: no child is bound any more (lock). */
     private boolean groupsReleased;
-    /** A host group could not be had; logged once per controller (lock). */
+    /** A host group could not be had; logged once per controller, within the target's limit (lock). */
     private boolean hostGroupFailureLogged;
     /**
      * The host's DH-HMAC-CHAP credentials, null when its queues need not authenticate: read at
@@ -196,8 +196,8 @@ public final class Controller {
         } catch (ControlException e) {
             if (!hostGroupFailureLogged) {
                 hostGroupFailureLogged = true;
-                LOG.log(System.Logger.Level.WARNING, "host " + hostNqn + " cannot have its own group under " + base.path()
-                                                     + " (cgroup_per_host): its IO commands fail: " + e.getMessage());
+                target.hostGroupRefused("host " + LogText.clip(hostNqn) + " cannot have its own group under " + base.path()
+                                        + " (cgroup_per_host): its IO commands fail: " + LogText.clip(e.getMessage()));
             }
             return null;
         } finally {

@@ -77,6 +77,15 @@ public final class NvmeTarget implements AutoCloseable {
     /** A file truncated under many readers fails each one's read: log a few lines a second, count the rest. */
     static final int SHRUNK_FILE_LINES_PER_SECOND = 5;
     private final RateLimitedLog shrunkFileReads;
+    /**
+     * Controllers whose host could not have its cgroup_per_host group (a NQN no group may take,
+     * cgroup.max.descendants reached): one line per controller, at most
+     * {@link #HOST_GROUP_LINES_PER_SECOND} for the whole target, since a host may connect under
+     * new NQNs as fast as it likes; its IO commands are counted in
+     * {@link NvmeTcpCounter#HOST_GROUP_REFUSED}.
+     */
+    private final RateLimitedLog hostGroupFailures;
+    static final int HOST_GROUP_LINES_PER_SECOND = 5;
     /** {@link QueueAuthentication#DEADLINE_MS}, which tests shorten; read at each Connect. */
     volatile long authenticationDeadlineMs = QueueAuthentication.DEADLINE_MS;
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
@@ -111,6 +120,8 @@ public final class NvmeTarget implements AutoCloseable {
         this.shrunkFileReads = new RateLimitedLog(System.getLogger(Queue.class.getName()), engine.clock(), SHRUNK_FILE_LINES_PER_SECOND,
                                                   "NVMe/TCP READ(s) past a shrunk file");
         this.tree = new NvmetTree(this);
+        this.hostGroupFailures = new RateLimitedLog(System.getLogger(Controller.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
+                                                    "controller(s) without their host's cgroup_per_host group");
     }
 
     public Transport transport() {
@@ -146,6 +157,11 @@ public final class NvmeTarget implements AutoCloseable {
         authentication.execute(task);
     }
 
+    /** A controller's host cannot have its cgroup_per_host group: logged with {@code why} within {@link #HOST_GROUP_LINES_PER_SECOND}. Any thread. */
+    void hostGroupRefused(String why) {
+        hostGroupFailures.log(why, null);
+    }
+
     /** An authentication task failed unexpectedly: counted and logged (rate-limited). */
     void authenticationFailed(RuntimeException e) {
         authenticationErrors.report(e);
@@ -163,7 +179,7 @@ public final class NvmeTarget implements AutoCloseable {
      */
     void readPastShrunkFile(String why) {
         counters.increment(NvmeTcpCounter.SHRUNK_FILE_READS);
-        if (why != null) shrunkFileReads.warn(why, null);
+        if (why != null) shrunkFileReads.log(why, null);
     }
 
     /** A command found no memory for its data buffer: counted and logged (rate-limited). Loop thread; never blocks. */

@@ -175,4 +175,16 @@ class TlsKeyTest {
             assertFalse(e.getMessage().contains(good.substring(16, 40)), e.getMessage());
         }
     }
+
+    /** The spec's lengths only: a well-formed key with a good CRC but of 16, 31, 33 or 64 bytes is refused, whatever its hh. */
+    @Test
+    void keysOfOtherLengthsThan32Or48AreRefused() {
+        for (int bytes : new int[]{1, 16, 31, 33, 64}) {
+            for (String hh : new String[]{"00", "01", "02"}) {
+                String bad = interchange(hh, "ab".repeat(bytes));
+                var e = assertThrows(IllegalArgumentException.class, () -> TlsKey.parse(bad), bad);
+                assertEquals("a key of " + bytes + " bytes (expected: 32 or 48)", e.getMessage());
+            }
+        }
+    }
 }
