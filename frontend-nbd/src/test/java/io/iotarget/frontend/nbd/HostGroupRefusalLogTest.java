@@ -58,7 +58,7 @@ class HostGroupRefusalLogTest {
         assertTrue(bound < CONNECTIONS, "the machine took " + seconds + " s for " + CONNECTIONS + " connections: too slow to judge the limit");
         assertFalse(refusals.isEmpty(), "the first refusals are logged");
         assertTrue(refusals.size() <= bound, refusals.size() + " lines for " + CONNECTIONS + " connections in " + seconds + " s (at most " + bound + ")");
-        assertTrue(refusals.getFirst().startsWith("NBD export shared: client 127.0.0.1 cannot have its own group under /tenants/shared (cgroup_per_host)"),
+        assertTrue(refusals.getFirst().startsWith("NBD export shared: client addr:127.0.0.1 cannot have its own group under /tenants/shared (cgroup_per_host)"),
                    refusals.getFirst());
     }
 
