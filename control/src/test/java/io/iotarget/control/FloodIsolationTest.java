@@ -58,6 +58,10 @@ class FloodIsolationTest {
     private static final int RAMP_MS = 200;
     /** After A's first write reached the server: its other connections arrive and fill A's share. */
     private static final int SETTLE_MS = 300;
+    /** A's fio counts as started once it takes at most this many clock ticks (10 ms each at USER_HZ 100) ... */
+    private static final int A_QUIET_TICKS = 2;
+    /** ... in this long: at most 8 % of B's core. */
+    private static final int A_QUIET_MS = 250;
 
     @TempDir
     Path dir;
@@ -177,19 +181,39 @@ class FloodIsolationTest {
     }
 
     /**
-     * Waits until A floods: its first write passed io.max (A's wios grew), then {@link #SETTLE_MS}.
-     * A's fio first fills 1 GiB of write buffers, on B's core: were that inside B's window, it
-     * would measure the clients (B fell to 48 % so, with the server's CPU per B IO unchanged and
-     * its core half idle), not what A does to the server.
+     * Waits until A floods: its first write passed io.max (A's wios grew), and A's fio is done
+     * starting, then {@link #SETTLE_MS}. A's fio first fills 1 GiB of write buffers, on B's core:
+     * were that inside B's window, it would measure the clients (B fell to 48 % so, with the
+     * server's CPU per B IO unchanged and its core half idle), not what A does to the server.
+     * Its first write reaches the server while its other jobs still fill theirs, for longer on a
+     * slower core (seen: 7 of 7 windows at 50-65 % of B's IOPS with a p99 of one scheduler slice,
+     * 8.3 ms): so it also waits until A's fio takes at most {@link #A_QUIET_TICKS} clock ticks of
+     * CPU in {@link #A_QUIET_MS}.
      */
-    private void awaitFlood(ServerProcess server, Process flood) throws InterruptedException {
+    private void awaitFlood(ServerProcess server, Process flood) throws InterruptedException, IOException {
         long before = wios(server);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (wios(server) == before) {
             assertTrue(flood.isAlive() && System.nanoTime() < deadline, "A's fio never wrote");
             Thread.sleep(20);
         }
+        long ticks = cpuTicks(flood);
+        while (true) {
+            Thread.sleep(A_QUIET_MS);
+            long now = cpuTicks(flood);
+            if (now - ticks <= A_QUIET_TICKS) break;
+            assertTrue(flood.isAlive() && System.nanoTime() < deadline, "A's fio still busy starting after 20 s (" + (now - ticks) + " ticks in "
+                                                                        + A_QUIET_MS + " ms)");
+            ticks = now;
+        }
         Thread.sleep(SETTLE_MS);
+    }
+
+    /** A process's user and system CPU time, in clock ticks (/proc/PID/stat fields 14 and 15), all its threads. */
+    private static long cpuTicks(Process process) throws IOException {
+        String stat = Files.readString(Path.of("/proc/" + process.pid() + "/stat"));
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");     // from field 3 (state) on
+        return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
     }
 
     private long wios(ServerProcess server) {
