@@ -1,15 +1,12 @@
 package io.iotarget.frontend.nbd;
 
+import io.iotarget.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -25,7 +22,7 @@ class HostGroupRefusalLogTest {
     private static final int CONNECTIONS = 100;
 
     private TestTarget target;
-    private final ServerLog log = new ServerLog();
+    private final LogCapture log = new LogCapture(NbdConnection.class.getName());
 
     @BeforeEach
     void start() throws Exception {
@@ -62,31 +59,4 @@ class HostGroupRefusalLogTest {
                    refusals.getFirst());
     }
 
-    /** The NBD connections' log while the test runs. */
-    private static final class ServerLog extends Handler implements AutoCloseable {
-        private final Logger logger = Logger.getLogger(NbdConnection.class.getName());
-        private final List<String> messages = new CopyOnWriteArrayList<>();
-
-        ServerLog() {
-            logger.addHandler(this);
-        }
-
-        @Override
-        public void publish(LogRecord record) {
-            messages.add(record.getMessage());
-        }
-
-        List<String> messages() {
-            return List.copyOf(messages);
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-            logger.removeHandler(this);
-        }
-    }
 }

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.ControlException;
+import io.iotarget.testkit.LogCapture;
 import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterAll;
@@ -12,10 +13,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -200,7 +197,7 @@ class TlsChainTest {
     void aClientWithoutItsIntermediateIsRefused() throws Exception {
         Tools.require("nbdinfo", "/usr/bin/nbdinfo");
         Path leaf = leafOnly("client-leaf", client, TestPki.CLIENT_CERT, TestPki.CLIENT_KEY);
-        try (ServerLog log = new ServerLog()) {
+        try (LogCapture log = new LogCapture(NbdConnection.class.getName())) {
             long refusedBefore = target.server.counters().counter(NbdCounter.TLS_FAILURES);
             Tools.Result list = Tools.run(60, List.of("nbdinfo", "--list", uri("", leaf)));
             assertNotEquals(0, list.exit(), list.out());
@@ -228,7 +225,7 @@ class TlsChainTest {
         Tools.require("qemu-img", "/usr/bin/qemu-img");
         Path leaf = leafOnly("server-leaf", server, TestPki.SERVER_CERT, TestPki.SERVER_KEY);
         target.server.tree().write("tls/certificates", leaf.toString());
-        try (ServerLog log = new ServerLog()) {
+        try (LogCapture log = new LogCapture(NbdConnection.class.getName())) {
             Tools.Result nbdinfo = Tools.run(60, List.of("nbdinfo", "--list", uri("", anonymous)));
             assertNotEquals(0, nbdinfo.exit(), nbdinfo.out());
             assertTrue(nbdinfo.out().contains("gnutls_handshake: Error in the certificate verification"), nbdinfo.out());
@@ -262,38 +259,4 @@ class TlsChainTest {
         assertEquals(server.toString() + "\n", target.server.tree().read("tls/certificates"), "the credentials in use stay");
     }
 
-    /** The NBD connections' log while it is open: what the server says of a failed handshake. */
-    private static final class ServerLog extends Handler implements AutoCloseable {
-        private final Logger logger = Logger.getLogger(NbdConnection.class.getName());
-        private final List<String> messages = new CopyOnWriteArrayList<>();
-
-        ServerLog() {
-            logger.addHandler(this);
-        }
-
-        @Override
-        public void publish(LogRecord record) {
-            messages.add(record.getMessage());
-        }
-
-        List<String> messages() {
-            return List.copyOf(messages);
-        }
-
-        /** How many messages end with {@code text} once {@code count} of them do, or 10 s have passed (the log is the event loop's, after the client's exit). */
-        long await(String text, int count) throws InterruptedException {
-            long n = 0;
-            for (int i = 0; i < 1000 && (n = messages.stream().filter(m -> m.endsWith(text)).count()) < count; i++) Thread.sleep(10);
-            return n;
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-            logger.removeHandler(this);
-        }
-    }
 }

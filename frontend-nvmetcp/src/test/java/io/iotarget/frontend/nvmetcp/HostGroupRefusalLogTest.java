@@ -1,16 +1,14 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.testkit.LogCapture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Issue 29 hole 6: a host that connects controller after controller under NQNs that cannot have
  * a cgroup_per_host group (here: the parent's cgroup.max.descendants is 0) gets
- * {@link 5} WARNING lines a second for the whole target,
+ * {@link NvmeTarget#HOST_GROUP_LINES_PER_SECOND} WARNING lines a second for the whole target,
  * not one per controller; and a NQN with a line feed cannot forge a line of its own.
  */
 class HostGroupRefusalLogTest {
@@ -29,7 +27,7 @@ class HostGroupRefusalLogTest {
     private static final int CONTROLLERS = 100;
 
     private TargetFixture fixture;
-    private final ServerLog log = new ServerLog();
+    private final LogCapture log = new LogCapture(Controller.class.getName());
 
     @BeforeEach
     void start() throws Exception {
@@ -77,31 +75,4 @@ class HostGroupRefusalLogTest {
         }
     }
 
-    /** The controllers' log while the test runs. */
-    private static final class ServerLog extends Handler implements AutoCloseable {
-        private final Logger logger = Logger.getLogger(Controller.class.getName());
-        private final List<LogRecord> records = new CopyOnWriteArrayList<>();
-
-        ServerLog() {
-            logger.addHandler(this);
-        }
-
-        @Override
-        public void publish(LogRecord record) {
-            records.add(record);
-        }
-
-        List<LogRecord> records() {
-            return List.copyOf(records);
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-            logger.removeHandler(this);
-        }
-    }
 }
