@@ -90,6 +90,7 @@ class HostIdBindingTest {
         fixture.tree.write(NS + "/enable", "0");
         fixture.tree.write(NS + "/resv_enable", "1");
         fixture.tree.write(NS + "/enable", "1");
+        fixture.awaitReservationRead();
         byte[] id = new byte[16];
         Arrays.fill(id, (byte) 7);                     // ReservationHost 7's
         try (ReservationHost registrant = new ReservationHost(fixture.port, TargetFixture.NQN, 7)) {

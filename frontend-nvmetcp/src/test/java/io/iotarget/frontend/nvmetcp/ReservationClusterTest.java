@@ -57,6 +57,7 @@ class ReservationClusterTest {
         f.tree.write(NS + "/enable", "0");
         f.tree.write(NS + "/resv_enable", "1");
         f.tree.write(NS + "/enable", "1");
+        f.awaitReservationRead();                       // enabling only queues the store's read
         return f;
     }
 

@@ -47,6 +47,7 @@ class ReservationKernelHostTest {
         t.write(NS + "/device_nguid", "5e7a1c2d-3b4f-4a6e-8d9c-0f1e2d3c4b5a");
         t.write(NS + "/resv_enable", "1");
         t.write(NS + "/enable", "1");
+        f.awaitReservationRead();
         return f;
     }
 

@@ -44,6 +44,7 @@ class ReservationProtocolTest {
         fixture.tree.write(NS + "/enable", "0");
         fixture.tree.write(NS + "/resv_enable", "1");
         fixture.tree.write(NS + "/enable", "1");
+        fixture.awaitReservationRead();                 // enabling only queues the store's read
     }
 
     private ReservationHost host(int id) throws Exception {
@@ -251,6 +252,7 @@ class ReservationProtocolTest {
         fixture.tree.write("subsystems/" + other + "/namespaces/1/device_path", "other");
         fixture.tree.write("subsystems/" + other + "/namespaces/1/resv_enable", "1");
         fixture.tree.write("subsystems/" + other + "/namespaces/1/enable", "1");
+        fixture.awaitReservationRead(other, 1);
         fixture.tree.link("subsystems/" + other, "ports/1/subsystems/" + other);
         final int controllers = 6;                                   // A's, each with one write io.max holds: about 3 s at wiops=2
         ReservationHost[] a = new ReservationHost[controllers];

@@ -2,8 +2,12 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
+import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
+import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+
+import java.util.concurrent.TimeUnit;
 
 /**
  * An engine with a 64 MiB memory device named {@code default} and a target configured the way
@@ -76,6 +80,34 @@ final class TargetFixture implements AutoCloseable {
         TestHost.Completion c = h.connect(NQN, TestHost.HOST_NQN, qid, cntlid, 128, 0, noSqFlowControl);
         if (c.status() != 0) throw new IllegalStateException("IO connect failed: " + Integer.toHexString(c.status()));
         return h;
+    }
+
+    /**
+     * Waits (up to 10 s) until namespace {@code nsid} of subsystem {@code nqn}, enabled with
+     * resv_enable, has its state read from the store: enabling only queues that read, and until
+     * it answers IO on the namespace gets ANA Inaccessible, which the raw test hosts do not
+     * retry as a kernel host would.
+     */
+    void awaitReservationRead(String nqn, int nsid) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            Subsystem s;
+            target.lock();
+            try {
+                s = target.subsystems.get(nqn);
+            } finally {
+                target.unlock();
+            }
+            ActiveNamespace ns = s == null ? null : s.table.find(nsid);
+            if (ns != null && ns.reservation() != null && ns.reservation().state() != null) return;
+            if (System.nanoTime() - deadline > 0) throw new AssertionError("namespace " + nsid + " of " + nqn + ": its reservation state was not read within 10 s");
+            Thread.sleep(5);
+        }
+    }
+
+    /** {@link #awaitReservationRead(String, int)} for namespace 1 of the default subsystem. */
+    void awaitReservationRead() throws InterruptedException {
+        awaitReservationRead(NQN, 1);
     }
 
     @Override

@@ -23,18 +23,20 @@ public final class NamespaceReservation {
     final SerialLane copy;
     /** A re-read of the interval is queued in the copy lane (one at a time, however long the lane is held up). */
     final AtomicBoolean refreshQueued = new AtomicBoolean();
-    /** This node's copy; null until the store was first read (then every command is refused as a path error). */
+    /**
+     * This node's copy, an immutable state published whole by a volatile write, so the IO path
+     * reads a consistent table without a lock; null until the store was first read (then IO is
+     * refused as a path error), which {@link Reservations#open} queues rather than waits for.
+     */
     private volatile ReservationState state;
     /** Told whenever a command on the namespace leaves the engine, while preempt-and-abort waits; else null. */
     private volatile Runnable engineLeft;
 
-    NamespaceReservation(Reservations service, Subsystem subsystem, int nsid, String key, ReservationState state,
-                         SerialLane commands, SerialLane copy) {
+    NamespaceReservation(Reservations service, Subsystem subsystem, int nsid, String key, SerialLane commands, SerialLane copy) {
         this.service = service;
         this.subsystem = subsystem;
         this.nsid = nsid;
         this.key = key;
-        this.state = state;
         this.commands = commands;
         this.copy = copy;
     }
@@ -51,7 +53,7 @@ public final class NamespaceReservation {
         return s.allows(c.hostIdHigh, c.hostIdLow, write) ? Status.SUCCESS : Status.RESERVATION_CONFLICT | Status.DNR;
     }
 
-    /** This node's copy, null when unknown. */
+    /** This node's copy, null while unknown (not yet read since enable, or the store failed every read since). Any thread. */
     public ReservationState state() {
         return state;
     }
@@ -61,7 +63,7 @@ public final class NamespaceReservation {
         service.close(this);
     }
 
-    /** The copy lane (or the configuration thread at enable). */
+    /** The copy lane. */
     void state(ReservationState s) {
         state = s;
     }

@@ -6,8 +6,9 @@ import java.util.List;
  * Where the namespaces' reservations live: in this server ({@link LocalReservationStore}) or in
  * the cluster's store, shared by every node that serves the same namespace ({@code
  * RedisReservationStore}). A namespace is a key, {@code SUBSYSTEM-NQN/NSID}. Any thread:
- * the reservation threads read and change states (several namespaces' at once), the
- * configuration thread reads one at enable.
+ * {@link #read} and {@link #replace} may block (a round trip, an fsync), so only the
+ * reservation threads call them (several namespaces' at once), never an event loop nor a
+ * thread holding the configuration lock.
  */
 public interface ReservationStore extends AutoCloseable {
     /** The namespace's state, {@link ReservationState#EMPTY} when it has none. */

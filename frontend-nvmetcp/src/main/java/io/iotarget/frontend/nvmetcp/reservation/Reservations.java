@@ -96,22 +96,21 @@ public final class Reservations implements AutoCloseable {
     }
 
     /**
-     * A namespace with resv_enable is being enabled: its state is read from the store (a
-     * failure leaves it unknown, refused as a path error until the next interval reads it).
-     * Configuration thread.
+     * A namespace with resv_enable is being enabled: it is registered with its state unknown,
+     * and its first read is queued in its copy lane, so the caller (the configuration thread,
+     * which holds the lock that Connect, Identify and the log pages take on the loops) never
+     * waits for the store. Until that read answers, IO on the namespace gets ANA Inaccessible,
+     * a path error ({@link NamespaceReservation#check}); reservation commands queue behind the
+     * read in the namespace's lanes and run once it is done. A read that fails leaves the state
+     * unknown until a later one (the next interval of a shared store) answers. Configuration
+     * thread.
      */
     public NamespaceReservation open(Subsystem subsystem, int nsid) {
         String key = subsystem.nqn + "/" + Integer.toUnsignedString(nsid);
-        ReservationState state = null;
-        long startNs = System.nanoTime();
-        try {
-            state = store.read(key);
-            contact(startNs);
-        } catch (ReservationStore.StoreException e) {
-            failed(e);
-        }
-        NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, state, new SerialLane(threads, errors), new SerialLane(threads, errors));
+        NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, new SerialLane(threads, errors), new SerialLane(threads, errors));
         open.put(key, r);
+        r.refreshQueued.set(true);                      // as an interval's re-read: the timer queues none beside it
+        r.copy.execute(errors.guard(() -> refresh(r)));
         return r;
     }
 
@@ -294,7 +293,7 @@ public final class Reservations implements AutoCloseable {
         if (open.isEmpty() && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
     }
 
-    /** Re-reads one open namespace (a change whose message was lost, a store that restarted). Its copy lane. */
+    /** Reads one open namespace: its first read at enable, then a change whose message was lost, a store that restarted. Its copy lane. */
     private void refresh(NamespaceReservation r) {
         r.refreshQueued.set(false);
         long startNs = System.nanoTime();

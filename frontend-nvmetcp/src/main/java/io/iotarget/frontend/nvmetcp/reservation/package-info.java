@@ -32,6 +32,9 @@
  * publishes every change (key, version, notices) and the other nodes re-read the key on
  * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a lost message,
  * a restarted store).
+ * Enabling a namespace only queues its first read in its lane: until it answers, the copy is
+ * unknown and IO on the namespace gets ANA Inaccessible (a path error the host retries), and
+ * its reservation commands wait in the lane behind the read.
  *
  * <h2>4. What a stale copy may allow, and fencing</h2>
  * Between a change in the store and another node's re-read (the message's delivery, normally
