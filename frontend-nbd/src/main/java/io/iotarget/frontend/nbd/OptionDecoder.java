@@ -18,7 +18,7 @@ import java.nio.ByteBuffer;
  * A state machine over whatever bytes have arrived: it never takes half of a fixed field, and
  * option data longer than {@link #MAX_OPTION_DATA} is skipped rather than buffered (the
  * {@link TooBig} event lets the caller answer NBD_REP_ERR_TOO_BIG and carry on, as the spec's
- * "skip by length" allows). One instance per connection; the connection's reader thread only.
+ * "skip by length" allows). One instance per connection; the connection's event loop only.
  */
 final class OptionDecoder {
     static final int FLAGS_BYTES = 4;

@@ -29,9 +29,10 @@
  * The transport's event loop owns the queue: it decodes, runs admin commands, submits IO,
  * encodes responses into each slot's own header memory and gives tags back once a response is
  * on the wire. A completion on an engine thread (io.max released it, a file backend finished)
- * pushes its slot and schedules one flush task on the loop: it never touches a socket. Slots,
- * their data buffers and their IoRequests are allocated once per connection (buffers grow to
- * the largest transfer seen), so the steady state allocates nothing. A host that has not
+ * pushes its slot and schedules one flush task on the loop: it never touches a socket. Slots
+ * and their IoRequests are allocated once per connection; an IO command's data buffer comes
+ * from the tenant's share of the buffer pool (an admin slot keeps a buffer of its own, grown to
+ * the largest admin transfer), so the steady state allocates nothing. A host that has not
  * finished Connect within 10 s of TCP accept is disconnected.
 
  * <h2>3. The wire</h2>

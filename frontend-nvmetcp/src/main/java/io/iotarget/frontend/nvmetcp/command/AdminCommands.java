@@ -6,7 +6,7 @@ import io.iotarget.frontend.nvmetcp.Queue;
 import java.nio.ByteBuffer;
 
 /**
- * The admin queue's commands, run inline on its reader thread: fabrics Property Get/Set,
+ * The admin queue's commands, run inline on its event loop: fabrics Property Get/Set,
  * Identify, Get Log Page, Get/Set Features, Asynchronous Event Request, Keep Alive and Abort.
  * A discovery controller runs the subset nvmet's discovery controller runs.
  *

@@ -22,7 +22,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * Identify (admin opcode 0x06): the 4096-byte data structures the Linux host reads while it
  * brings a controller up and scans namespaces, filled as nvmet fills them. Offsets are the NVMe
- * base spec's. The admin queue's reader thread; configuration fields are read under the
+ * base spec's. The admin queue's event loop; configuration fields are read under the
  * configuration lock.
  */
 public final class Identify {

@@ -39,7 +39,7 @@ import java.nio.ByteBuffer;
  * with Reservation Conflict before that too (Flush, Write, Write Zeroes and Dataset Management
  * write; the others read).
  *
- * <p>The queue's reader thread only; completions arrive through {@link CommandSlot#complete}.
+ * <p>The queue's event loop only; completions arrive through {@link CommandSlot#complete}.
  */
 public final class IoCommands {
     static final int FLUSH = 0x00;

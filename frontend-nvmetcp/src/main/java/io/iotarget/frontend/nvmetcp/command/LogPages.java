@@ -19,7 +19,7 @@ import java.util.SortedSet;
 /**
  * Get Log Page (admin opcode 0x02). CDW10: LID bits 7:0, RAE bit 15, NUMDL bits 31:16; CDW11:
  * NUMDU bits 15:0; CDW12-13: the byte offset into the page (LPO). The host gets
- * (NUMD + 1) dwords from LPO on, zero past the page's end. The admin queue's reader thread.
+ * (NUMD + 1) dwords from LPO on, zero past the page's end. The admin queue's event loop.
  */
 public final class LogPages {
     static final int LID_ERROR = 0x01;
