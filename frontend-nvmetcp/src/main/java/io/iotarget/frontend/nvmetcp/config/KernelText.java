@@ -3,7 +3,7 @@ package io.iotarget.frontend.nvmetcp.config;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.tree.KernelParse;
 
-/** The port parameters' integers (the rest of the kernel's parsing is {@link KernelParse}'s). */
+/** The integers of ports, ids and attributes as nvmet parses them (the rest of the kernel's parsing is {@link KernelParse}'s). */
 final class KernelText {
     private KernelText() {
     }
@@ -15,5 +15,12 @@ final class KernelText {
         } catch (NumberFormatException e) {
             throw KernelParse.invalid(what, value, "a decimal integer");
         }
+    }
+
+    /** kstrtou16 / kstrtou32 with base 0, as nvmet reads ids and attributes: {@link KernelParse#kstrtou64} up to {@code max}. */
+    static long unsigned(String what, String value, long max, String expected) throws ControlException {
+        long v = KernelParse.kstrtou64(what, value);
+        if (Long.compareUnsigned(v, max) > 0) throw KernelParse.invalid(what, value, expected);
+        return v;
     }
 }

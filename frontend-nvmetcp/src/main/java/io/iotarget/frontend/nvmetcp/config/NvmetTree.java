@@ -4,7 +4,6 @@ package io.iotarget.frontend.nvmetcp.config;
 import io.iotarget.frontend.nvmetcp.Controller;
 
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
-import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
@@ -16,10 +15,8 @@ import io.iotarget.model.tree.KernelParse;
 import io.iotarget.model.tree.TreePath;
 
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 
 /**
  * The target's configuration as a tree shaped like nvmet's configfs, with nvmet's attribute
@@ -63,6 +60,11 @@ import java.util.UUID;
  * (those on the port for a port's group, all of the subsystem's for a namespace). As in
  * nvmet, {@code ana_grpid} takes any group id 1..128, made on a port or not: a listing replays
  * namespaces before ports.
+ *
+ * <p>This class resolves paths, makes and removes directories and links, and holds the root's
+ * and the ANA groups' attributes; each other directory kind's attribute table and writers are
+ * beside it ({@link SubsystemAttributes}, {@link NamespaceAttributes}, {@link PortAttributes},
+ * {@link HostAttributes}), called from here only.
  *
  * <p>Any thread; every operation runs under the target's configuration lock.
  */
@@ -130,29 +132,8 @@ public final class NvmetTree implements ConfigTree {
         this.target = target;
         this.hostAttributes = HostAttributes.all(target.engine().controller(), target.engine().groups());
         this.rootAttributes = Attributes.of(List.of(Attribute.text(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn)));
-        this.subsystemAttributes = Attributes.of(List.of(
-                Attribute.flag("attr_allow_any_host", s -> s.allowAnyHost, this::writeAllowAnyHost),
-                Attribute.text("attr_version", s -> versionText(s.version), NvmetTree::writeVersion),
-                Attribute.text("attr_serial", s -> s.serial, NvmetTree::writeSerial),
-                Attribute.text("attr_model", s -> s.model, NvmetTree::writeModel),
-                Attribute.text("attr_firmware", s -> s.firmware, NvmetTree::writeFirmware),
-                Attribute.text("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), NvmetTree::writeCntlidMin),
-                Attribute.text("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), NvmetTree::writeCntlidMax),
-                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), NvmetTree::writeQidMax),
-                Attribute.flag("shared", s -> s.shared, this::writeShared)));
-        this.namespaceAttributes = Attributes.of(List.of(
-                Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NvmetTree::writeDevicePath)
-                         .replayedAs(ns -> ns.devicePath == null ? List.of() : List.of(ns.devicePath)),
-                Attribute.text("device_uuid", ns -> ns.uuid.toString(), NvmetTree::writeDeviceUuid),
-                Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NvmetTree::writeDeviceNguid),
-                Attribute.flag("readonly", ns -> ns.readOnly, NvmetTree::writeReadOnly),
-                Attribute.flag("buffered_io", ns -> ns.bufferedIo, NvmetTree::writeBufferedIo),
-                Attribute.text("ana_grpid", ns -> Integer.toString(ns.anaGroup), this::writeAnaGroup),
-                GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
-                GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NvmetTree::bindGroup),
-                Attribute.flag("cgroup_per_host", ns -> ns.perHost, NvmetTree::writePerHost),
-                Attribute.flag("resv_enable", ns -> ns.reservations, NvmetTree::writeReservations),
-                Attribute.flag("enable", Namespace::enabled, this::writeEnable)));
+        this.subsystemAttributes = SubsystemAttributes.all(target);
+        this.namespaceAttributes = NamespaceAttributes.all(target);
         this.anaGroupAttributes = Attributes.of(List.of(
                 Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
         target.engine().onResize(this::deviceResized);
@@ -171,7 +152,7 @@ public final class NvmetTree implements ConfigTree {
                 for (Namespace ns : s.namespaces.values()) {
                     if (ns.active == null || ns.active.device() != device) continue;
                     ns.resized();
-                    namespaceChanged(ns);
+                    NamespaceAttributes.namespaceChanged(ns);
                 }
             }
         } finally {
@@ -278,7 +259,7 @@ public final class NvmetTree implements ConfigTree {
         target.lock();
         try {
             if (!(resolve(path) instanceof File<?> file)) throw new ControlException(Errno.EISDIR, path + " is a directory");
-            if (file.owner() instanceof Namespace ns) requireSettled(ns, path);
+            if (file.owner() instanceof Namespace ns) NamespaceAttributes.requireSettled(ns, path);
             store(file, value);
         } finally {
             target.unlock();
@@ -311,13 +292,13 @@ public final class NvmetTree implements ConfigTree {
                     target.subsystems.put(name, new Subsystem(name, false));
                 }
                 case Collection c -> {
-                    int id = (int) parseUnsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");
+                    int id = (int) KernelText.unsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");
                     // Another spelling of a taken id (010 is 8) must not replace that port.
                     if (target.ports.containsKey(id)) throw new ControlException(Errno.EEXIST, "ports/" + id + " exists");
                     target.ports.put(id, new Port(id));
                 }
                 case Namespaces n -> {
-                    long nsid = parseUnsigned("namespaces/" + name, name, 0xFFFFFFFFL, "an nsid 1..4294967294");
+                    long nsid = KernelText.unsigned("namespaces/" + name, name, 0xFFFFFFFFL, "an nsid 1..4294967294");
                     if (nsid == 0 || nsid == 0xFFFFFFFFL) throw KernelParse.invalid("namespaces/" + name, name, "an nsid 1..4294967294");
                     if (n.subsystem().namespaces.containsKey((int) nsid)) {
                         throw new ControlException(Errno.EEXIST, "namespaces/" + Long.toString(nsid) + " exists");
@@ -325,7 +306,7 @@ public final class NvmetTree implements ConfigTree {
                     n.subsystem().namespaces.put((int) nsid, new Namespace(n.subsystem(), (int) nsid));
                 }
                 case AnaGroups a -> {
-                    int grpid = (int) parseUnsigned("ana_groups/" + name, name, 0xFFFFFFFFL, "a group id 2.." + Port.MAX_ANA_GROUPS);
+                    int grpid = (int) KernelText.unsigned("ana_groups/" + name, name, 0xFFFFFFFFL, "a group id 2.." + Port.MAX_ANA_GROUPS);
                     if (grpid <= Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) {
                         throw KernelParse.invalid("ana_groups/" + name, name, "a group id 2.." + Port.MAX_ANA_GROUPS);
                     }
@@ -369,11 +350,11 @@ public final class NvmetTree implements ConfigTree {
                 }
                 case NamespaceDir nd -> {
                     Namespace ns = nd.namespace();
-                    requireSettled(ns, path);
+                    NamespaceAttributes.requireSettled(ns, path);
                     boolean wasEnabled = ns.enabled();
-                    disable(ns);
+                    NamespaceAttributes.disable(target, ns);
                     ns.subsystem.namespaces.remove(ns.nsid);
-                    if (wasEnabled) namespaceChanged(ns);
+                    if (wasEnabled) NamespaceAttributes.namespaceChanged(ns);
                 }
                 case AnaGroupDir g -> {
                     if (g.grpid() == Port.DEFAULT_ANA_GROUP) throw new ControlException(Errno.EPERM, path + ": the default ANA group cannot be removed");
@@ -565,202 +546,13 @@ public final class NvmetTree implements ConfigTree {
         }
     }
 
-    // ---------------------------------------------------------------- root and subsystem attributes
+    // ---------------------------------------------------------------- root attributes
 
     private void writeDiscoveryNqn(NvmeTarget t, String value) throws ControlException {
         checkNqn(DISCOVERY_NQN, value);
         if (t.subsystems.containsKey(value)) throw new ControlException(Errno.EINVAL, DISCOVERY_NQN + "=" + value + " is the NQN of a subsystem");
         t.discovery.nqn = value;
         t.discoveryChanged();
-    }
-
-    private void writeAllowAnyHost(Subsystem s, boolean allow) throws ControlException {
-        if (allow && !s.allowedHosts.isEmpty()) {
-            throw new ControlException(Errno.EINVAL, "attr_allow_any_host=1: allowed_hosts has " + s.allowedHosts.size() + " link(s) (expected: none)");
-        }
-        if (s.allowAnyHost != allow) {
-            s.allowAnyHost = allow;
-            target.discoveryChanged();
-        }
-    }
-
-    private static void writeVersion(Subsystem s, String value) throws ControlException {
-        fixedAfterDiscovery(s, "attr_version", value);
-        String[] parts = value.strip().split("\\.");
-        if (parts.length < 2 || parts.length > 3) throw KernelParse.invalid("attr_version", value, "major.minor or major.minor.tertiary");
-        int[] v = new int[3];
-        for (int i = 0; i < parts.length; i++) v[i] = (int) parseUnsigned("attr_version", parts[i], 0xFF, "major.minor[.tertiary], each 0..255");
-        if (v[0] > 0xFFFF) throw KernelParse.invalid("attr_version", value, "major.minor[.tertiary]");
-        s.version = Subsystem.version(v[0], v[1], v[2]);
-    }
-
-    private static void writeSerial(Subsystem s, String value) throws ControlException {
-        fixedAfterDiscovery(s, "attr_serial", value);
-        s.serial = printable("attr_serial", value, Subsystem.SERIAL_BYTES);
-        s.serialWritten = true;
-    }
-
-    private static void writeModel(Subsystem s, String value) throws ControlException {
-        fixedAfterDiscovery(s, "attr_model", value);
-        s.model = printable("attr_model", value, Subsystem.MODEL_BYTES);
-    }
-
-    private static void writeFirmware(Subsystem s, String value) throws ControlException {
-        fixedAfterDiscovery(s, "attr_firmware", value);
-        s.firmware = printable("attr_firmware", value, Subsystem.FIRMWARE_BYTES);
-    }
-
-    private static void writeCntlidMin(Subsystem s, String value) throws ControlException {
-        int min = (int) parseUnsigned("attr_cntlid_min", value, 0xFFFF, "1..attr_cntlid_max");
-        if (min == 0 || min > s.cntlidMax) throw KernelParse.invalid("attr_cntlid_min", value, "1.." + s.cntlidMax);
-        s.cntlidMin = min;
-    }
-
-    private static void writeCntlidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_cntlid_max", value, 0xFFFF, "attr_cntlid_min..65535");
-        if (max == 0 || max < s.cntlidMin) throw KernelParse.invalid("attr_cntlid_max", value, s.cntlidMin + "..65535");
-        s.cntlidMax = max;
-    }
-
-    /**
-     * iotarget's {@code shared}: other nodes serve the subsystem too. Its enabled namespaces must
-     * already be what a namespace of a shared subsystem must be to enable.
-     */
-    private void writeShared(Subsystem s, boolean shared) throws ControlException {
-        if (shared) {
-            for (Namespace ns : s.namespaces.values()) {
-                if (!ns.enabled()) continue;
-                String reason = ns.unshareable(target.engine().backend(ns.active.device()));
-                if (reason != null) throw new ControlException(Errno.EINVAL, "shared=1: " + reason + " (namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled)");
-            }
-        }
-        s.shared = shared;
-    }
-
-    /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
-    private static void writeQidMax(Subsystem s, String value) throws ControlException {
-        int max = (int) parseUnsigned("attr_qid_max", value, 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
-        if (max < 1 || max > Subsystem.MAX_QID_LIMIT) throw KernelParse.invalid("attr_qid_max", value, "1.." + Subsystem.MAX_QID_LIMIT);
-        s.maxQid = max;
-        for (Controller c : List.copyOf(s.controllers)) c.fatal();
-    }
-
-    private static void fixedAfterDiscovery(Subsystem s, String attribute, String value) throws ControlException {
-        if (s.discovered) {
-            throw new ControlException(Errno.EINVAL, attribute + "=" + value + ": a host has identified the subsystem; "
-                    + attribute + " is fixed until the subsystem is recreated");
-        }
-    }
-
-    // ---------------------------------------------------------------- namespace attributes
-
-    private static void requireDisabled(Namespace ns, String write) throws ControlException {
-        if (ns.enabled()) throw new ControlException(Errno.EBUSY, write + ": namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled (write enable=0 first)");
-    }
-
-    private static void writeDevicePath(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_path=" + value);
-        if (value.isEmpty()) throw KernelParse.invalid("device_path", value, "an engine device name or an absolute path");
-        ns.devicePath = value;
-    }
-
-    private static void writeDeviceUuid(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_uuid=" + value);
-        String v = value.strip();
-        if (!v.matches("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")) {
-            throw KernelParse.invalid("device_uuid", value, "a UUID like 0b6f8b4e-1c3d-4c5e-9f7a-2b3c4d5e6f70");
-        }
-        ns.uuid = UUID.fromString(v);
-        ns.uuidWritten = true;
-    }
-
-    /** 16 bytes in hex, '-' or ':' allowed after any byte (nvmet's parser). */
-    private static void writeDeviceNguid(Namespace ns, String value) throws ControlException {
-        requireDisabled(ns, "device_nguid=" + value);
-        String v = value.strip();
-        byte[] nguid = new byte[16];
-        int p = 0;
-        for (int i = 0; i < 16; i++) {
-            if (p + 2 > v.length() || Character.digit(v.charAt(p), 16) < 0 || Character.digit(v.charAt(p + 1), 16) < 0) {
-                throw KernelParse.invalid("device_nguid", value, "16 bytes in hex, optionally separated by - or :");
-            }
-            nguid[i] = (byte) HexFormat.fromHexDigits(v, p, p + 2);
-            p += 2;
-            if (p < v.length() && (v.charAt(p) == '-' || v.charAt(p) == ':')) p++;
-        }
-        ns.nguid = nguid;
-    }
-
-    private static void writeReadOnly(Namespace ns, boolean readOnly) throws ControlException {
-        requireDisabled(ns, "readonly=" + (readOnly ? "1" : "0"));
-        ns.readOnly = readOnly;
-    }
-
-    /** nvmet's resv_enable: only while the namespace is disabled. */
-    private static void writeReservations(Namespace ns, boolean on) throws ControlException {
-        requireDisabled(ns, "resv_enable=" + (on ? "1" : "0"));
-        ns.reservations = on;
-    }
-
-    private static void writeBufferedIo(Namespace ns, boolean buffered) throws ControlException {
-        if (ns.enabled()) throw new ControlException(Errno.EINVAL, "buffered_io=" + (buffered ? "1" : "0") + ": namespace is enabled (write enable=0 first)");
-        ns.bufferedIo = buffered;
-    }
-
-    /** cgroup_id and cgroup ({@link GroupBinding}): fixed while the namespace is enabled. */
-    private static void bindGroup(Namespace ns, Group group, String write) throws ControlException {
-        requireDisabled(ns, write);
-        ns.group = group;
-    }
-
-    /** cgroup_per_host: fixed while enabled, as the binding is, so no connected host changes payer. */
-    private static void writePerHost(Namespace ns, boolean perHost) throws ControlException {
-        requireDisabled(ns, "cgroup_per_host=" + (perHost ? "1" : "0"));
-        ns.perHost = perHost;
-    }
-
-    private void writeEnable(Namespace ns, boolean enable) throws ControlException {
-        if (enable == ns.enabled()) return;
-        if (enable) ns.enable(target.engine(), target.reservations());
-        else disable(ns);
-        namespaceChanged(ns);
-    }
-
-    /**
-     * nvmet_ns_disable: new commands are refused under the configuration lock, and the wait for
-     * those in flight, which io.max may hold for long, runs without it, so that one tenant's
-     * draining namespace never stalls other hosts' connects or the rest of the configuration;
-     * the device and group are let go under the lock again. The lock is held once on entry.
-     */
-    private void disable(Namespace ns) {
-        InFlightCommands inFlight = ns.stop();
-        if (inFlight == null) return;
-        ns.subsystem.publishTable();
-        target.unlock();
-        try {
-            inFlight.await();
-        } finally {
-            target.lock();
-        }
-        ns.release(target.engine());
-    }
-
-    /** A namespace whose disable waits for its commands in flight takes no change until that is done. */
-    private static void requireSettled(Namespace ns, String path) throws ControlException {
-        if (ns.draining()) {
-            throw new ControlException(Errno.EBUSY, path + ": namespace " + Integer.toUnsignedString(ns.nsid)
-                    + " is being disabled (waiting for its commands in flight)");
-        }
-    }
-
-    /** nvmet's ana_grpid: any group id 1..128; the subsystem's controllers are told. */
-    private void writeAnaGroup(Namespace ns, String value) throws ControlException {
-        long grpid = parseUnsigned("ana_grpid", value, 0xFFFFFFFFL, "a group id 1.." + Port.MAX_ANA_GROUPS);
-        if (grpid < Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) throw KernelParse.invalid("ana_grpid", value, "a group id 1.." + Port.MAX_ANA_GROUPS);
-        ns.anaGroup((int) grpid);
-        ns.subsystem.publishTable();
-        target.anaChanged();
-        for (Controller c : ns.subsystem.controllers) c.anaChanged();
     }
 
     // ---------------------------------------------------------------- ANA groups
@@ -778,44 +570,11 @@ public final class NvmetTree implements ConfigTree {
         for (Subsystem s : port.subsystems.values()) for (Controller c : s.controllers) if (c.port == port) c.anaChanged();
     }
 
-    /** The subsystem's table changes and its controllers' hosts are told (AEN, changed namespace list). */
-    private static void namespaceChanged(Namespace ns) {
-        ns.subsystem.publishTable();
-        for (Controller c : ns.subsystem.controllers) c.namespaceChanged(ns.nsid);
-    }
-
-    // ---------------------------------------------------------------- formats
-
-    private static String versionText(int vs) {
-        int major = vs >>> 16, minor = (vs >>> 8) & 0xFF, tertiary = vs & 0xFF;
-        return tertiary == 0 ? major + "." + minor : major + "." + minor + "." + tertiary;
-    }
-
-    /** nvmet shows NGUIDs as it shows UUIDs (%pUb). */
-    private static String uuidText(byte[] b) {
-        String hex = HexFormat.of().formatHex(b);
-        return hex.substring(0, 8) + "-" + hex.substring(8, 12) + "-" + hex.substring(12, 16) + "-" + hex.substring(16, 20) + "-" + hex.substring(20);
-    }
-
-    private static String printable(String attribute, String value, int max) throws ControlException {
-        if (value.isEmpty() || value.length() > max) throw KernelParse.invalid(attribute, value, "1.." + max + " printable ASCII characters");
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (c < 0x20 || c > 0x7e) throw KernelParse.invalid(attribute, value, "1.." + max + " printable ASCII characters");
-        }
-        return value;
-    }
+    // ---------------------------------------------------------------- names
 
     private static void checkNqn(String where, String nqn) throws ControlException {
         if (nqn.isEmpty() || nqn.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > Subsystem.MAX_NQN_BYTES) {
             throw KernelParse.invalid(where, nqn, "an NQN of 1.." + Subsystem.MAX_NQN_BYTES + " bytes");
         }
-    }
-
-    /** kstrtou16 / kstrtou32 with base 0, as nvmet reads ids and attributes: {@link KernelParse#kstrtou64} up to {@code max}. */
-    private static long parseUnsigned(String what, String value, long max, String expected) throws ControlException {
-        long v = KernelParse.kstrtou64(what, value);
-        if (Long.compareUnsigned(v, max) > 0) throw KernelParse.invalid(what, value, expected);
-        return v;
     }
 }

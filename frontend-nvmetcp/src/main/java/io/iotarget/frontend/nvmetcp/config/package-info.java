@@ -3,7 +3,7 @@
  * io.iotarget.frontend.nvmetcp.config.Subsystem}, {@link io.iotarget.frontend.nvmetcp.config.Namespace},
  * {@link io.iotarget.frontend.nvmetcp.config.Port}, {@link io.iotarget.frontend.nvmetcp.config.Host}),
  * the tree that reads and writes them with nvmet's names, parsers and errnos ({@link
- * io.iotarget.frontend.nvmetcp.config.NvmetTree}, with the port and host attribute tables beside it),
+ * io.iotarget.frontend.nvmetcp.config.NvmetTree}, with the subsystem, namespace, port and host attribute tables beside it),
  * and what a namespace looks like to the commands while it is enabled ({@link
  * io.iotarget.frontend.nvmetcp.config.ActiveNamespace}, one immutable {@link
  * io.iotarget.frontend.nvmetcp.config.NamespaceTable} per subsystem). Every change runs under the
