@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.Tools;
 import io.iotarget.transport.Transport;
 import org.junit.jupiter.api.Test;
@@ -71,10 +72,6 @@ class ConnectionLimitsTest {
     }
 
     private static void waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("condition not met within 5 s");
-            Thread.sleep(10);
-        }
+        Await.until(Duration.ofSeconds(5), condition, () -> "the connection count");
     }
 }
