@@ -2,7 +2,6 @@ package io.iotarget.testkit;
 
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
-import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
@@ -10,7 +9,7 @@ import java.util.function.Supplier;
  * until it holds or a deadline passes, instead of sleeping a fixed time and hoping. Returns as
  * soon as the condition holds, so a generous timeout costs nothing on a fast machine and still
  * holds on a loaded 2-core one. Call it from the test's own thread; the condition is evaluated
- * on that thread, every {@link #POLL_MS} ms, and once more at the deadline.
+ * on that thread, every {@link #POLL_MS} ms, the last time after the deadline.
  *
  * <p>Not for waits that are meant to let time pass (rate and measurement windows, "nothing
  * happens within X" checks): those sleep on purpose.
@@ -27,29 +26,7 @@ public final class Await {
      * then, so it can show the state at the deadline) if it still does not after {@code timeout}.
      */
     public static void until(Duration timeout, BooleanSupplier condition, Supplier<String> whatFailed) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                if (condition.getAsBoolean()) return;               // a last look: the deadline may have passed during the sleep
-                throw new AssertionError("not within " + timeout.toMillis() + " ms: " + whatFailed.get());
-            }
-            Thread.sleep(POLL_MS);
-        }
-    }
-
-    /**
-     * Waits until {@code value}'s answer satisfies {@code wanted}, and returns that answer; fails
-     * with {@code whatFailed} and the last answer if none did within {@code timeout}.
-     */
-    public static <T> T value(Duration timeout, Supplier<T> value, Predicate<? super T> wanted, String whatFailed) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (true) {
-            boolean late = System.nanoTime() - deadline > 0;          // read before the look, so the last look comes after the deadline
-            T v = value.get();
-            if (wanted.test(v)) return v;
-            if (late) throw new AssertionError("not within " + timeout.toMillis() + " ms: " + whatFailed + " (last: " + v + ")");
-            Thread.sleep(POLL_MS);
-        }
+        if (!within(timeout, condition)) throw new AssertionError("not within " + timeout.toMillis() + " ms: " + whatFailed.get());
     }
 
     /**
@@ -58,10 +35,11 @@ public final class Await {
      */
     public static boolean within(Duration timeout, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) return condition.getAsBoolean();
+        while (true) {
+            boolean late = System.nanoTime() - deadline > 0;        // read before the look, so the last look comes after the deadline
+            if (condition.getAsBoolean()) return true;
+            if (late) return false;
             Thread.sleep(POLL_MS);
         }
-        return true;
     }
 }
