@@ -2,6 +2,7 @@ package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.BeforeEach;
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -183,8 +185,7 @@ class ControlTlsTest {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             long deadlineMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(io.iotarget.control.http.ControlEndpoint.HEAD_TIMEOUT_NS);
             assertTrue(ms >= deadlineMs - 100 && ms < deadlineMs + 2_000, "closed after " + ms + " ms");
-            for (int i = 0; i < 100 && server.controlLoad().connections() != 0; i++) Thread.sleep(10);
-            assertEquals(0, server.controlLoad().connections(), "and no longer counted");
+            Await.until(Duration.ofSeconds(5), () -> server.controlLoad().connections() == 0, () -> "and no longer counted: " + server.controlLoad());
         }
     }
 

@@ -3,6 +3,7 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.control.http.ControlToken;
 import io.iotarget.iocontrol.pressure.Pressure;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,6 +22,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -166,9 +168,8 @@ class IoPressureWatchTest {
                     assertEquals(baseline + 1, pressure.triggerCount(), "b's trigger is watched");
                 }
                 assertEquals(0, fired, "the unthrottled sibling's trigger never fired");
-                long deadline = System.nanoTime() + 5_000_000_000L;
-                while (pressure.triggerCount() != baseline && System.nanoTime() < deadline) Thread.sleep(50);
-                assertEquals(baseline, pressure.triggerCount(), "the client hung up: its trigger is gone");
+                Await.until(Duration.ofSeconds(5), () -> pressure.triggerCount() == baseline,
+                        () -> "the client hung up: its trigger is gone: " + pressure.triggerCount() + " triggers, " + baseline + " before");
 
                 Thread.sleep(Math.max(0, HOLD_MS - (System.nanoTime() - startNs) / 1_000_000));
                 String pa = server.mounts().read("tenants/a/io.pressure");
@@ -215,16 +216,15 @@ class IoPressureWatchTest {
             Pressure pressure = server.engine().controller().tree().pressure();
             int baseline = pressure.triggerCount();
             CompletableFuture<Cli> watch = CompletableFuture.supplyAsync(() -> cli(server, "watch", "tenants/c/io.pressure", "some 150000 1000000"));
-            long deadline = System.nanoTime() + 5_000_000_000L;
-            while (pressure.triggerCount() == baseline && System.nanoTime() < deadline) Thread.sleep(20);
+            Await.until(Duration.ofSeconds(5), () -> pressure.triggerCount() != baseline, () -> "the watch holds its trigger");
             assertEquals(baseline + 1, pressure.triggerCount(), "the watch holds its trigger");
 
             assertEquals(0, cli(server, "rmdir", "tenants/c").code());
             Cli ended = watch.get(5, TimeUnit.SECONDS);
             assertEquals(1, ended.code(), ended.toString());
             assertTrue(ended.err().contains("(ENODEV): tenants/c/io.pressure: its group was removed"), ended.err());
-            while (pressure.triggerCount() != baseline && System.nanoTime() < deadline) Thread.sleep(20);
-            assertEquals(baseline, pressure.triggerCount(), "the trigger went with the watch");
+            Await.until(Duration.ofSeconds(5), () -> pressure.triggerCount() == baseline,
+                    () -> "the trigger went with the watch: " + pressure.triggerCount() + " triggers, " + baseline + " before");
         }
     }
 }

@@ -3,6 +3,7 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.ProcessResources;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,6 +17,7 @@ import java.io.PrintStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -220,9 +222,7 @@ class WebSessionCrowdTest {
     }
 
     private static void awaitNoConnections(Server server) throws InterruptedException {
-        long t0 = System.nanoTime();
-        while (server.controlLoad().connections() != 0 && System.nanoTime() - t0 < 20_000_000_000L) Thread.sleep(20);
-        assertEquals(0, server.controlLoad().connections(), "every connection gone: " + server.controlLoad());
+        Await.until(Duration.ofSeconds(20), () -> server.controlLoad().connections() == 0, () -> "every connection gone: " + server.controlLoad());
     }
 
     private static ProcessResources settled() throws InterruptedException {

@@ -5,6 +5,7 @@ import io.iotarget.backend.file.IoEngine;
 import io.iotarget.model.Clock;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoStatus;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,6 +17,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -134,15 +136,15 @@ class FileDeviceTest {
                 "io_uring is disabled on this machine (sysctl kernel.io_uring_disabled=0 enables it)");
     }
 
+    /** The IO threads still alive, once there are none or after 5 s (a closed engine's threads end just after close returns). */
     private static List<String> ioThreads() throws InterruptedException {
-        List<String> names = List.of();
-        for (int attempt = 0; attempt < 100; attempt++) {
-            names = Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-                    .filter(n -> n.startsWith("iotarget-io") || n.startsWith("iotarget-uring")).toList();
-            if (names.isEmpty()) return names;
-            Thread.sleep(10);
-        }
-        return names;
+        Await.within(Duration.ofSeconds(5), () -> liveIoThreads().isEmpty());
+        return liveIoThreads();
+    }
+
+    private static List<String> liveIoThreads() {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(n -> n.startsWith("iotarget-io") || n.startsWith("iotarget-uring")).toList();
     }
 
     private static long openDescriptors() throws IOException {

@@ -1,5 +1,6 @@
 package io.iotarget.testkit;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.logging.Handler;
@@ -42,10 +43,12 @@ public final class LogCapture extends Handler implements AutoCloseable {
      * passed: for lines a server thread writes after the client's action returned.
      */
     public long await(String text, int count) throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        long n;
-        while ((n = messages().stream().filter(m -> m.endsWith(text)).count()) < count && System.nanoTime() < deadline) Thread.sleep(10);
-        return n;
+        Await.within(Duration.ofSeconds(10), () -> matching(text) >= count);
+        return matching(text);
+    }
+
+    private long matching(String text) {
+        return messages().stream().filter(m -> m.endsWith(text)).count();
     }
 
     @Override

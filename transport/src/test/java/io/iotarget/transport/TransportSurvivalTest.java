@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import io.iotarget.testkit.Await;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -56,9 +57,7 @@ class TransportSurvivalTest {
 
     /** Waits up to 5 s for the server to hold {@code count} connections. */
     private void awaitConnections(int count, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (transport.connectionCount() != count && System.nanoTime() < deadline) Thread.sleep(10);
-        assertEquals(count, transport.connectionCount(), what);
+        Await.until(Duration.ofSeconds(5), () -> transport.connectionCount() == count, () -> what + ": " + transport.connectionCount() + " connections");
     }
 
     /** Queues far more than the socket takes, so a peer that does not read stalls the output. */
@@ -87,8 +86,8 @@ class TransportSurvivalTest {
         awaitConnections(0, "both stalled peers disconnected by the same sweep, though the first one's handler threw");
         connect(address);
         awaitConnections(0, "the sweep still runs after a handler threw in it");
-        long deadline = System.nanoTime() + 1_000_000_000L;     // counted just after the slot is given back
-        while (transport.unexpectedFailures() < 3 && System.nanoTime() < deadline) Thread.sleep(10);
+        // counted just after the slot is given back
+        Await.until(Duration.ofSeconds(1), () -> transport.unexpectedFailures() >= 3, () -> "each throw was counted: " + transport.unexpectedFailures());
         assertEquals(3, transport.unexpectedFailures(), "each throw was counted");
     }
 

@@ -1,5 +1,6 @@
 package io.iotarget.transport;
 
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.ProcessResources;
 import io.iotarget.testkit.ThreadCpu;
 import org.junit.jupiter.api.AfterEach;
@@ -345,8 +346,7 @@ class TransportTest {
         assertEquals("NO", new String(c.getInputStream().readAllBytes()));
         assertEquals(List.of("host 127.0.0.1 has its maximum of 2 connections"), refusals);
         a.close();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (transport.connectionCount() != 1 && System.nanoTime() < deadline) Thread.sleep(10);
+        Await.until(Duration.ofSeconds(5), () -> transport.connectionCount() == 1, () -> "a's slot given back: " + transport.connectionCount() + " connections");
         Socket d = connect(address);
         d.getOutputStream().write('y');
         assertEquals('y', d.getInputStream().read());

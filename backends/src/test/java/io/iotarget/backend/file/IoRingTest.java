@@ -4,6 +4,7 @@ import io.iotarget.backend.Completion;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -13,6 +14,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -172,15 +174,15 @@ class IoRingTest {
         assertEquals(fdsBefore, openDescriptors(), "ring and file descriptors closed");
     }
 
+    /** The IO threads still alive, once there are none or after 5 s (a closed engine's threads end just after close returns). */
     private static List<String> ioThreads() throws InterruptedException {
-        List<String> names = new ArrayList<>();
-        for (int attempt = 0; attempt < 100; attempt++) {
-            names = Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-                    .filter(n -> n.startsWith("iotarget-io") || n.startsWith("iotarget-uring")).toList();
-            if (names.isEmpty()) return names;
-            Thread.sleep(10);
-        }
-        return names;
+        Await.within(Duration.ofSeconds(5), () -> liveIoThreads().isEmpty());
+        return liveIoThreads();
+    }
+
+    private static List<String> liveIoThreads() {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(n -> n.startsWith("iotarget-io") || n.startsWith("iotarget-uring")).toList();
     }
 
     private static long openDescriptors() throws IOException {

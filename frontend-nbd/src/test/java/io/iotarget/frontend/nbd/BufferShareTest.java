@@ -3,8 +3,10 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.buffer.BufferAccount;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -59,9 +61,7 @@ class BufferShareTest {
                 assertEquals(java.util.List.of(0L, 1L, 2L, 3L, 4L, 5L), writes, "held writes complete, in order");
                 writer.join();
             }
-            long deadline = System.nanoTime() + 2_000_000_000L;
-            while (floodBuffers.inUseBytes() != 0 && System.nanoTime() < deadline) Thread.sleep(5);
-            assertEquals(0, floodBuffers.inUseBytes());
+            Await.until(Duration.ofSeconds(2), () -> floodBuffers.inUseBytes() == 0, () -> "the flood's buffers went back: " + floodBuffers.inUseBytes());
             assertEquals(6L * BIG, t.ioStat("tenants/flood", flood).get("wbytes"), "nothing was lost");
             assertEquals(0, t.server.unexpectedErrors());
         }

@@ -2,6 +2,7 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.engine.Engine;
 import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.Tools;
 import io.iotarget.transport.Transport;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,7 @@ class ConnectionLimitsTest {
                 assertEquals("export a has its maximum of 2 connections", r.text());
                 // Still negotiating: once a place frees, the same client may GO.
                 first.close();
-                waitFor(() -> target.server.connectionCount() == 2);
+                Await.until(Duration.ofSeconds(5), () -> target.server.connectionCount() == 2, () -> target.server.connectionCount() + " connections, not 2");
                 third.go("a", false);
                 third.request(0, NbdWire.CMD_READ, 7, 0, 512);
                 assertEquals(0, third.reply(512).error());
@@ -64,17 +65,9 @@ class ConnectionLimitsTest {
                 assertEquals("host 127.0.0.1 has its maximum of 3 connections", r.text());
             }
             held.removeFirst().close();
-            waitFor(() -> transport.connectionCount() == 2);
+            Await.until(Duration.ofSeconds(5), () -> transport.connectionCount() == 2, () -> transport.connectionCount() + " connections, not 2");
             assertEquals("1048576", Tools.ok(20, "nbdinfo", "--size", "nbd://127.0.0.1:" + port + "/default").strip());
             for (RawClient c : held) c.close();
-        }
-    }
-
-    private static void waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("condition not met within 5 s");
-            Thread.sleep(10);
         }
     }
 }

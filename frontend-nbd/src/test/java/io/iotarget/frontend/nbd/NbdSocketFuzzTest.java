@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.FuzzBudget;
 import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
@@ -16,6 +17,7 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
@@ -96,9 +98,8 @@ class NbdSocketFuzzTest {
             goodClient(t.port);
             assertEquals(Long.toString(EXPORT_BYTES), Tools.ok(60, "nbdinfo", "--size", t.uri("fuzz")).strip(), "nbdinfo still gets the export");
             t.server.tree().write("exports/fuzz/enable", "0");
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (t.engine.users(device) != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-            assertEquals(0, t.engine.users(device), "no connection holds the disabled export's device");
+            Await.until(Duration.ofSeconds(10), () -> t.engine.users(device) == 0,
+                    () -> "no connection holds the disabled export's device: " + t.engine.users(device) + " users");
             t.engine.removeDevice(device);                       // EBUSY here would mean a leaked hold
         }
     }
@@ -123,9 +124,8 @@ class NbdSocketFuzzTest {
                 assertTrue(c.closedByServer());
             }
             t.server.tree().write("exports/fuzz/enable", "0");
-            long deadline = System.nanoTime() + 5_000_000_000L;
-            while (t.engine.users(device) != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-            assertEquals(0, t.engine.users(device), "the closed connection let go of the export's device");
+            Await.until(Duration.ofSeconds(5), () -> t.engine.users(device) == 0,
+                    () -> "the closed connection let go of the export's device: " + t.engine.users(device) + " users");
         }
     }
 
@@ -153,9 +153,7 @@ class NbdSocketFuzzTest {
 
     /** Connections gone, then a snapshot. */
     private static ProcessResources awaitQuiet(TestTarget t) throws InterruptedException {
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (t.server.connectionCount() != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-        assertEquals(0, t.server.connectionCount(), "every connection ended");
+        Await.until(Duration.ofSeconds(20), () -> t.server.connectionCount() == 0, () -> "every connection ended: " + t.server.connectionCount() + " left");
         ProcessResources.awaitNear(ProcessResources.now(), TOLERANCE, 0);
         return ProcessResources.now();
     }

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.TestPki;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -285,9 +286,7 @@ class TlsNegotiationTest {
                 long ms = (System.nanoTime() - start) / 1_000_000;
                 assertTrue(ms >= 300 && ms < 5_000, "cut off after " + ms + " ms (limit 500 ms)");
             }
-            long deadline = System.nanoTime() + 5_000_000_000L;
-            while (server.connectionCount() != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-            assertEquals(0, server.connectionCount());
+            Await.until(Duration.ofSeconds(5), () -> server.connectionCount() == 0, () -> server.connectionCount() + " connections left");
         }
     }
 
@@ -297,9 +296,8 @@ class TlsNegotiationTest {
         for (int i = 0; i < 10; i++) listAndAbort(context);      // warm up: TLS threads, JIT
         int threads = Thread.activeCount();
         for (int i = 0; i < 300; i++) listAndAbort(context);
-        long deadline = System.nanoTime() + 5_000_000_000L;
-        while (target.server.connectionCount() != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-        assertEquals(0, target.server.connectionCount(), "every connection is gone");
+        Await.until(Duration.ofSeconds(5), () -> target.server.connectionCount() == 0,
+                () -> "every connection is gone: " + target.server.connectionCount() + " left");
         assertTrue(Thread.activeCount() <= threads + 1, "threads " + threads + " -> " + Thread.activeCount());
     }
 

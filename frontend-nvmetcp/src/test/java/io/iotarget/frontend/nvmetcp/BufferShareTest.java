@@ -3,10 +3,12 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.buffer.BufferAccount;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.Test;
 
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -53,9 +55,7 @@ class BufferShareTest {
                         assertEquals(SHARE, root.inUseBytes(), "no buffer taken for the read");
                     }
                 }
-                long deadline = System.nanoTime() + 2_000_000_000L;
-                while (root.inUseBytes() != 0 && System.nanoTime() < deadline) Thread.sleep(5);
-                assertEquals(0, root.inUseBytes(), "the hog's buffers went back with its queue");
+                Await.until(Duration.ofSeconds(2), () -> root.inUseBytes() == 0, () -> "the hog's buffers went back with its queue: " + root.inUseBytes());
             }
             try (TestHost admin = new TestHost(f.port, true, true)) {
                 int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
@@ -70,9 +70,7 @@ class BufferShareTest {
                 }
             }
             // A buffer goes back once its response is on the wire, which the host may see first.
-            long end = System.nanoTime() + 2_000_000_000L;
-            while (root.inUseBytes() != 0 && System.nanoTime() < end) Thread.sleep(5);
-            assertEquals(0, root.inUseBytes());
+            Await.until(Duration.ofSeconds(2), () -> root.inUseBytes() == 0, () -> root.inUseBytes() + " bytes still in use");
             f.tree.write("subsystems/" + TargetFixture.NQN + "/namespaces/1/enable", "0");
             assertEquals(0, f.engine.users(f.engine.device("default")), "the disabled namespace let go of its device");
             assertEquals(0, f.target.unexpectedErrors());

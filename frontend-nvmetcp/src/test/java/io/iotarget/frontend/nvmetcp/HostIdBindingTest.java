@@ -4,14 +4,15 @@ import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
 import io.iotarget.frontend.nvmetcp.command.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.Arrays;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A Host ID belongs to one host NQN per subsystem (docs/decisions.md): the first admin Connect
@@ -49,17 +50,14 @@ class HostIdBindingTest {
     /** Waits (up to {@link #WAIT_MS}) until the subsystem has no live controller. */
     private void awaitNoControllers() throws InterruptedException {
         Subsystem s = fixture.target.subsystems.get(TargetFixture.NQN);
-        long deadline = System.nanoTime() + WAIT_MS * 1_000_000;
-        while (true) {
+        Await.until(Duration.ofMillis(WAIT_MS), () -> {
             fixture.target.lock();
             try {
-                if (s.controllers.isEmpty()) return;
+                return s.controllers.isEmpty();
             } finally {
                 fixture.target.unlock();
             }
-            assertTrue(System.nanoTime() < deadline, "the closed controllers went");
-            Thread.sleep(20);
-        }
+        }, () -> "the closed controllers went");
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.FuzzBudget;
 import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
@@ -12,6 +13,7 @@ import java.io.IOException;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -73,9 +75,8 @@ class NvmeSocketFuzzTest {
     }
 
     private static ProcessResources awaitQuiet(TargetFixture f) throws InterruptedException {
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (f.target.transport().connectionCount() != 0 && System.nanoTime() < deadline) Thread.sleep(10);
-        assertEquals(0, f.target.transport().connectionCount(), "every connection ended");
+        Await.until(Duration.ofSeconds(20), () -> f.target.transport().connectionCount() == 0,
+                () -> "every connection ended: " + f.target.transport().connectionCount() + " left");
         return ProcessResources.now();
     }
 

@@ -4,10 +4,12 @@ import io.iotarget.buffer.BufferAccount;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.model.IoGroup;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.Test;
 
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -86,9 +88,7 @@ class R2tAfterAdmissionTest {
                     assertEquals(4, r2ts);
                 }
             }
-            long end = System.nanoTime() + 2_000_000_000L;
-            while (buffers.inUseBytes() != 0 && System.nanoTime() < end) Thread.sleep(5);
-            assertEquals(0, buffers.inUseBytes(), "the abandoned writes' buffers went back");
+            Await.until(Duration.ofSeconds(2), () -> buffers.inUseBytes() == 0, () -> "the abandoned writes' buffers went back: " + buffers.inUseBytes());
             f.tree.write("subsystems/" + TargetFixture.NQN + "/namespaces/1/enable", "0");
             assertEquals(0, f.engine.users(f.engine.device("default")), "the namespace let go of its device");
             assertTrue(f.engine.controller().read("a/io.stat").contains("wios=12"), f.engine.controller().read("a/io.stat"));

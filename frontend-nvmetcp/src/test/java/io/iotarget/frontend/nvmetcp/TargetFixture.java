@@ -6,8 +6,9 @@ import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
+import io.iotarget.testkit.Await;
+import java.time.Duration;
 
-import java.util.concurrent.TimeUnit;
 
 /**
  * An engine with a 64 MiB memory device named {@code default} and a target configured the way
@@ -89,8 +90,7 @@ final class TargetFixture implements AutoCloseable {
      * retry as a kernel host would.
      */
     void awaitReservationRead(String nqn, int nsid) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
+        Await.until(Duration.ofSeconds(10), () -> {
             Subsystem s;
             target.lock();
             try {
@@ -99,10 +99,8 @@ final class TargetFixture implements AutoCloseable {
                 target.unlock();
             }
             ActiveNamespace ns = s == null ? null : s.table.find(nsid);
-            if (ns != null && ns.reservation() != null && ns.reservation().state() != null) return;
-            if (System.nanoTime() - deadline > 0) throw new AssertionError("namespace " + nsid + " of " + nqn + ": its reservation state was not read within 10 s");
-            Thread.sleep(5);
-        }
+            return ns != null && ns.reservation() != null && ns.reservation().state() != null;
+        }, () -> "namespace " + nsid + " of " + nqn + ": its reservation state was read");
     }
 
     /** {@link #awaitReservationRead(String, int)} for namespace 1 of the default subsystem. */
