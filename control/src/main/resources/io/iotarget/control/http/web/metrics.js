@@ -6,6 +6,7 @@
  * Rates are per group, summed over devices (each group's counters already hold its
  * descendants', as io.stat's do), and per (group, device):
  *   IOPS, bytes/s      Δ iotarget_io_ops_total, Δ iotarget_io_bytes_total over Δt, per op
+ *                      (Δt from iotarget_clock_seconds, the server's clock at each scrape)
  *   latency            average Δ_sum / Δ_count of iotarget_io_latency_seconds; p99 from the
  *                      Δ of its cumulative buckets, interpolated inside the bucket as
  *                      Prometheus' histogram_quantile does; null when no IO completed
@@ -71,9 +72,15 @@ const IotargetMetrics = (() => {
     return Number(s);
   }
 
-  /** One scrape: its time (ms) and its metrics. */
+  /**
+   * One scrape: its time (ms, the page's clock, for display), its metrics, and the server's
+   * clock when it read them (ms; the page's clock where the server gives none), which rates
+   * divide by: the page's clock would also count how long each response took to arrive.
+   */
   function sample(text, timeMs) {
-    return { timeMs, metrics: parse(text) };
+    const metrics = parse(text);
+    const clock = metrics.get("iotarget_clock_seconds");
+    return { timeMs, clockMs: clock && clock.length ? clock[0].value * 1000 : timeMs, metrics };
   }
 
   /** Series of `name` keyed by group and device, each a map from `key(labels)` to the value. */
@@ -112,7 +119,7 @@ const IotargetMetrics = (() => {
    * latency, cost, total} or null}. A pair absent from `before` is left out.
    */
   function rates(before, now) {
-    const seconds = (now.timeMs - before.timeMs) / 1000;
+    const seconds = (now.clockMs - before.clockMs) / 1000;
     const hasLatency = now.metrics.has(LATENCY + "_count");
     const hasThrottled = now.metrics.has(THROTTLED);
     const cur = counters(now.metrics), old = counters(before.metrics);
