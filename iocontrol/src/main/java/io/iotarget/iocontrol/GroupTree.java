@@ -654,7 +654,7 @@ public final class GroupTree {
     private static void checkName(String name) throws ControlException {
         // Paths drop empty and "." components (TreePath), so a group of such a name could be
         // neither read, saved nor removed: refused here too, whoever asks.
-        if (name.isEmpty() || name.equals(".") || name.equals("..")) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: not empty, . or ..)");
+        if (name.isEmpty() || name.equals(".") || name.equals("..")) throw new ControlException(Errno.EINVAL, "group name '" + name + "' (expected: a name other than '', . and ..)");
         if (name.length() > 255) throw new ControlException(Errno.ENAMETOOLONG, "group name longer than 255 bytes");
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);

@@ -39,12 +39,7 @@ public final class HostGroupName {
         byte[] body = identity.bodyBytes();
         String label = identity.kind().label();
         StringBuilder sb = new StringBuilder(label.length() + 1 + body.length).append(label).append(':');
-        for (byte value : body) {
-            int b = value & 0xFF;
-            if (kept(b)) sb.append((char) b);
-            else sb.append(ESCAPE).append(Character.toUpperCase(Character.forDigit(b >> 4, 16)))
-                   .append(Character.toUpperCase(Character.forDigit(b & 0xF, 16)));
-        }
+        escape(body, sb, false);
         if (sb.length() <= MAX_NAME_BYTES) return sb.toString();
         return label + HASHED_SUFFIX + ":" + LOWER_HEX.formatHex(sha256(body));
     }
@@ -85,17 +80,25 @@ public final class HostGroupName {
      * warns of them). Not injective across kinds, which is why it was replaced.
      */
     public static String legacy(String text) {
-        StringBuilder sb = new StringBuilder(text.length());
         byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        StringBuilder sb = new StringBuilder(bytes.length);
+        escape(bytes, sb, true);
+        return sb.toString();
+    }
+
+    /**
+     * Appends {@code bytes} to {@code sb}, each byte a name does not keep as {@code +HH}; with
+     * {@code legacy}, as versions before kind prefixes kept them (no {@code = ,}, and a leading
+     * {@code .} escaped, since the name then began with the identity).
+     */
+    private static void escape(byte[] bytes, StringBuilder sb, boolean legacy) {
         for (int i = 0; i < bytes.length; i++) {
             int b = bytes[i] & 0xFF;
-            boolean keptThen = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
-                               || b == '-' || b == '_' || b == '@' || b == ':' || (b == '.' && i > 0);
-            if (keptThen) sb.append((char) b);
+            boolean keep = legacy ? kept(b) && b != '=' && b != ',' && (b != '.' || i > 0) : kept(b);
+            if (keep) sb.append((char) b);
             else sb.append(ESCAPE).append(Character.toUpperCase(Character.forDigit(b >> 4, 16)))
                    .append(Character.toUpperCase(Character.forDigit(b & 0xF, 16)));
         }
-        return sb.toString();
     }
 
     /** Bytes a name keeps as they are: ASCII letters, digits and {@code - _ . @ : = ,}. */
