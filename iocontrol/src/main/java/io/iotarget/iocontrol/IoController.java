@@ -5,7 +5,7 @@ import io.iotarget.iocontrol.chain.DeviceRegistry;
 import io.iotarget.iocontrol.chain.PolicyChain;
 import io.iotarget.iocontrol.chain.ReleaseSignal;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Counters;

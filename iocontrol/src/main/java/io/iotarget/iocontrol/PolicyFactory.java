@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 
 /** Builds a policy for its place in the chain; {@code index} addresses its per-group state. */
 @FunctionalInterface

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.file;
 
 import io.iotarget.iocontrol.chain.DeviceControl;
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;

@@ -11,7 +11,7 @@ import java.util.List;
  * interface files) and {@code rq_qos} (hooks on the IO path). The controller creates one
  * {@link DevicePolicy} per device and chains them in the order of
  * {@code Engine.STANDARD_POLICIES}: throttle (io.max), latency (io.latency), then cost
- * (io.weight). A policy reaches the controller only through its {@link PolicyHost}.
+ * (io.weight). A policy reaches the controller only through its {@link io.iotarget.iocontrol.policy.host.PolicyHost}.
  */
 public interface IoPolicy {
     /**

@@ -6,7 +6,7 @@
  * the order of {@code Engine.STANDARD_POLICIES} — throttle (io.max), latency (io.latency),
  * cost (io.weight) — and counts io.stat after the throttle, where the kernel's
  * {@code blk_cgroup_bio_start} sits. A new policy is one entry in that list. Policies reach
- * the controller through {@link io.iotarget.iocontrol.policy.PolicyHost} (devices, a device
+ * the controller through {@link io.iotarget.iocontrol.policy.host.PolicyHost} (devices, a device
  * by key, the root, a walk of the groups, a configuration change), never the controller
  * itself, and no policy knows another.
  */

@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.KernelParse;

@@ -4,7 +4,7 @@ import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.file.RateLimits;
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 

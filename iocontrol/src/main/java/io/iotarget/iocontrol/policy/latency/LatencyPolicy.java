@@ -4,7 +4,7 @@ import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
-import io.iotarget.iocontrol.policy.PolicyHost;
+import io.iotarget.iocontrol.policy.host.PolicyHost;
 
 import java.util.List;
 

@@ -1,4 +1,4 @@
-package io.iotarget.iocontrol.policy;
+package io.iotarget.iocontrol.policy.host;
 
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.chain.DeviceControl;
