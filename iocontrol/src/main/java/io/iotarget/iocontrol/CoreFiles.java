@@ -2,6 +2,7 @@ package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.iocontrol.stat.LatencyStats;
@@ -30,8 +31,43 @@ final class CoreFiles {
                 new IoStat(tree), new IoPressure(tree), new IotargetIoStat(tree), new IotargetHost());
     }
 
+    /**
+     * A file of the cgroup core. It reads and writes the controller's own groups, which are the
+     * only {@link PolicyGroup}s there are, so it takes them back as {@link Group}s once, here.
+     */
+    private abstract static class CoreFile extends InterfaceFile {
+        CoreFile(String name, Placement placement, boolean controllerFile) {
+            super(name, placement, controllerFile);
+        }
+
+        abstract String read(Group g) throws ControlException;
+
+        void write(Group g, String text) throws ControlException {
+            super.write(g, text);
+        }
+
+        List<String> replay(Group g) throws ControlException {
+            return super.replay(g);
+        }
+
+        @Override
+        public final String read(PolicyGroup g) throws ControlException {
+            return read(Group.of(g));
+        }
+
+        @Override
+        public final void write(PolicyGroup g, String text) throws ControlException {
+            write(Group.of(g), text);
+        }
+
+        @Override
+        public final List<String> replay(PolicyGroup g) throws ControlException {
+            return replay(Group.of(g));
+        }
+    }
+
     /** cgroup.controllers: what this group may enable for its children. */
-    private static final class Controllers extends InterfaceFile {
+    private static final class Controllers extends CoreFile {
         Controllers() {
             super("cgroup.controllers", Placement.EVERYWHERE, false);
         }
@@ -43,7 +79,7 @@ final class CoreFiles {
     }
 
     /** cgroup.subtree_control: "+io" / "-io", the kernel's rules and errnos. */
-    private static final class SubtreeControl extends InterfaceFile {
+    private static final class SubtreeControl extends CoreFile {
         private final GroupTree tree;
 
         SubtreeControl(GroupTree tree) {
@@ -96,7 +132,7 @@ final class CoreFiles {
     }
 
     /** cgroup.events: populated = some member is bound in the subtree; nothing freezes here. */
-    private static final class Events extends InterfaceFile {
+    private static final class Events extends CoreFile {
         Events() {
             super("cgroup.events", Placement.NOT_ON_ROOT, false);
         }
@@ -119,7 +155,7 @@ final class CoreFiles {
      * it out; once idle it may be removed, {@link GroupTree#IDLE_HOST_CHILDREN_KEPT}), {@code
      * automatic 0} once it is an ordinary group. What top and the web view mark such rows by.
      */
-    private static final class IotargetHost extends InterfaceFile {
+    private static final class IotargetHost extends CoreFile {
         IotargetHost() {
             super("iotarget.host", Placement.HOST_GROUPS, false);
         }
@@ -131,7 +167,7 @@ final class CoreFiles {
     }
 
     /** cgroup.stat: descendant counts (removed groups are gone at once, so none are dying). */
-    private static final class Stat extends InterfaceFile {
+    private static final class Stat extends CoreFile {
         Stat() {
             super("cgroup.stat", Placement.EVERYWHERE, false);
         }
@@ -147,7 +183,7 @@ final class CoreFiles {
      * (strstrip, then kstrtoint with base 0: {@code 010} is 8, {@code 0x10} is 16). A negative
      * value or one outside an int is ERANGE; INT_MAX is max.
      */
-    private static final class MaxLimit extends InterfaceFile {
+    private static final class MaxLimit extends CoreFile {
         MaxLimit(String name) {
             super(name, Placement.EVERYWHERE, false);
         }
@@ -184,7 +220,7 @@ final class CoreFiles {
      * the first four is non-zero), then each policy's fields. A group with no per-device state
      * returns at once, without flushing (seed 004).
      */
-    private static final class IoStat extends InterfaceFile {
+    private static final class IoStat extends CoreFile {
         private static final StatField[] FIELDS = StatField.values();
         private final GroupTree tree;
 
@@ -235,7 +271,7 @@ final class CoreFiles {
      * {@code HIGHEST_USEC:COUNT} (COUNT requests took at most HIGHEST µs and more than the
      * previous bucket's), lowest first, empty when nothing completed.
      */
-    private static final class IotargetIoStat extends InterfaceFile {
+    private static final class IotargetIoStat extends CoreFile {
         private final GroupTree tree;
 
         IotargetIoStat(GroupTree tree) {
@@ -291,7 +327,7 @@ final class CoreFiles {
      * the file stays open, and a write's file is closed at once, so an accepted write changes
      * nothing — {@link GroupTree#watch} keeps one open.
      */
-    private static final class IoPressure extends InterfaceFile {
+    private static final class IoPressure extends CoreFile {
         private final GroupTree tree;
 
         IoPressure(GroupTree tree) {

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.chain.ChargedPair;
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.HeldTime;
@@ -13,7 +14,7 @@ import io.iotarget.model.Counters;
  * the group is removed. Besides io.stat it keeps what io.stat has no field for (the
  * {@code iotarget.io.stat} file and /metrics read it): latency and the time requests were held.
  */
-public final class DeviceGroup {
+public final class DeviceGroup implements ChargedPair {
     private final Group group;
     private final DeviceControl device;
     private final DeviceGroup parent;

@@ -1,5 +1,6 @@
 package io.iotarget.iocontrol;
 
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.pressure.PressureGroup;
 import io.iotarget.model.IoGroup;
 
@@ -15,7 +16,7 @@ import java.util.TreeMap;
  * <p>Thread-safety: the shape and configuration change only under the controller's tree lock;
  * the IO path reads {@link #deviceGroup(int)} and {@link #effective()} without locks.
  */
-public final class Group implements IoGroup {
+public final class Group implements PolicyGroup {
     private static final DeviceGroup[] NO_DEVICES = new DeviceGroup[0];
 
     private final long id;
@@ -63,9 +64,10 @@ public final class Group implements IoGroup {
     }
 
     /**
-     * The group a request or binding carries as an {@link IoGroup}: model names who pays only by
-     * that interface, and the controller's groups are its only implementation, so this one
-     * place turns it back (a type check, no allocation). Any thread.
+     * The group a request or binding carries as an {@link IoGroup}, or a policy hands back as a
+     * {@link PolicyGroup}: model and the policies name groups only by those interfaces, and the
+     * controller's groups are their only implementation, so this one place turns them back (a
+     * type check, no allocation). Any thread.
      */
     public static Group of(IoGroup group) {
         return (Group) group;

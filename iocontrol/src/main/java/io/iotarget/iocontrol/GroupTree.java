@@ -2,10 +2,11 @@ package io.iotarget.iocontrol;
 
 import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.chain.PolicyChain;
-import io.iotarget.iocontrol.pressure.Pressure;
-import io.iotarget.iocontrol.pressure.Trigger;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.ConfigChange;
+import io.iotarget.iocontrol.pressure.Pressure;
+import io.iotarget.iocontrol.pressure.Trigger;
 import io.iotarget.iocontrol.stat.DeviceStats;
 import io.iotarget.iocontrol.stat.StatFlusher;
 import io.iotarget.model.Clock;
@@ -184,7 +185,7 @@ public final class GroupTree {
      * ancestors) if needed, as the kernel's {@code blkg_conf_prep} does, runs {@code change}
      * under the locks, and makes sure requests it released get dispatched.
      */
-    public void configure(Group group, DeviceControl dc, PolicyChain.ConfigChange change) throws ControlException {
+    public void configure(Group group, DeviceControl dc, ConfigChange change) throws ControlException {
         treeLock.lock();
         try {
             if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");

@@ -5,6 +5,9 @@ import io.iotarget.iocontrol.chain.DeviceRegistry;
 import io.iotarget.iocontrol.chain.PolicyChain;
 import io.iotarget.iocontrol.chain.ReleaseSignal;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.ConfigChange;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.Clock;
 import io.iotarget.model.ControlException;
@@ -208,8 +211,8 @@ public final class IoController implements PolicyHost {
 
     /** See {@link GroupTree#configure}; the policies' files change their state through it. */
     @Override
-    public void configure(Group group, DeviceControl dc, PolicyChain.ConfigChange change) throws ControlException {
-        tree.configure(group, dc, change);
+    public void configure(PolicyGroup group, PolicyDevice device, ConfigChange change) throws ControlException {
+        tree.configure(Group.of(group), DeviceControl.of(device), change);
     }
 
     @Override
@@ -218,8 +221,8 @@ public final class IoController implements PolicyHost {
     }
 
     @Override
-    public void walk(Consumer<Group> action) {
-        tree.walk(action);
+    public void walk(Consumer<PolicyGroup> action) {
+        tree.walk(action::accept);
     }
 
     public Group group(String path) throws ControlException {

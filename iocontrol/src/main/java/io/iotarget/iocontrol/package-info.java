@@ -2,7 +2,10 @@
  * The IO controller: cgroup v2's io controller for a storage target. This package is its front
  * door ({@link io.iotarget.iocontrol.IoController}) and its group tree; the request's way
  * through the policies is in {@code chain}, the policies in {@code policy.*}, the interface-file
- * parsing in {@code file}, io.stat's counters in {@code stat}.
+ * parsing in {@code file}, io.stat's counters in {@code stat}. The packages are layers, each
+ * naming only those after it: this one → {@code chain} → {@code policy} and its policies →
+ * {@code file} → {@code policy.host} (what the policies see of groups and devices, which the
+ * classes here and in {@code chain} implement); {@code stat} and {@code pressure} are leaves.
  *
  * <h2>1. The problem</h2>
  * Tenants share devices. Each tenant's IO must be counted exactly (io.stat), held to hard

@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.chain;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
 import io.iotarget.model.Device;
 import io.iotarget.model.IoRequest;
 
@@ -15,7 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * requests they released that still have to be handed to dispatch. Made by
  * {@link PolicyChain#attach}, kept in the {@link DeviceRegistry}.
  */
-public final class DeviceControl {
+public final class DeviceControl implements PolicyDevice {
     /** Queue depth of a device registered without one: the engine's default. */
     public static final int DEFAULT_QUEUE_DEPTH = 256;
 
@@ -37,7 +37,7 @@ public final class DeviceControl {
     volatile boolean removed;
     /** Stage bits of the policies whose issue/complete hooks do something: others cost no lock. */
     int trackingStages;
-    DeviceGroup root;
+    ChargedPair root;
 
     DeviceControl(Device device, int queueDepth, int policyCount) {
         this.device = device;
@@ -46,6 +46,16 @@ public final class DeviceControl {
         this.resumers = new Resumer[policyCount];
     }
 
+    /**
+     * The device a policy hands back as a {@link PolicyDevice}: the policies name devices only by
+     * that interface, and this class is its only implementation, so this one place turns it
+     * back (a type check, no allocation). Any thread.
+     */
+    public static DeviceControl of(PolicyDevice device) {
+        return (DeviceControl) device;
+    }
+
+    @Override
     public Device device() {
         return device;
     }
@@ -56,11 +66,13 @@ public final class DeviceControl {
     }
 
     /** The root group's state on this device (whole-device io.stat). */
-    public DeviceGroup root() {
+    @Override
+    public ChargedPair root() {
         return root;
     }
 
     /** The instance of the policy at {@code index} on this device. */
+    @Override
     public DevicePolicy policy(int index) {
         return policies[index];
     }

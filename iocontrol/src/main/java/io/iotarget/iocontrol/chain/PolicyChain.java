@@ -1,9 +1,10 @@
 package io.iotarget.iocontrol.chain;
 
-import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.ConfigChange;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.pressure.Pressure;
 import io.iotarget.iocontrol.stat.HeldTime;
 import io.iotarget.model.Device;
@@ -35,7 +36,7 @@ import java.util.function.Function;
  * the owner told through the {@link ReleaseSignal}.
  *
  * <p>The chain also measures what the policies cost the requests, into the charged pair's
- * {@link DeviceGroup#held()} and {@link DeviceGroup#latency()}: the time from each park to
+ * {@code DeviceGroup.held()} and {@link ChargedPair#latency()}: the time from each park to
  * its release or cancel, by the stage that parked ({@link HeldTime}), the issuer delays
  * {@link #complete} returns, and every completion's latency since the request entered the
  * controller ({@link IoRequest#submitNs()}; abandoned and aborted requests are not samples).
@@ -101,7 +102,7 @@ public final class PolicyChain {
      *
      * @param queueDepth requests the device's dispatch queue runs at once, &gt; 0
      */
-    public DeviceControl attach(Device device, int queueDepth, Function<DeviceControl, DeviceGroup> rootPair) {
+    public DeviceControl attach(Device device, int queueDepth, Function<DeviceControl, ChargedPair> rootPair) {
         if (queueDepth <= 0) throw new IllegalArgumentException("queueDepth " + queueDepth + " (expected: > 0)");
         DeviceControl dc = new DeviceControl(device, queueDepth, policies.size());
         for (int i = 0; i < policies.size(); i++) {
@@ -115,7 +116,7 @@ public final class PolicyChain {
     }
 
     /** Each policy's state for a new (group, device) pair, whose parent pair is complete. Under the device lock. */
-    public Object[] newGroupStates(DeviceGroup dg) {
+    public Object[] newGroupStates(ChargedPair dg) {
         DeviceControl dc = dg.device();
         dc.lock.lock();
         try {
@@ -127,14 +128,8 @@ public final class PolicyChain {
         }
     }
 
-    /** A policy's change to one (group, device) pair; runs under the tree and device locks. */
-    @FunctionalInterface
-    public interface ConfigChange {
-        void apply(DeviceGroup group, long nowNs);
-    }
-
     /** Runs a configuration change on the pair in a locked section; what it releases goes out through {@link #releaseDue}. */
-    public void configure(DeviceGroup dg, long nowNs, ConfigChange change) {
+    public void configure(ChargedPair dg, long nowNs, ConfigChange change) {
         DeviceControl dc = dg.device();
         long now = enter(dc, nowNs);
         try {
@@ -145,7 +140,7 @@ public final class PolicyChain {
     }
 
     /** The pair's group goes away: every policy lets go of what it parked there. */
-    public void offline(DeviceGroup dg, long nowNs) {
+    public void offline(ChargedPair dg, long nowNs) {
         DeviceControl dc = dg.device();
         long now = enter(dc, nowNs);
         try {
@@ -161,13 +156,13 @@ public final class PolicyChain {
      * stage releases moves on to a later stage or (in io.max's hierarchy) up to the parent, so
      * each queue is emptied only after everything that can still land in it has.
      */
-    public List<IoRequest> detach(DeviceControl dc, List<DeviceGroup> pairsChildrenFirst, long nowNs) {
+    public List<IoRequest> detach(DeviceControl dc, List<? extends ChargedPair> pairsChildrenFirst, long nowNs) {
         dc.removed = true;
         List<IoRequest> released;
         long now = enter(dc, nowNs);
         try {
             for (int i = 0; i < dc.policies.length; i++) {
-                for (DeviceGroup dg : pairsChildrenFirst) dc.policies[i].onGroupOffline(dg, now, dc.resumers[i]);
+                for (ChargedPair dg : pairsChildrenFirst) dc.policies[i].onGroupOffline(dg, now, dc.resumers[i]);
             }
         } finally {
             released = leave(dc, true);
@@ -184,7 +179,7 @@ public final class PolicyChain {
      * @return true when it may be dispatched now; false when a policy parked it (it will come
      *         out of {@link #releaseDue}, {@link #complete} or {@link #cancel} later)
      */
-    public boolean admit(IoRequest io, DeviceGroup dg, long nowNs) {
+    public boolean admit(IoRequest io, ChargedPair dg, long nowNs) {
         DeviceControl dc = dg.device();
         io.policyGroup(dg);
         boolean anyApplies = false;
@@ -216,7 +211,7 @@ public final class PolicyChain {
         if (dc == null) return;
         int stages = io.policyFlags() & dc.trackingStages;
         if (stages == 0) return;
-        DeviceGroup dg = (DeviceGroup) io.policyGroup();
+        ChargedPair dg = (ChargedPair) io.policyGroup();
         long now = enter(dc, nowNs);
         try {
             for (int i = 0; i < dc.policies.length; i++) {
@@ -235,7 +230,7 @@ public final class PolicyChain {
      *         delay for a group in debt); 0 to report it now
      */
     public long complete(IoRequest io, long nowNs, Consumer<IoRequest> sink) {
-        DeviceGroup charged = (DeviceGroup) io.policyGroup();
+        ChargedPair charged = (ChargedPair) io.policyGroup();
         if (charged != null && io.status() != IoStatus.ABORTED) charged.latency().record(nowNs - io.submitNs());
         if ((io.policyFlags() & STAGE_BITS_MASK) == 0) return 0;
         DeviceControl dc = controlOf(io);
@@ -244,7 +239,7 @@ public final class PolicyChain {
         if (stages == 0) return 0;
         // The pair that was charged, not the group's current one: if io was enabled below it
         // meanwhile, iocost must still see its in-flight cost come back, or it never idles.
-        DeviceGroup dg = (DeviceGroup) io.policyGroup();
+        ChargedPair dg = (ChargedPair) io.policyGroup();
         long holdNs = 0;
         List<IoRequest> released;
         long now = enter(dc, nowNs);
@@ -271,7 +266,7 @@ public final class PolicyChain {
         if (dc == null || stages == 0) return false;
         // The stage that parked it is the last one that took it.
         int stage = 31 - Integer.numberOfLeadingZeros(stages);
-        DeviceGroup dg = (DeviceGroup) io.policyGroup();
+        ChargedPair dg = (ChargedPair) io.policyGroup();
         boolean cancelled;
         List<IoRequest> released;
         long now = enter(dc, nowNs);
@@ -380,7 +375,7 @@ public final class PolicyChain {
     /** Continues a parked request after stage {@code fromStage - 1}. Device lock held. */
     private void resume(DeviceControl dc, IoRequest io, int fromStage) {
         countHeld(io, fromStage - 1, dc.lockedNowNs);
-        DeviceGroup dg = existingDeviceGroup(io, dc);
+        ChargedPair dg = existingDeviceGroup(io, dc);
         if (advance(dc, io, dg, fromStage, dc.lockedNowNs)) {
             pressure.released(io, dc.lockedNowNs);
             dc.ready.add(io);
@@ -388,7 +383,7 @@ public final class PolicyChain {
     }
 
     /** Runs stages {@code fromStage..} on the request, counting it in io.stat on the way. Device lock held. */
-    private boolean advance(DeviceControl dc, IoRequest io, DeviceGroup dg, int fromStage, long nowNs) {
+    private boolean advance(DeviceControl dc, IoRequest io, ChargedPair dg, int fromStage, long nowNs) {
         DevicePolicy[] chain = dc.policies;
         for (int i = fromStage; i < chain.length; i++) {
             if (i == statStage) account(io, dg);
@@ -408,10 +403,10 @@ public final class PolicyChain {
     /** The request leaves the stage that parked it: the time it waited there goes to its charged pair. Device lock held. */
     private void countHeld(IoRequest io, int stage, long nowNs) {
         HeldTime cause = heldByStage[stage];
-        if (cause != null) ((DeviceGroup) io.policyGroup()).addHeld(cause, nowNs - io.policyHeldSinceNs());
+        if (cause != null) ((ChargedPair) io.policyGroup()).addHeld(cause, nowNs - io.policyHeldSinceNs());
     }
 
-    private static void account(IoRequest io, DeviceGroup dg) {
+    private static void account(IoRequest io, ChargedPair dg) {
         dg.stats().add(io.op().statBucket(), io.length());
     }
 
@@ -419,11 +414,12 @@ public final class PolicyChain {
      * The request's (group, device) state without creating any (callers hold a device lock):
      * the nearest existing one up the tree, as IO of a dying group spills to its parent.
      */
-    private static DeviceGroup existingDeviceGroup(IoRequest io, DeviceControl dc) {
+    private static ChargedPair existingDeviceGroup(IoRequest io, DeviceControl dc) {
         int index = dc.device().index();
-        for (Group g = Group.of(io.group()).effective(); g != null; g = g.parent()) {
-            DeviceGroup dg = g.deviceGroup(index);
-            if (dg != null) return dg;
+        // The request's group is the controller's (model names it as an IoGroup), so a PolicyGroup.
+        for (PolicyGroup g = ((PolicyGroup) io.group()).effective(); g != null; g = g.parent()) {
+            PolicyDeviceGroup dg = g.deviceGroup(index);
+            if (dg != null) return ChargedPair.of(dg);
         }
         return dc.root;
     }

@@ -21,5 +21,9 @@
  * <h2>4. Devices</h2> {@link io.iotarget.iocontrol.chain.DeviceRegistry} is the one table of
  * devices, by dense index, lock-free to read: each device's chain state ({@link
  * io.iotarget.iocontrol.chain.DeviceControl}) and, in the engine, its dispatch queue and users.
+ * <h2>5. Pairs</h2> The chain names a (group, device) pair only as a {@link
+ * io.iotarget.iocontrol.chain.ChargedPair} (what the policies see of it, plus io.stat, latency
+ * and held time), which the group tree's {@code DeviceGroup} implements: the chain depends on
+ * the policies, the tree on the chain, and not back.
  */
 package io.iotarget.iocontrol.chain;

@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.file;
 
-import io.iotarget.iocontrol.chain.DeviceControl;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.DeviceNumber;
@@ -16,7 +16,7 @@ import static io.iotarget.model.tree.KernelParse.skipSpaces;
  * its device key and the rest of the line, leading whitespace skipped. The numbers are read
  * with {@link io.iotarget.model.tree.KernelParse}.
  */
-public record DeviceLine(DeviceControl device, String body) {
+public record DeviceLine(PolicyDevice device, String body) {
     /**
      * {@code blkcg_conf_open_bdev}: {@code MAJ:MIN} read with {@code "%u:%u"} (so whitespace may
      * precede either number, and each is decimal), then a whitespace character — the end of the
@@ -50,7 +50,7 @@ public record DeviceLine(DeviceControl device, String body) {
         while (end < text.length() && !isSpace(text.charAt(end))) end++;
         String name = text.substring(from, end);
         if (end < text.length()) {
-            for (DeviceControl dc : host.devices()) {
+            for (PolicyDevice dc : host.devices()) {
                 if (dc.device().name().equals(name)) return new DeviceLine(dc, text.substring(skipSpaces(text, end)));
             }
         }

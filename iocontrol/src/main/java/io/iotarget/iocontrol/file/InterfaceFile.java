@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.file;
 
-import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.Group;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 
@@ -16,7 +16,7 @@ import java.util.function.Function;
  * iocost up on the device they name before reading the rest, as the kernel does).
  */
 public abstract class InterfaceFile {
-    /** Where in the tree the file exists; HOST_GROUPS: in the groups hosts pay in under cgroup_per_host ({@link Group#hostGroup}). */
+    /** Where in the tree the file exists; HOST_GROUPS: in the groups hosts pay in under cgroup_per_host ({@link PolicyGroup#hostGroup}). */
     public enum Placement { EVERYWHERE, NOT_ON_ROOT, ONLY_ON_ROOT, HOST_GROUPS }
 
     private final String name;
@@ -42,7 +42,7 @@ public abstract class InterfaceFile {
         return placement;
     }
 
-    public abstract String read(Group group) throws ControlException;
+    public abstract String read(PolicyGroup group) throws ControlException;
 
     /** Whether {@link #write} accepts anything (mode 0644 rather than 0444). */
     public boolean writable() {
@@ -54,7 +54,7 @@ public abstract class InterfaceFile {
      * answers root (whose write access kernfs' 0444 does not stop): cgroup_file_write finds no
      * write handler. The owner of the control endpoint is that root.
      */
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         throw new ControlException(Errno.EINVAL, name + " is read-only");
     }
 
@@ -64,7 +64,7 @@ public abstract class InterfaceFile {
      * kernel's read format is its write syntax); nothing for a read-only file. A file whose
      * read is not its write syntax overrides this.
      */
-    public List<String> replay(Group group) throws ControlException {
+    public List<String> replay(PolicyGroup group) throws ControlException {
         if (!writable()) return List.of();
         return read(group).lines().filter(line -> !line.isEmpty()).toList();
     }
@@ -75,14 +75,14 @@ public abstract class InterfaceFile {
      * it (which starts with a space), and a newline; a device for which {@code body} gives null
      * has no line.
      */
-    protected static String deviceLines(Group group, Function<DeviceGroup, String> body) {
+    protected static String deviceLines(PolicyGroup group, Function<PolicyDeviceGroup, String> body) {
         return deviceLines(group, dg -> dg.device().device().number().toString(), body);
     }
 
-    /** {@link #deviceLines(Group, Function)} with each line keyed by what {@code key} gives (io.max.global: the backend's name). */
-    protected static String deviceLines(Group group, Function<DeviceGroup, String> key, Function<DeviceGroup, String> body) {
+    /** {@link #deviceLines(PolicyGroup, Function)} with each line keyed by what {@code key} gives (io.max.global: the backend's name). */
+    protected static String deviceLines(PolicyGroup group, Function<PolicyDeviceGroup, String> key, Function<PolicyDeviceGroup, String> body) {
         StringBuilder sb = new StringBuilder();
-        for (DeviceGroup dg : group.deviceGroups()) {
+        for (PolicyDeviceGroup dg : group.deviceGroups()) {
             String line = body.apply(dg);
             if (line != null) sb.append(key.apply(dg)).append(line).append('\n');
         }
@@ -90,7 +90,7 @@ public abstract class InterfaceFile {
     }
 
     /** Whether this file appears in {@code group}'s directory. */
-    public final boolean presentIn(Group group) {
+    public final boolean presentIn(PolicyGroup group) {
         boolean root = group.isRoot();
         return switch (placement) {
             case EVERYWHERE -> !controllerFile || group.ioEnabled();

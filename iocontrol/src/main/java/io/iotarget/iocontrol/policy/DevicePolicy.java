@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy;
 
-import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.Counters;
 import io.iotarget.model.IoRequest;
 
@@ -16,21 +16,21 @@ import io.iotarget.model.IoRequest;
  */
 public interface DevicePolicy {
     /** State for a new (group, device) pair; pairs are created parents first. Under the tree lock. */
-    Object newGroupState(DeviceGroup group);
+    Object newGroupState(PolicyDeviceGroup group);
 
     /**
      * Lock-free hint: could this policy act on this request? False lets the request skip the
      * policy (and, when no policy applies, the device lock). A stale answer is harmless: it is
      * the same as the request arriving just before or after a configuration change.
      */
-    boolean applies(IoRequest io, DeviceGroup group);
+    boolean applies(IoRequest io, PolicyDeviceGroup group);
 
     /**
      * Decides now: true passes the request on; false means the policy has parked it and will
      * give it to {@code resumer} when its time comes (from {@link #releaseDue},
      * {@link #onComplete} or a configuration change).
      */
-    boolean admit(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer);
+    boolean admit(IoRequest io, PolicyDeviceGroup group, long nowNs, Resumer resumer);
 
     /** Resumes every parked request whose time has come. */
     void releaseDue(long nowNs, Resumer resumer);
@@ -47,7 +47,7 @@ public interface DevicePolicy {
     }
 
     /** The request left the policies for the backend. Called for requests this policy admitted. */
-    default void onIssue(IoRequest io, DeviceGroup group, long nowNs) {
+    default void onIssue(IoRequest io, PolicyDeviceGroup group, long nowNs) {
     }
 
     /**
@@ -57,7 +57,7 @@ public interface DevicePolicy {
      *         kernel's blkcg delay, slept by the issuing task on its way back to user space);
      *         0 for no delay
      */
-    default long onComplete(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    default long onComplete(IoRequest io, PolicyDeviceGroup group, long nowNs, Resumer resumer) {
         return 0;
     }
 
@@ -67,7 +67,7 @@ public interface DevicePolicy {
      *
      * @return true when the request was parked here and is now out of the policy
      */
-    default boolean cancel(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    default boolean cancel(IoRequest io, PolicyDeviceGroup group, long nowNs, Resumer resumer) {
         return false;
     }
 
@@ -76,11 +76,11 @@ public interface DevicePolicy {
      * nor complete, and whatever this policy holds for it must be given back (the kernel's
      * {@code rq_qos_cleanup}). Called only when {@link #tracksCompletions} is true.
      */
-    default void cleanup(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+    default void cleanup(IoRequest io, PolicyDeviceGroup group, long nowNs, Resumer resumer) {
     }
 
     /** The group was removed: nothing it parked may wait any longer. */
-    void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer);
+    void onGroupOffline(PolicyDeviceGroup group, long nowNs, Resumer resumer);
 
     /** This policy's counters on the device (a catalogue enum of its own), or null when it keeps none. Any thread. */
     default Counters<?> counters() {
@@ -92,10 +92,10 @@ public interface DevicePolicy {
      * Linux's io.stat has no place for; every key on every line, whatever the configuration.
      * Flusher lock held.
      */
-    default void appendIotargetStat(DeviceGroup group, StringBuilder line) {
+    default void appendIotargetStat(PolicyDeviceGroup group, StringBuilder line) {
     }
 
     /** Appends this policy's io.stat fields for the pair (" cost.usage=12"), if any. Flusher lock held. */
-    default void appendStat(DeviceGroup group, StringBuilder line) {
+    default void appendStat(PolicyDeviceGroup group, StringBuilder line) {
     }
 }

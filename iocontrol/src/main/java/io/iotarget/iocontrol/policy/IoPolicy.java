@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy;
 
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 
 import java.util.List;
 
@@ -27,7 +27,7 @@ public interface IoPolicy {
     List<InterfaceFile> files();
 
     /** The policy's instance on one device; called once when the device is registered. */
-    DevicePolicy attach(DeviceControl device);
+    DevicePolicy attach(PolicyDevice device);
 
     /**
      * True for a policy that acts before io.stat counts a request, as blk-throttle acts on the
@@ -39,7 +39,7 @@ public interface IoPolicy {
     }
 
     /** Per-group, device-independent state (io.weight's default, say); null when the policy has none. */
-    default Object newGroupData(Group group) {
+    default Object newGroupData(PolicyGroup group) {
         return null;
     }
 
@@ -48,6 +48,6 @@ public interface IoPolicy {
      * the policy gives it what {@code parent} holds for new hosts' children (io.max.per_host).
      * Tree lock held.
      */
-    default void hostChildMade(Group parent, Group child) {
+    default void hostChildMade(PolicyGroup parent, PolicyGroup child) {
     }
 }

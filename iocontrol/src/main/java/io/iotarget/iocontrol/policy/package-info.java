@@ -8,6 +8,9 @@
  * {@code blk_cgroup_bio_start} sits. A new policy is one entry in that list. Policies reach
  * the controller through {@link io.iotarget.iocontrol.policy.host.PolicyHost} (devices, a device
  * by key, the root, a walk of the groups, a configuration change), never the controller
- * itself, and no policy knows another.
+ * itself, and no policy knows another. They see groups, devices and pairs through the
+ * interfaces of {@code policy.host} too, which the controller's {@code Group},
+ * {@code DeviceGroup} and {@code chain.DeviceControl} implement: the packages are layers,
+ * controller and chain → policies → interface files ({@code file}) → {@code policy.host}.
  */
 package io.iotarget.iocontrol.policy;

@@ -1,6 +1,5 @@
 package io.iotarget.iocontrol.chain;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.iocontrol.PolicyFactory;
@@ -9,6 +8,8 @@ import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
 import io.iotarget.iocontrol.policy.Resumer;
 import io.iotarget.iocontrol.policy.cost.CostPolicy;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.iocontrol.policy.throttle.ThrottlePolicy;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
@@ -52,20 +53,20 @@ class PolicyChainTest {
         }
 
         @Override
-        public DevicePolicy attach(DeviceControl device) {
+        public DevicePolicy attach(PolicyDevice device) {
             return new DevicePolicy() {
                 @Override
-                public Object newGroupState(DeviceGroup group) {
+                public Object newGroupState(PolicyDeviceGroup group) {
                     return null;
                 }
 
                 @Override
-                public boolean applies(IoRequest io, DeviceGroup group) {
+                public boolean applies(IoRequest io, PolicyDeviceGroup group) {
                     return true;
                 }
 
                 @Override
-                public boolean admit(IoRequest io, DeviceGroup group, long nowNs, Resumer resumer) {
+                public boolean admit(IoRequest io, PolicyDeviceGroup group, long nowNs, Resumer resumer) {
                     admitted.add(io);
                     return true;
                 }
@@ -80,7 +81,7 @@ class PolicyChainTest {
                 }
 
                 @Override
-                public void onGroupOffline(DeviceGroup group, long nowNs, Resumer resumer) {
+                public void onGroupOffline(PolicyDeviceGroup group, long nowNs, Resumer resumer) {
                 }
             };
         }

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.MulDiv;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.Counters;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
@@ -138,7 +138,7 @@ final class CostDevice implements DevicePolicy {
         this.debugStats = debugStats;
     }
 
-    CostGroup state(DeviceGroup dg) {
+    CostGroup state(PolicyDeviceGroup dg) {
         return (CostGroup) dg.policyState(policyIndex);
     }
 
@@ -423,7 +423,7 @@ final class CostDevice implements DevicePolicy {
     // ================================================================ the IO path
 
     @Override
-    public Object newGroupState(DeviceGroup dg) {
+    public Object newGroupState(PolicyDeviceGroup dg) {
         CostGroup parent = dg.parent() == null ? null : state(dg.parent());
         CostGroup g = new CostGroup(dg, parent, policy.defaultWeight(dg.group()) * WEIGHT_ONE);
         g.activePeriod = curPeriod;
@@ -435,14 +435,14 @@ final class CostDevice implements DevicePolicy {
      * and the root's too, whose completions feed the QoS latency percentiles.
      */
     @Override
-    public boolean applies(IoRequest io, DeviceGroup dg) {
+    public boolean applies(IoRequest io, PolicyDeviceGroup dg) {
         CostConfig c = config;
         return c != null && c.enabled() && LinearModel.direction(io.op()) >= 0 && io.length() > 0;
     }
 
     /** ioc_rqos_throttle. */
     @Override
-    public boolean admit(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean admit(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         io.policyCost(0);
         CostGroup g = state(dg);
         CostConfig c = config;
@@ -548,7 +548,7 @@ final class CostDevice implements DevicePolicy {
      * kernel's done hook reads only the clock.
      */
     @Override
-    public long onComplete(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public long onComplete(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         long cost = io.policyCost();
         // A completion can only belong to an active group (deactivation waits for in-flight
@@ -778,7 +778,7 @@ final class CostDevice implements DevicePolicy {
 
     /** A waiter whose issuer went away leaves the queue; those behind it may now fit. */
     @Override
-    public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean cancel(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         if (!g.waiters.removeIf(r -> r == io)) return false;
         waiting--;
@@ -788,7 +788,7 @@ final class CostDevice implements DevicePolicy {
 
     /** ioc_pd_free: the group leaves the active tree; what it had waiting goes out now. */
     @Override
-    public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
+    public void onGroupOffline(PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         CostGroup g = state(dg);
         releaseWaiters(g, resumer, deviceNow(nowNs));
         minimums.remove(g);
@@ -800,7 +800,7 @@ final class CostDevice implements DevicePolicy {
 
     /** ioc_pd_stat: {@code cost.vrate} on the root's line, {@code cost.usage} on every line. */
     @Override
-    public void appendStat(DeviceGroup dg, StringBuilder line) {
+    public void appendStat(PolicyDeviceGroup dg, StringBuilder line) {
         CostConfig c = config;
         if (c == null || !c.enabled()) return;
         CostGroup g = state(dg);
@@ -824,7 +824,7 @@ final class CostDevice implements DevicePolicy {
      * Reads without the lock: a minimum written meanwhile may show either way.
      */
     @Override
-    public void appendIotargetStat(DeviceGroup dg, StringBuilder line) {
+    public void appendIotargetStat(PolicyDeviceGroup dg, StringBuilder line) {
         CostGroup g = state(dg);
         boolean minimum = false;
         for (int level = 1; level <= g.level; level++) {

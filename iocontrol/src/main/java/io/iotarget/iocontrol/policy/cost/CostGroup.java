@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayDeque;
@@ -27,7 +27,7 @@ final class CostGroup {
     static final int INDEBT = 2;
     static final int INDELAY = 3;
 
-    final DeviceGroup deviceGroup;
+    final PolicyDeviceGroup deviceGroup;
     /** Depth in the group tree, 0 for the root. */
     final int level;
     /** ancestors[0] is the root's state, ancestors[level] this one. */
@@ -138,7 +138,7 @@ final class CostGroup {
     volatile long shownIndebtUs;
     volatile long shownIndelayUs;
 
-    CostGroup(DeviceGroup deviceGroup, CostGroup parent, long weight) {
+    CostGroup(PolicyDeviceGroup deviceGroup, CostGroup parent, long weight) {
         this.deviceGroup = deviceGroup;
         this.level = parent == null ? 0 : parent.level + 1;
         this.ancestors = new CostGroup[level + 1];

@@ -1,10 +1,10 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 
 import java.util.List;
@@ -46,12 +46,12 @@ public final class CostPolicy implements IoPolicy {
     }
 
     @Override
-    public Object newGroupData(Group group) {
+    public Object newGroupData(PolicyGroup group) {
         return new GroupWeight();
     }
 
     @Override
-    public DevicePolicy attach(DeviceControl device) {
+    public DevicePolicy attach(PolicyDevice device) {
         return new CostDevice(this, index, debugStats);
     }
 
@@ -59,17 +59,17 @@ public final class CostPolicy implements IoPolicy {
         return index;
     }
 
-    GroupWeight groupWeight(Group group) {
+    GroupWeight groupWeight(PolicyGroup group) {
         return (GroupWeight) group.policyData(index);
     }
 
     /** io.weight's default for the group, 1..10000. */
-    int defaultWeight(Group group) {
+    int defaultWeight(PolicyGroup group) {
         return groupWeight(group).defaultWeight;
     }
 
     /** The policy's instance on a device. */
-    CostDevice device(DeviceControl dc) {
+    CostDevice device(PolicyDevice dc) {
         return (CostDevice) dc.policy(index);
     }
 }

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -55,9 +55,9 @@ abstract sealed class IoCostFile extends InterfaceFile permits IoCostQosFile, Io
     abstract Update parse(CostConfig current, List<String> tokens) throws ControlException;
 
     @Override
-    public final String read(Group group) {
+    public final String read(PolicyGroup group) {
         StringBuilder sb = new StringBuilder();
-        for (DeviceControl dc : host.devices()) {
+        for (PolicyDevice dc : host.devices()) {
             CostConfig c = policy.device(dc).config();
             if (c == null) continue;
             sb.append(dc.device().number());
@@ -78,7 +78,7 @@ abstract sealed class IoCostFile extends InterfaceFile permits IoCostQosFile, Io
      * any parameter as {@code ctrl=user}.
      */
     @Override
-    public final List<String> replay(Group group) {
+    public final List<String> replay(PolicyGroup group) {
         List<String> writes = new ArrayList<>();
         for (String line : read(group).lines().toList()) {
             int auto = line.indexOf(" ctrl=auto");
@@ -88,7 +88,7 @@ abstract sealed class IoCostFile extends InterfaceFile permits IoCostQosFile, Io
     }
 
     @Override
-    public final void write(Group group, String text) throws ControlException {
+    public final void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         CostDevice device = policy.device(line.device());
         host.configure(host.root(), line.device(), (dg, nowNs) -> device.setUp(nowNs));

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.file.RateLimits;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -34,7 +34,7 @@ final class IoMinFile extends InterfaceFile {
 
     /** Minimums change only under the tree lock, which the controller holds around reads too. */
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         return deviceLines(group, dg -> {
             long[] min = policy.device(dg.device()).state(dg).minimum;
             if ((min[0] | min[1] | min[2] | min[3]) == 0) return null;
@@ -50,7 +50,7 @@ final class IoMinFile extends InterfaceFile {
     }
 
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         Long[] given = RateLimits.parse(line.body(), RateLimits.Kind.FLOOR);
         for (int k = 0; k < given.length; k++) {

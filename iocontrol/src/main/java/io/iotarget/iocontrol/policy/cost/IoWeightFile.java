@@ -1,10 +1,10 @@
 package io.iotarget.iocontrol.policy.cost;
 
-import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -49,7 +49,7 @@ final class IoWeightFile extends InterfaceFile {
 
     /** Weights change only under the tree lock, which the controller holds around reads too. */
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         return "default " + policy.defaultWeight(group) + "\n" + deviceLines(group, dg -> {
             long w = policy.device(dg.device()).state(dg).cfgWeight;
             return w != 0 ? " " + w / WEIGHT_ONE : null;
@@ -62,7 +62,7 @@ final class IoWeightFile extends InterfaceFile {
     }
 
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         if (!perDevice(text)) {
             writeDefault(group, text);
             return;
@@ -93,16 +93,16 @@ final class IoWeightFile extends InterfaceFile {
         if (text.indexOf(':') >= 0) return true;
         List<String> tokens = KernelParse.tokens(text);
         if (tokens.size() < 2 || tokens.getFirst().equals("default")) return false;
-        for (DeviceControl dc : host.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
+        for (PolicyDevice dc : host.devices()) if (dc.device().name().equals(tokens.getFirst())) return true;
         return false;
     }
 
     /** sscanf "default %u", else "%u". */
-    private void writeDefault(Group group, String text) throws ControlException {
+    private void writeDefault(PolicyGroup group, String text) throws ControlException {
         int w = weight(text, text.startsWith("default") ? "default".length() : 0);
         if (!group.online()) throw new ControlException(Errno.ENODEV, group.path() + " was removed");
         policy.groupWeight(group).defaultWeight = w;
-        for (DeviceGroup dg : group.deviceGroups()) {
+        for (PolicyDeviceGroup dg : group.deviceGroups()) {
             CostDevice device = policy.device(dg.device());
             host.configure(group, dg.device(), (pair, nowNs) -> device.weightUpdated(device.state(pair), nowNs));
         }

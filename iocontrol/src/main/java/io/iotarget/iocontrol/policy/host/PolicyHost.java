@@ -1,8 +1,5 @@
 package io.iotarget.iocontrol.policy.host;
 
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
-import io.iotarget.iocontrol.chain.PolicyChain;
 import io.iotarget.model.ControlException;
 
 import java.util.List;
@@ -13,23 +10,24 @@ import java.util.function.Consumer;
  * a device by its key, the root group, a walk of the groups, and a configuration change. The
  * controller implements it; a policy never sees the rest of it (the IO path, mkdir, other
  * policies), so a policy depends on this and not on the controller that is built from policies.
- * Any thread.
+ * The groups and devices it hands out are the controller's own, and the ones it is given back
+ * must be too. Any thread.
  */
 public interface PolicyHost {
     /** Registered devices in index order. */
-    List<DeviceControl> devices();
+    List<? extends PolicyDevice> devices();
 
     /**
      * The device named by {@code MAJ:MIN} or by its name, as io.* files write it.
      *
      * @throws ControlException ENODEV when no such device exists
      */
-    DeviceControl findDevice(String key) throws ControlException;
+    PolicyDevice findDevice(String key) throws ControlException;
 
-    Group root();
+    PolicyGroup root();
 
     /** Visits every group, parents before children, under the tree lock. */
-    void walk(Consumer<Group> action);
+    void walk(Consumer<PolicyGroup> action);
 
     /**
      * Applies {@code change} to the (group, device) pair, made if needed, under the tree lock
@@ -37,5 +35,5 @@ public interface PolicyHost {
      *
      * @throws ControlException ENODEV when the group was removed
      */
-    void configure(Group group, DeviceControl dc, PolicyChain.ConfigChange change) throws ControlException;
+    void configure(PolicyGroup group, PolicyDevice device, ConfigChange change) throws ControlException;
 }

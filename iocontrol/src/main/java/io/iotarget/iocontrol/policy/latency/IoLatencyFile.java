@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -40,7 +40,7 @@ final class IoLatencyFile extends InterfaceFile {
     }
 
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         return deviceLines(group, dg -> {
             long targetNs = ((LatencyGroup) dg.policyState(policy.index())).targetNs;
             return targetNs != 0 ? " target=" + targetNs / NS_PER_US : null;
@@ -53,7 +53,7 @@ final class IoLatencyFile extends InterfaceFile {
     }
 
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         long targetNs = 0;
         for (String piece : line.body().split(" ", -1)) targetNs = parsePiece(piece);

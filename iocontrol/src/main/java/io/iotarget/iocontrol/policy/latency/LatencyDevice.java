@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
@@ -59,12 +59,12 @@ final class LatencyDevice implements DevicePolicy {
         this.debugStats = debugStats;
     }
 
-    LatencyGroup state(DeviceGroup dg) {
+    LatencyGroup state(PolicyDeviceGroup dg) {
         return (LatencyGroup) dg.policyState(policyIndex);
     }
 
     @Override
-    public Object newGroupState(DeviceGroup dg) {
+    public Object newGroupState(PolicyDeviceGroup dg) {
         LatencyGroup lg = new LatencyGroup(dg, dg.parent() == null ? null : state(dg.parent()));
         groups.add(lg);
         return lg;
@@ -72,7 +72,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** While some group has a target, every request is counted at every level: a depth limit needs the in-flight counts. */
     @Override
-    public boolean applies(IoRequest io, DeviceGroup group) {
+    public boolean applies(IoRequest io, PolicyDeviceGroup group) {
         return targets > 0;
     }
 
@@ -85,7 +85,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** blkcg_iolatency_throttle: stamps the start, then takes a slot at every level up to the root's children. */
     @Override
-    public boolean admit(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean admit(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         io.policyStartNs(nowNs);
         if (timerNs == Long.MAX_VALUE) timerNs = nowNs + TIMER_PERIOD_NS;
         return climb(io, state(dg), nowNs, resumer);
@@ -176,7 +176,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** blkcg_iolatency_done_bio: gives the slots back, records the latency, closes windows. */
     @Override
-    public long onComplete(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public long onComplete(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         LatencyGroup leaf = state(dg);
         // An abandoned request never reached the device (the kernel's BLK_STS_AGAIN): no sample.
         boolean sample = io.status() != IoStatus.ABORTED;
@@ -363,7 +363,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** The request waits at some level: it leaves that queue and gives back the slots it took below. */
     @Override
-    public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean cancel(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         LatencyGroup leaf = state(dg);
         for (LatencyGroup g = leaf; !g.isRoot(); g = g.parent) {
             if (!g.waiters.remove(io)) continue;
@@ -378,7 +378,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** A later stage dropped a request that holds a slot at every level: the slots come back. */
     @Override
-    public void cleanup(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public void cleanup(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         for (LatencyGroup g = state(dg); !g.isRoot(); g = g.parent) {
             g.inflight--;
             wake(g, nowNs, resumer);
@@ -387,7 +387,7 @@ final class LatencyDevice implements DevicePolicy {
 
     /** pd_offline: as writing target=max; what waits here climbs on at once. */
     @Override
-    public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
+    public void onGroupOffline(PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         LatencyGroup g = state(dg);
         setTarget(g, 0, nowNs);
         g.maxDepth = UNLIMITED_DEPTH;
@@ -429,7 +429,7 @@ final class LatencyDevice implements DevicePolicy {
      * (rotational; µs and ms).
      */
     @Override
-    public void appendStat(DeviceGroup dg, StringBuilder line) {
+    public void appendStat(PolicyDeviceGroup dg, StringBuilder line) {
         if (!debugStats) return;
         LatencyGroup g = state(dg);
         int useDelay = g.useDelay;

@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.IoRequest;
 
 import java.util.ArrayDeque;
@@ -18,7 +18,7 @@ final class LatencyGroup {
     /** A time that never happened: no scale event yet, no delay window yet. */
     static final long NEVER = Long.MIN_VALUE;
 
-    final DeviceGroup deviceGroup;
+    final PolicyDeviceGroup deviceGroup;
     /** Null for the root group, which has no target and is never throttled. */
     final LatencyGroup parent;
 
@@ -65,7 +65,7 @@ final class LatencyGroup {
     long lastDelayNs;
     int lastUseDelay;
 
-    LatencyGroup(DeviceGroup deviceGroup, LatencyGroup parent) {
+    LatencyGroup(PolicyDeviceGroup deviceGroup, LatencyGroup parent) {
         this.deviceGroup = deviceGroup;
         this.parent = parent;
         this.scaleCookie = parent == null ? DEFAULT_SCALE_COOKIE : parent.childCookie;

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.latency;
 
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 
 import java.util.List;
@@ -50,7 +50,7 @@ public final class LatencyPolicy implements IoPolicy {
     }
 
     @Override
-    public DevicePolicy attach(DeviceControl device) {
+    public DevicePolicy attach(PolicyDevice device) {
         return new LatencyDevice(index, device.queueDepth(), rotational, debugStats);
     }
 

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.file.RateLimits;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 
@@ -32,7 +32,7 @@ final class IoMaxBurstFile extends InterfaceFile {
     }
 
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         return deviceLines(group, dg -> {
             // Set only under the tree lock, which the caller holds.
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
@@ -46,7 +46,7 @@ final class IoMaxBurstFile extends InterfaceFile {
     }
 
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         Long[] given = IoMaxFile.clampIops(RateLimits.parse(line.body(), RateLimits.Kind.BURST));
         host.configure(group, line.device(), (dg, nowNs) -> {

@@ -1,7 +1,7 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.model.ControlException;
 
 /**
@@ -22,7 +22,7 @@ final class IoMaxBurstStatFile extends InterfaceFile {
     }
 
     @Override
-    public String read(Group group) throws ControlException {
+    public String read(PolicyGroup group) throws ControlException {
         StringBuilder sb = new StringBuilder();
         String device = null;
         for (ThrottlePolicy.BurstCredit c : policy.burstCredits(group)) {

@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.file.RateLimits;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 
@@ -35,7 +35,7 @@ final class IoMaxFile extends InterfaceFile {
     }
 
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         if (scope == Scope.GLOBAL) {
             return deviceLines(group, dg -> dg.device().device().name(), dg -> {
                 ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
@@ -63,7 +63,7 @@ final class IoMaxFile extends InterfaceFile {
     }
 
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         Long[] given = parseLimits(line.body());
         host.configure(group, line.device(), (dg, nowNs) -> {

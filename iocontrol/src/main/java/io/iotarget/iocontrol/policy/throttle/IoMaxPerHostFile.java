@@ -1,9 +1,9 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.Group;
 import io.iotarget.iocontrol.file.DeviceLine;
 import io.iotarget.iocontrol.file.InterfaceFile;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 
@@ -29,7 +29,7 @@ final class IoMaxPerHostFile extends InterfaceFile {
     }
 
     @Override
-    public String read(Group group) {
+    public String read(PolicyGroup group) {
         return deviceLines(group, dg -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(policy.index());
             return tg.perHostLimited() ? IoMaxFile.limits(tg.perHostBps, tg.perHostIops) : null;
@@ -43,7 +43,7 @@ final class IoMaxPerHostFile extends InterfaceFile {
 
     /** Tree lock held (the controller's file write): no child changes between the two steps. */
     @Override
-    public void write(Group group, String text) throws ControlException {
+    public void write(PolicyGroup group, String text) throws ControlException {
         DeviceLine line = DeviceLine.parse(host, text);
         Long[] given = IoMaxFile.parseLimits(line.body());
         long[][] before = new long[2][];
@@ -59,8 +59,8 @@ final class IoMaxPerHostFile extends InterfaceFile {
         if (Arrays.equals(before[0], after[0]) && Arrays.equals(before[1], after[1])) return;
         if (!group.ioInSubtree()) return;               // children without io.* files have no io.max to follow
         int index = line.device().device().index();
-        for (Group child : group.children()) {
-            DeviceGroup dg = child.deviceGroup(index);
+        for (PolicyGroup child : group.children()) {
+            PolicyDeviceGroup dg = child.deviceGroup(index);
             ThrottleGroup tg = dg == null ? null : (ThrottleGroup) dg.policyState(policy.index());
             long[] bps = tg == null ? new long[] {ThrottleGroup.BPS_MAX, ThrottleGroup.BPS_MAX} : tg.bps;
             long[] iops = tg == null ? new long[] {ThrottleGroup.IOPS_MAX, ThrottleGroup.IOPS_MAX} : tg.iops;

@@ -1,8 +1,8 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.Resumer;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.Counters;
 import io.iotarget.model.IoRequest;
 
@@ -26,7 +26,7 @@ final class ThrottleDevice implements DevicePolicy {
         this.policyIndex = policyIndex;
     }
 
-    ThrottleGroup state(DeviceGroup dg) {
+    ThrottleGroup state(PolicyDeviceGroup dg) {
         return (ThrottleGroup) dg.policyState(policyIndex);
     }
 
@@ -36,17 +36,17 @@ final class ThrottleDevice implements DevicePolicy {
     }
 
     @Override
-    public Object newGroupState(DeviceGroup dg) {
+    public Object newGroupState(PolicyDeviceGroup dg) {
         return new ThrottleGroup(dg, dg.parent() == null ? null : state(dg.parent()));
     }
 
     @Override
-    public boolean applies(IoRequest io, DeviceGroup dg) {
+    public boolean applies(IoRequest io, PolicyDeviceGroup dg) {
         return state(dg).hasRules(direction(io));
     }
 
     @Override
-    public boolean admit(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean admit(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         int dir = direction(io);
         ThrottleGroup tg = state(dg);
         Qnode qnode = tg.qnodeOnSelf[dir];
@@ -129,7 +129,7 @@ final class ThrottleDevice implements DevicePolicy {
      * a child group is.
      */
     @Override
-    public boolean cancel(IoRequest io, DeviceGroup dg, long nowNs, Resumer resumer) {
+    public boolean cancel(IoRequest io, PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         int dir = direction(io);
         ThrottleGroup tg = state(dg);
         Qnode qnode = tg.qnodeOnSelf[dir];
@@ -154,7 +154,7 @@ final class ThrottleDevice implements DevicePolicy {
      * tg_set_limit for one pair: copies {@code bps} and {@code iops} into {@code intoBps} and
      * {@code intoIops} (its io.max, or its share) and {@link #apply applies} them.
      */
-    void setLimits(DeviceGroup dg, long[] intoBps, long[] intoIops, long[] bps, long[] iops, long nowNs) {
+    void setLimits(PolicyDeviceGroup dg, long[] intoBps, long[] intoIops, long[] bps, long[] iops, long nowNs) {
         System.arraycopy(bps, 0, intoBps, 0, 2);
         System.arraycopy(iops, 0, intoIops, 0, 2);
         apply(dg, nowNs);
@@ -165,14 +165,14 @@ final class ThrottleDevice implements DevicePolicy {
      * enforce applies now, and waiting requests get a new dispatch time; the caller recomputes
      * the subtree's rules.
      */
-    void apply(DeviceGroup dg, long nowNs) {
+    void apply(PolicyDeviceGroup dg, long nowNs) {
         ThrottleGroup tg = state(dg);
         tg.updateEffective(nowNs);
         if (tg.pending || tg.queuedTotal() > 0) updateDispatchTime(tg, nowNs);
     }
 
     @Override
-    public void onGroupOffline(DeviceGroup dg, long nowNs, Resumer resumer) {
+    public void onGroupOffline(PolicyDeviceGroup dg, long nowNs, Resumer resumer) {
         ThrottleGroup tg = state(dg);
         tg.canceling = true;
         if (tg.pending) pending.remove(tg);

@@ -1,6 +1,6 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
 import io.iotarget.model.IoFlags;
 import io.iotarget.model.IoRequest;
 
@@ -30,7 +30,7 @@ final class ThrottleGroup {
     /** Credit is capped here (2^52 units: 4 PiB, or 4.5e15 IOs), so the buckets' arithmetic never overflows. */
     static final long MAX_CREDIT = 1L << 52;
 
-    final DeviceGroup deviceGroup;
+    final PolicyDeviceGroup deviceGroup;
     /** The parent group's state on this device; null for the root group, which is never limited. */
     final ThrottleGroup parent;
 
@@ -82,7 +82,7 @@ final class ThrottleGroup {
     /** The group was removed: limits no longer apply, its queue drains at once. */
     boolean canceling;
 
-    ThrottleGroup(DeviceGroup deviceGroup, ThrottleGroup parent) {
+    ThrottleGroup(PolicyDeviceGroup deviceGroup, ThrottleGroup parent) {
         this.deviceGroup = deviceGroup;
         this.parent = parent;
         updateHasRules();

@@ -1,11 +1,11 @@
 package io.iotarget.iocontrol.policy.throttle;
 
-import io.iotarget.iocontrol.DeviceGroup;
-import io.iotarget.iocontrol.Group;
-import io.iotarget.iocontrol.chain.DeviceControl;
 import io.iotarget.iocontrol.file.InterfaceFile;
 import io.iotarget.iocontrol.policy.DevicePolicy;
 import io.iotarget.iocontrol.policy.IoPolicy;
+import io.iotarget.iocontrol.policy.host.PolicyDevice;
+import io.iotarget.iocontrol.policy.host.PolicyDeviceGroup;
+import io.iotarget.iocontrol.policy.host.PolicyGroup;
 import io.iotarget.iocontrol.policy.host.PolicyHost;
 import io.iotarget.model.ControlException;
 
@@ -54,8 +54,8 @@ public final class ThrottlePolicy implements IoPolicy {
 
     /** A host's new child starts with its parent's io.max.per_host, device by device (section 9). */
     @Override
-    public void hostChildMade(Group parent, Group child) {
-        for (DeviceGroup dg : parent.deviceGroups()) {
+    public void hostChildMade(PolicyGroup parent, PolicyGroup child) {
+        for (PolicyDeviceGroup dg : parent.deviceGroups()) {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
             if (!tg.perHostLimited()) continue;
             try {
@@ -67,7 +67,7 @@ public final class ThrottlePolicy implements IoPolicy {
     }
 
     /** Sets io.max of {@code group} on the device, as a write to it would. Tree lock held. */
-    void setLocalLimits(Group group, DeviceControl dc, long[] bps, long[] iops) throws ControlException {
+    void setLocalLimits(PolicyGroup group, PolicyDevice dc, long[] bps, long[] iops) throws ControlException {
         host.configure(group, dc, (dg, nowNs) -> {
             ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
             ((ThrottleDevice) dc.policy(index)).setLimits(dg, tg.bps, tg.iops, bps, iops, nowNs);
@@ -76,7 +76,7 @@ public final class ThrottlePolicy implements IoPolicy {
     }
 
     @Override
-    public DevicePolicy attach(DeviceControl device) {
+    public DevicePolicy attach(PolicyDevice device) {
         return new ThrottleDevice(index);
     }
 
@@ -88,7 +88,7 @@ public final class ThrottlePolicy implements IoPolicy {
      * One (group, device) pair's io.max.global and the share of it the pair enforces now: rbps,
      * wbps, riops, wiops each, {@link #UNLIMITED} for max.
      */
-    public record GlobalLimit(Group group, DeviceControl device, long[] limits, long[] shares) {
+    public record GlobalLimit(PolicyGroup group, PolicyDevice device, long[] limits, long[] shares) {
     }
 
     /**
@@ -97,7 +97,7 @@ public final class ThrottlePolicy implements IoPolicy {
      *
      * @param limit rbps, wbps, riops or wiops
      */
-    public record BurstCredit(Group group, DeviceControl device, String limit, long left, long full) {
+    public record BurstCredit(PolicyGroup group, PolicyDevice device, String limit, long left, long full) {
     }
 
     /** Every limit with a burst in effect, in every group, parents first; read under the tree lock and each device's lock. */
@@ -108,9 +108,9 @@ public final class ThrottlePolicy implements IoPolicy {
     }
 
     /** {@link #burstCredits()} of one group, by device then in io.max's key order. */
-    List<BurstCredit> burstCredits(Group group) {
+    List<BurstCredit> burstCredits(PolicyGroup group) {
         List<BurstCredit> out = new ArrayList<>();
-        for (DeviceGroup pair : group.deviceGroups()) {
+        for (PolicyDeviceGroup pair : group.deviceGroups()) {
             try {
                 // configure: the buckets are read under the device's lock, at the device's time.
                 host.configure(group, pair.device(), (dg, nowNs) -> {
@@ -142,7 +142,7 @@ public final class ThrottlePolicy implements IoPolicy {
     public List<GlobalLimit> globalLimits() {
         List<GlobalLimit> out = new ArrayList<>();
         host.walk(g -> {
-            for (DeviceGroup dg : g.deviceGroups()) {
+            for (PolicyDeviceGroup dg : g.deviceGroups()) {
                 ThrottleGroup tg = (ThrottleGroup) dg.policyState(index);
                 if (!tg.globallyLimited()) continue;
                 out.add(new GlobalLimit(g, dg.device(), external(tg.globalBps, tg.globalIops), external(tg.shareBps, tg.shareIops)));
@@ -158,7 +158,7 @@ public final class ThrottlePolicy implements IoPolicy {
      *
      * @throws ControlException ENODEV when the group or device was removed meanwhile
      */
-    public void share(Group group, DeviceControl device, long[] shares) throws ControlException {
+    public void share(PolicyGroup group, PolicyDevice device, long[] shares) throws ControlException {
         long[] bps = {toBps(shares[RBPS]), toBps(shares[WBPS])};
         long[] iops = {toIops(shares[RIOPS]), toIops(shares[WIOPS])};
         host.configure(group, device, (dg, nowNs) -> {
@@ -177,10 +177,10 @@ public final class ThrottlePolicy implements IoPolicy {
     }
 
     /** Recomputes has-rules for the group and every descendant on the device (parents first). Tree lock held. */
-    void updateRules(Group group, DeviceControl dc) {
-        DeviceGroup dg = group.deviceGroup(dc.device().index());
+    void updateRules(PolicyGroup group, PolicyDevice dc) {
+        PolicyDeviceGroup dg = group.deviceGroup(dc.device().index());
         if (dg != null) ((ThrottleGroup) dg.policyState(index)).updateHasRules();
-        for (Group child : group.children()) updateRules(child, dc);
+        for (PolicyGroup child : group.children()) updateRules(child, dc);
     }
 
     private static long fromBps(long v) {
