@@ -10,8 +10,6 @@ import io.iotarget.model.IoRequest;
 
 import java.util.ArrayList;
 
-import static io.iotarget.iocontrol.policy.cost.CostGroup.INDEBT;
-import static io.iotarget.iocontrol.policy.cost.CostGroup.INDELAY;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_ARMED;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.NOT_SET;
 import static io.iotarget.iocontrol.policy.cost.CostGroup.WAIT;
@@ -19,12 +17,8 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.INUSE_ADJ_STEP_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_LOW_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_MIN_PCT;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MARGIN_TARGET_PCT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_THR_PCT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_DELAY_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MAX_PERIOD_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MILLION;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_DELAY_THR_PCT;
-import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_DELAY_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.MIN_PERIOD_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.NS_PER_US;
 import static io.iotarget.iocontrol.policy.cost.CostTunables.PAGE_SHIFT;
@@ -38,8 +32,9 @@ import static io.iotarget.iocontrol.policy.cost.CostTunables.WEIGHT_ONE;
  * iocost on one device, the kernel's {@code ioc}: the cost model and QoS parameters, the
  * device's virtual clock (vtime advancing at vrate), the active groups, their budgets, debts
  * and waiters, the period timer and the groups' wait timers. The weight arithmetic — hweights,
- * propagation, donation — is {@link HierarchicalWeights}', and what the period timer does at
- * each period's end (the QoS loop, ioc_timer_fn) is {@link PeriodLoop}'s. The algorithm is the package
+ * propagation, donation — is {@link HierarchicalWeights}', what the period timer does at
+ * each period's end (the QoS loop, ioc_timer_fn) is {@link PeriodLoop}'s, and incurring and
+ * paying debt and the issuer delay it brings are {@link Debts}'. The algorithm is the package
  * documentation's; the method names follow the kernel's functions so the two can be read side
  * by side.
  *
@@ -117,6 +112,8 @@ final class CostDevice implements DevicePolicy {
     private final PeriodLoop loop = new PeriodLoop(this);
     /** io.min's reservation tags and their scale. */
     final Minimums minimums = new Minimums(this);
+    /** Debts of requests that must not wait, and the delay they put on issuers. */
+    private final Debts debts = new Debts(this);
 
     // ---- wait timers
     private long earliestWaitTimerNs = NOT_ARMED;
@@ -353,7 +350,7 @@ final class CostDevice implements DevicePolicy {
 
     // ================================================================ weights
 
-    private static long absCostToCost(long absCost, long hwInuse) {
+    static long absCostToCost(long absCost, long hwInuse) {
         return MulDiv.ceil(absCost, WEIGHT_ONE, hwInuse);
     }
 
@@ -465,8 +462,8 @@ final class CostDevice implements DevicePolicy {
         }
         if (mustNotWait(io)) {
             counters.increment(CostCounter.DEBT_IOS);
-            incurDebt(g, absCost, now);
-            if (kickDelay(g, now)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
+            debts.incur(g, absCost, now);
+            if (debts.kickDelay(g, now)) io.policyFlags(io.policyFlags() | DELAYS_ISSUER);
             return true;
         }
         // A group with waiters uses its full weight: snap back any donation.
@@ -580,15 +577,8 @@ final class CostDevice implements DevicePolicy {
         weights.currentHweight(g);
         long hwa = g.hweightActive;
         long vbudget = now.vnow() - g.vtime;
-        if (payDebt && g.absVdebt != 0 && vbudget > 0) {
-            long absVpay = Math.min(costToAbsCost(vbudget, hwa), g.absVdebt);
-            long vpay = absCostToCost(absVpay, hwa);
-            g.vtime += vpay;
-            g.doneVtime += vpay;
-            payDebt(g, absVpay, now);
-            vbudget -= vpay;
-        }
-        if (g.absVdebt != 0 || g.delayUs != 0) kickDelay(g, now);
+        if (payDebt && g.absVdebt != 0 && vbudget > 0) vbudget -= debts.payFromBudget(g, vbudget, hwa, now);
+        if (g.absVdebt != 0 || g.delayUs != 0) debts.kickDelay(g, now);
         if (g.absVdebt != 0) {
             // Nothing waits less than the debt: the budget stays at or below zero.
             vbudget = Math.min(0, vbudget - absCostToCost(g.absVdebt, hwa));
@@ -639,69 +629,6 @@ final class CostDevice implements DevicePolicy {
         g.waitTimerNs = expires;
         waitTimersChanged = true;
         return selfCommitted;
-    }
-
-    /**
-     * iocg_kick_delay: a debtor's issuers are slowed down in proportion to how far the debt
-     * runs ahead of the device clock: no delay up to 5 periods' worth, 250 ms from 250 periods,
-     * linear between; a delay decays by half every second.
-     *
-     * @return true when a delay is in effect
-     */
-    private boolean kickDelay(CostGroup g, DeviceNow now) {
-        long elapsedUs = now.nowUs() - g.delayAtUs;
-        long delay = g.delayUs != 0 ? shiftRight(g.delayUs, elapsedUs / MILLION) : 0;
-        weights.currentHweight(g);
-        long vover = g.vtime + absCostToCost(g.absVdebt, g.hweightActive) - now.vnow();
-        long voverPct = vover > 0 ? MulDiv.floor(vover, 100, periodUs * vtimeBaseRate) : 0;
-        long newDelay;
-        if (voverPct <= MIN_DELAY_THR_PCT) newDelay = 0;
-        else if (voverPct >= MAX_DELAY_THR_PCT) newDelay = MAX_DELAY_US;
-        else newDelay = MIN_DELAY_US + (MAX_DELAY_US - MIN_DELAY_US) * (voverPct - MIN_DELAY_THR_PCT) / (MAX_DELAY_THR_PCT - MIN_DELAY_THR_PCT);
-        if (newDelay > delay) {
-            g.delayUs = newDelay;
-            g.delayAtUs = now.nowUs();
-            delay = newDelay;
-        }
-        if (delay >= MIN_DELAY_US) {
-            if (g.indelaySinceUs == NOT_SET) g.indelaySinceUs = now.nowUs();
-            g.issuerDelayUs = delay;
-            return true;
-        }
-        if (g.indelaySinceUs != NOT_SET) {
-            g.localStat[INDELAY] += now.nowUs() - g.indelaySinceUs;
-            g.indelaySinceUs = NOT_SET;
-        }
-        g.delayUs = 0;
-        g.issuerDelayUs = 0;
-        return false;
-    }
-
-    /** {@code value >> shift}, 0 once the shift reaches the width (Java masks shift counts). */
-    static long shiftRight(long value, long shift) {
-        return shift >= 63 ? 0 : value >>> shift;
-    }
-
-    /** iocg_incur_debt: while in debt the group donates everything (inuse 1) until it has paid. */
-    private void incurDebt(CostGroup g, long absCost, DeviceNow now) {
-        if (g.absVdebt == 0 && absCost != 0) {
-            g.indebtSinceUs = now.nowUs();
-            weights.propagate(g, g.active, 0);
-            weights.commit();
-        }
-        g.absVdebt = saturatedAdd(g.absVdebt, absCost);
-        g.absVusage = saturatedAdd(g.absVusage, absCost);
-    }
-
-    /** iocg_pay_debt: paid in full, the group gets its weight back. */
-    private void payDebt(CostGroup g, long absVpay, DeviceNow now) {
-        g.absVdebt -= Math.min(absVpay, g.absVdebt);
-        if (g.absVdebt == 0) {
-            g.localStat[INDEBT] += now.nowUs() - g.indebtSinceUs;
-            g.indebtSinceUs = NOT_SET;
-            weights.propagate(g, g.active, g.lastInuse);
-            weights.commit();
-        }
     }
 
     private boolean hasWaiters() {

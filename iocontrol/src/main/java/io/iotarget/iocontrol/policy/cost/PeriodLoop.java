@@ -389,8 +389,8 @@ final class PeriodLoop {
         dfgvPeriodRemUs = (durUs + dfgvPeriodRemUs) % DFGV_PERIOD_US;
         for (CostGroup g : device.activeGroups) {
             if (g.absVdebt == 0 && g.delayUs == 0) continue;
-            if (g.absVdebt != 0) g.absVdebt = Math.max(CostDevice.shiftRight(g.absVdebt, cycles), 1);
-            if (g.delayUs != 0) g.delayUs = Math.max(CostDevice.shiftRight(g.delayUs, cycles), 1);
+            if (g.absVdebt != 0) g.absVdebt = Math.max(Debts.shiftRight(g.absVdebt, cycles), 1);
+            if (g.delayUs != 0) g.delayUs = Math.max(Debts.shiftRight(g.delayUs, cycles), 1);
             device.kickWaitq(g, true, resumer, null, now);
         }
     }

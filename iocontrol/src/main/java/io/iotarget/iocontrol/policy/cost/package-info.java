@@ -172,6 +172,8 @@
  *   <li>{@link io.iotarget.iocontrol.policy.cost.PeriodLoop}: section 6, what a period's end
  *       does ({@code ioc_timer_fn}), with the QoS samples, the busy level and debt
  *       forgiveness; its decisions are functions of numbers ({@code PeriodLoopTest}).</li>
+ *   <li>{@link io.iotarget.iocontrol.policy.cost.Debts}: section 4's debt — incurred by a
+ *       request that must not wait, paid from the budget — and the issuer delay it brings.</li>
  *   <li>{@link io.iotarget.iocontrol.policy.cost.HierarchicalWeights}: sections 2 and 5's
  *       arithmetic ({@code propagate_weights}, {@code current_hweight},
  *       {@code transfer_surpluses}), on the {@link io.iotarget.iocontrol.policy.cost.CostGroup}
