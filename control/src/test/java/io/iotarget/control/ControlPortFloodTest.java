@@ -3,6 +3,7 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.ProcessResources;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.Test;
@@ -21,6 +22,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -118,7 +120,7 @@ class ControlPortFloodTest {
                 // It reads the line between bursts of connects, so its last connection may come seconds later.
                 for (String l; !"stopped".equals(l = lines.poll(30, TimeUnit.SECONDS)); ) assertNotNull(l, "the attacker stops");
                 long stop = System.nanoTime();
-                while (server.controlLoad().connections() != 0 && System.nanoTime() - stop < 2 * ControlEndpoint.HEAD_TIMEOUT_NS) Thread.sleep(20);
+                Await.within(Duration.ofNanos(2 * ControlEndpoint.HEAD_TIMEOUT_NS), () -> server.controlLoad().connections() == 0);
                 long drainMs = (System.nanoTime() - stop) / 1_000_000;
                 String drained = null;
                 for (String l; (l = lines.poll(70, TimeUnit.SECONDS)) != null; ) {
@@ -140,8 +142,7 @@ class ControlPortFloodTest {
                 attacker.destroyForcibly().waitFor();
                 Files.deleteIfExists(script);
             }
-            long t0 = System.nanoTime();
-            while (server.controlLoad().connections() != 0 && System.nanoTime() - t0 < 20_000_000_000L) Thread.sleep(50);
+            Await.within(Duration.ofSeconds(20), () -> server.controlLoad().connections() == 0);
             assertEquals(0, server.controlLoad().connections(), "every connection gone");
             clients(server, control, nbdPort, nvmePort);
             String excess = ProcessResources.awaitNear(baseline, TOLERANCE, 20_000);

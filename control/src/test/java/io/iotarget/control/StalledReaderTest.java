@@ -3,6 +3,7 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.buffer.BufferAccount;
 import io.iotarget.buffer.BufferPool;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.ProcessResources;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -12,6 +13,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -110,9 +112,8 @@ class StalledReaderTest {
                         RawClients.writeFully(queue, RawClients.nvmeRead(i, 1, (256 * MiB + i * MiB % (256 * MiB)) / 512, (int) (MiB / 512)));
                     }
                     // The replies fill the sockets, then the server's output queues hold their buffers.
-                    while (stall.inUseBytes() < BUFFER_SHARE - 2 * MiB && System.nanoTime() - t0 < SEND_TIMEOUT_MS * 1_000_000 / 2) {
-                        Thread.sleep(5);
-                    }
+                    Await.within(Duration.ofNanos(Math.max(0, t0 + SEND_TIMEOUT_MS * 1_000_000 / 2 - System.nanoTime())),
+                            () -> stall.inUseBytes() >= BUFFER_SHARE - 2 * MiB);
                     heldAt = stall.inUseBytes();
                     // The stalled tenant's own burst (decoding 427 commands, filling 32 MiB) is load, not
                     // a stall: the other tenant is measured once the held bytes stand still.
@@ -123,7 +124,7 @@ class StalledReaderTest {
 
                     // Dropped one after the other: the queue whose reads all waited for the share had no reply
                     // queued, so its send timeout starts only once the first one's drop gave it buffers.
-                    while (stall.inUseBytes() > 0 && System.nanoTime() - t0 < (2 * SEND_TIMEOUT_MS + 3000) * 1_000_000) Thread.sleep(5);
+                    Await.within(Duration.ofNanos(Math.max(0, t0 + (2 * SEND_TIMEOUT_MS + 3000) * 1_000_000 - System.nanoTime())), () -> stall.inUseBytes() == 0);
                     droppedAfterMs = (System.nanoTime() - t0) / 1_000_000;
                     watching.set(false);
                     watcher.join();

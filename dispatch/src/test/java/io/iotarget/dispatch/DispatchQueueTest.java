@@ -13,12 +13,14 @@ import io.iotarget.model.IoGroup;
 import io.iotarget.model.IoOp;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
+import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -151,7 +153,7 @@ class DispatchQueueTest {
             queue.close();
             backend.close();
         });
-        Thread.sleep(100);
+        Thread.sleep(100);                  // time for close to return if it did not wait: that it does not is the point
         assertTrue(closer.isAlive(), "close waits for the request on the backend");
         assertEquals(List.of(IoStatus.ABORTED), done.statuses, "the waiting request failed at once");
         backend.gate.release();
@@ -172,7 +174,8 @@ class DispatchQueueTest {
         DispatchQueue queue = queue(backend, 4, done);
         for (int i = 0; i < 40; i++) queue.dispatch(read(i * 512L));        // returns without waiting for the gate
         assertTrue(backend.entered.await(5, TimeUnit.SECONDS));
-        Thread.sleep(50);
+        // Four reach the gate; mostRunning, checked below, shows no fifth ever did.
+        Await.until(Duration.ofSeconds(5), () -> backend.running.get() == 4, () -> backend.running.get() + " on the backend");
         assertEquals(4, backend.running.get(), "depth 4: four on the backend");
         assertEquals(4, queue.inFlight());
         assertEquals(0, done.statuses.size());
@@ -217,7 +220,7 @@ class DispatchQueueTest {
             queue.close();
             backend.close();
         });
-        Thread.sleep(50);
+        Thread.sleep(50);                   // time for close to return if it did not wait: that it does not is the point
         assertTrue(closer.isAlive(), "close waits for the eight on the backend");
         backend.gate.release(200);
         closer.join(5_000);

@@ -1,5 +1,6 @@
 package io.iotarget.control.http;
 
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.FuzzBudget;
 import io.iotarget.testkit.Mutation;
 import io.iotarget.testkit.ProcessResources;
@@ -10,6 +11,7 @@ import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -100,7 +102,7 @@ class ControlSocketFuzzTest {
             }
         }
         stalled.clear();
-        while (live.endpoint.load().connections() != 0 && System.nanoTime() < deadline) Thread.sleep(10);
+        Await.within(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())), () -> live.endpoint.load().connections() == 0);
         assertEquals(0, live.endpoint.load().connections(), "every connection ended");
         ProcessResources.awaitNear(ProcessResources.now(), TOLERANCE, 0);
         return ProcessResources.now();

@@ -3,6 +3,7 @@ package io.iotarget.frontend.nbd;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
 import io.iotarget.model.Errno;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterAll;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -158,12 +160,20 @@ class PerHostChargingTest {
         ControlException busy = assertThrows(ControlException.class, () -> target.server.tree().write("exports/plain/cgroup_per_host", "0"));
         assertEquals(Errno.EBUSY, busy.errno(), "fixed while enabled, as cgroup is");
         target.server.tree().write("exports/plain/enable", "0");
-        for (int i = 0; i < 100 && !target.engine.controller().read("tenants/shared/addr:127.0.0.1/cgroup.events").startsWith("populated 0"); i++) {
-            Thread.sleep(100);                          // the server sees nbdcopy's connections close
-        }
+        // The server sees the client's connections close.
+        Await.within(Duration.ofSeconds(10), () -> unpopulated("tenants/shared/addr:127.0.0.1"));
         assertTrue(target.engine.controller().list("tenants/shared").contains("addr:127.0.0.1/"), "the child stays after the client left");
         target.engine.controller().rmdir("tenants/shared/addr:127.0.0.1");      // idle: an ordinary group
         assertTrue(target.engine.controller().list("tenants/shared").stream().noneMatch("addr:127.0.0.1/"::equals));
         target.server.tree().rmdir("exports/plain");
+    }
+
+    /** The group's cgroup.events says {@code populated 0}: no connection pays there any more. */
+    private static boolean unpopulated(String path) {
+        try {
+            return target.engine.controller().read(path + "/cgroup.events").startsWith("populated 0");
+        } catch (ControlException e) {
+            throw new AssertionError(path + "/cgroup.events: " + e.getMessage(), e);
+        }
     }
 }
