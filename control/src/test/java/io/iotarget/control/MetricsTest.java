@@ -83,7 +83,7 @@ class MetricsTest {
             }
             previous = after;
             scrapesDuringIo++;
-            Thread.sleep(200);
+            Thread.sleep(200);                  // paces the scrapes over fio's run
         }
         assertEquals(0, fio.waitFor(), Files.readString(dir.resolve("fio.out")));
         assertTrue(scrapesDuringIo >= 3, "scraped " + scrapesDuringIo + " times during IO");

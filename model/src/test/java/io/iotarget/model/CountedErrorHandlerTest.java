@@ -30,7 +30,7 @@ class CountedErrorHandlerTest {
                 ranAgain.countDown();
             };
             var unguarded = timer.scheduleWithFixedDelay(tick, 0, 5, TimeUnit.MILLISECONDS);
-            Thread.sleep(200);
+            Thread.sleep(200);                  // forty periods in which the cancelled timer must not run again
             assertEquals(1, runs.get(), "the executor cancelled the unguarded timer after its Error");
             assertTrue(unguarded.isDone());
 

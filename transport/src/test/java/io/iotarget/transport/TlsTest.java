@@ -379,7 +379,7 @@ class TlsTest {
         Connection c = handler.paused.get(5, TimeUnit.SECONDS);
         out.write(ByteBuffer.allocate(4).putInt(5).array());  // a record of its own, arriving while input is paused
         out.flush();
-        Thread.sleep(200);
+        Thread.sleep(200);                                  // the record reaches the paused connection's socket; nothing shows when
         c.loop().execute(() -> handler.resume(c));
         // Resumed with nothing new on the socket: the kept plaintext and the waiting record must both be handled.
         assertEquals(4, ByteBuffer.wrap(in.readNBytes(4)).getInt());

@@ -48,7 +48,7 @@ class BufferShareTest {
                     b.write(0, 1000 + i, (long) i * 4096, new byte[4096]);
                     assertEquals(0, b.reply(0).error());
                     peak = Math.max(peak, floodBuffers.inUseBytes());
-                    Thread.sleep(10);
+                    Thread.sleep(10);                   // paces the other tenant's rounds over the flood's life
                 }
                 assertTrue(peak <= SHARE, "the flood held " + peak + " bytes, its share is " + SHARE);
                 // Replies come in completion order: the read, not held by wiops, may overtake writes still in io.max.

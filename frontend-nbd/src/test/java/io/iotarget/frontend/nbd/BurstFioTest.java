@@ -47,7 +47,7 @@ class BurstFioTest {
             Run first = fio(target, "first", 6);
             System.out.println("first run:  " + first);
             first.check();
-            Thread.sleep(8_000);
+            Thread.sleep(8_000);                            // idle time refills the credit: the time passing is the point
             assertEquals(full, target.engine.controller().read("tenants/a/io.max.burst.stat"), "full again after 8 s idle");
             Run second = fio(target, "second", 6);
             System.out.println("second run: " + second);

@@ -52,7 +52,7 @@ class LatencyTargetFioTest {
             }
             Process flood = fio(t, "b", 128, 40).start();
             try {
-                Thread.sleep(1_000);
+                Thread.sleep(1_000);                                        // the flood ramps up to its full depth first
                 long untargeted = p90(run(fio(t, "a", 1, 4)));
                 c.write("tenants/a/io.latency", "paced0 target=" + TARGET_US);
                 run(fio(t, "a", 1, 2));                                     // settling
@@ -61,7 +61,7 @@ class LatencyTargetFioTest {
                     try {
                         while (!Thread.currentThread().isInterrupted()) {
                             depths.add(depth(c));
-                            Thread.sleep(100);
+                            Thread.sleep(100);                      // the sampling interval
                         }
                     } catch (InterruptedException e) {
                         // done
