@@ -103,7 +103,7 @@ class ControlPortFloodTest {
                     maxRss = Math.max(maxRss, now.rssBytes());
                     assertTrue(load.connections() <= ControlEndpoint.MAX_CONNECTIONS, "the endpoint keeps " + load);
                     for (String l; (l = lines.poll()) != null; ) last = l;
-                    Thread.sleep(200);
+                    Thread.sleep(200);                                  // paces the rounds over the attack
                 }
                 String size = Tools.ok(30, "nbdinfo", "--size", "nbd://127.0.0.1:" + nbdPort + "/default").strip();
                 assertEquals("1073741824", size, "nbdinfo during the attack");

@@ -31,9 +31,9 @@ class ControlAcceptTest {
                 ProcessResources.fileLimit(3);                                   // no descriptor can be allocated: accept() fails with EMFILE
                 try {
                     channel.connect(new InetSocketAddress("127.0.0.1", live.port()));
-                    Thread.sleep(100);
+                    Thread.sleep(100);                                       // the loop meets the failing accept first
                     ThreadCpu before = ThreadCpu.snapshot();
-                    Thread.sleep(1000);
+                    Thread.sleep(1000);                                      // the window whose CPU is measured
                     cpuMs = before.msSince();
                 } finally {
                     ProcessResources.fileLimit(original[0]);
