@@ -102,7 +102,10 @@ public final class EtcdClient implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        HttpClient.Builder b = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(timeout).executor(executor);
+        // Plain: HTTP/1.1 (the JDK client would try an h2c upgrade etcd does not answer). TLS: HTTP/2,
+        // because etcd offers only h2 in ALPN and Go refuses a client that offers only http/1.1.
+        HttpClient.Builder b = HttpClient.newBuilder().version(tls == null ? HttpClient.Version.HTTP_1_1 : HttpClient.Version.HTTP_2)
+                .connectTimeout(timeout).executor(executor);
         if (tls != null) b.sslContext(tls);
         this.http = b.build();
     }
@@ -211,7 +214,6 @@ public final class EtcdClient implements AutoCloseable {
     public Lease grant(long ttlSeconds) throws IOException {
         ObjectNode body = JSON.createObjectNode().put("TTL", ttlSeconds);
         JsonNode r = call("/v3/lease/grant", body);
-        if (r.hasNonNull("error") && !r.path("error").asText().isEmpty()) throw new IOException("lease grant: " + r.path("error").asText());
         return new Lease(r.path("ID").asLong(), r.path("TTL").asLong());
     }
 
@@ -416,19 +418,17 @@ public final class EtcdClient implements AutoCloseable {
         if (authorized) authorize(request);
         HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
         JsonNode json = response.body().isEmpty() ? JSON.createObjectNode() : JSON.readTree(response.body());
-        JsonNode error = json.has("error") && !json.path("error").isObject() ? json : json.path("error");
-        if (response.statusCode() != 200 || json.has("error") && json.path("result").isMissingNode()) {
-            String message = error.path("message").asText(error.path("error").asText("HTTP " + response.statusCode()));
-            if (message.contains("invalid auth token") || message.contains("auth token")) throw new StaleToken(message);
-            // etcd's gateway answers 503 while the member has no leader: the next member may have one.
-            if (response.statusCode() >= 500 && (message.contains("leader") || message.contains("timed out") || message.contains("unavailable"))) {
+        // Errors come as {"error":"...","message":"..."} with an HTTP error status, or, from a
+        // streaming call (keep-alive, watch), as {"error":{"message":"..."}} with 200.
+        JsonNode error = json.path("error").isObject() ? json.path("error") : json.has("error") ? json : null;
+        if (response.statusCode() != 200 || error != null) {
+            String message = error == null ? "HTTP " + response.statusCode() : error.path("message").asText(error.path("error").asText("HTTP " + response.statusCode()));
+            if (message.contains("auth token")) throw new StaleToken(path + ": " + message);
+            // A member without a leader, or one that timed out or is stopping: the next may do.
+            if (message.contains("leader") || message.contains("timed out") || message.contains("unavailable") || message.contains("stopped")
+                || response.statusCode() == 503) {
                 throw new IOException(path + ": " + message);
             }
-            throw new EtcdError(path + ": " + message);
-        }
-        if (json.path("error").isObject()) {
-            String message = json.path("error").path("message").asText("error");
-            if (message.contains("auth token")) throw new StaleToken(message);
             throw new EtcdError(path + ": " + message);
         }
         return json;
