@@ -36,7 +36,7 @@ import java.util.stream.Stream;
 
 /**
  * The few etcd v3 calls the cluster needs (leases, put, range, transactions, watch), spoken as
- * JSON over HTTP/1.1 to etcd's gRPC gateway, which every etcd 3.4+ member serves on its client
+ * JSON over HTTP/1.1 (HTTP/2 with TLS) to etcd's gRPC gateway, which every etcd 3.4+ member serves on its client
  * port ({@code /v3/...}): the JDK's HTTP client and Jackson, no gRPC stack (docs/decisions.md,
  * "etcd through its JSON gateway"). Each call is one request, sent when the method is called, so
  * the caller knows when a keep-alive left ({@link Membership}'s fence counts from there).
