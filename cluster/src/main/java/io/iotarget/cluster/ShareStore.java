@@ -1,14 +1,29 @@
 package io.iotarget.cluster;
 
+import java.io.IOException;
+import java.time.Duration;
 import java.util.List;
 
 /**
  * Where the nodes of a cluster meet: each reports its demand per tenant limit and receives its
- * share, the store rebalancing atomically (package documentation, section 2). Redis or Valkey
- * ({@link RedisShareStore}) today; etcd or Apache Ratis could stand behind the same two calls.
- * Called by the coordinator's one thread.
+ * share, the store rebalancing atomically (package documentation, section 2): etcd
+ * ({@link EtcdShareStore}), or Redis or Valkey ({@link RedisShareStore}) until reservations move
+ * to etcd. Called by the coordinator's one thread.
  */
 public interface ShareStore extends AutoCloseable {
+    /** The store {@code settings} name, every call at most {@code timeout}. */
+    static ShareStore open(ClusterSettings settings, Duration timeout) throws IOException {
+        if (settings.etcd()) return EtcdShareStore.connect(settings.store(), settings.access(), timeout);
+        return new RedisShareStore(settings.store(), timeout);
+    }
+
+    /** Why {@code uri} names no store this build can use; null when it names one. */
+    static String problem(String uri) {
+        if (uri.startsWith("etcd://")) return EtcdClient.problem(uri);
+        if (uri.startsWith("redis://") || uri.startsWith("rediss://")) return RedisShareStore.problem(uri);
+        return "another scheme";
+    }
+
     /**
      * One tenant limit as a node reports it: the store's key, the global limit, this node's
      * demand, the share it enforces now (until it applies the answer, and beyond if the answer

@@ -15,9 +15,11 @@
  * from wios) and reports a <em>demand</em>: the whole global limit when it used at least
  * {@code SATURATED_PCT} (90 %) of its share (it would take more), else its use plus a quarter
  * ({@code HEADROOM_PCT}), so that a node below its share is not taken for a saturated one
- * next time, together with the share it enforces now. One Lua script in the store
- * ({@code rebalance.lua}), run atomically for all of the node's limits in one round trip,
- * records the demand with a lease and answers the share:
+ * next time, together with the share it enforces now. The store records the demand with a
+ * lease and answers the share, atomically for all of the node's limits: in Redis one Lua script
+ * ({@code rebalance.lua}) in one round trip; in etcd ({@link io.iotarget.cluster.EtcdShareStore})
+ * a read at one revision, the same computation in Java, and a transaction that writes only if
+ * no entry changed since:
  * <ol>
  *   <li>entries whose lease ran out (a node that stopped reporting) are dropped, so their share
  *       goes to the others;</li>
@@ -34,7 +36,13 @@
  *       must shrink applies the answer at once, and the store counts it at the node's next
  *       exchange; the node that grows takes it at its own next one, within three intervals.</li>
  * </ol>
- * Leases run on the store's clock ({@code TIME}), so the nodes' clocks need not agree.
+ * Leases run on the store's clock (Redis's {@code TIME}, etcd's leases), so the nodes' clocks
+ * need not agree. etcd's leases are whole seconds, and it removes expired ones every 500 ms: an
+ * entry goes up to half a second after its lease.
+ *
+ * <h2>2a. Membership and the fence</h2>
+ * With etcd, {@link io.iotarget.cluster.Membership} keeps a lease per node life and a
+ * {@link io.iotarget.cluster.Fence} that is false before the store can expire it (docs/ha.md).
  *
  * <h2>3. Without the store</h2>
  * A failed exchange keeps the shares: they still add up to at most the limit. At the last

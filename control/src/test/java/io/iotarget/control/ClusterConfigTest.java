@@ -2,14 +2,22 @@ package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.cluster.EtcdClient;
+import io.iotarget.cluster.EtcdShareStore;
+import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.testkit.Await;
+import io.iotarget.testkit.EtcdCluster;
 import io.iotarget.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -32,7 +40,8 @@ class ClusterConfigTest {
         assertEquals("cluster.node: missing (this node's id, different on every node)", refusal("{ \"store\": \"redis://h:1\", \"nodes\": 3 }"));
         assertEquals("cluster.node = \"a b\": expected 1 to 64 letters, digits or ._:@+- as a string",
                      refusal("{ \"node\": \"a b\", \"store\": \"redis://h:1\", \"nodes\": 3 }"));
-        assertEquals("cluster.store = \"http://h:1\": expected redis://HOST:PORT or rediss://HOST:PORT (Redis or Valkey): another scheme",
+        assertEquals("cluster.store = \"http://h:1\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
+                     + "(Redis or Valkey): another scheme",
                      refusal("{ \"node\": \"a\", \"store\": \"http://h:1\", \"nodes\": 3 }"));
         assertEquals("cluster.nodes: missing (how many nodes share the io.max.global limits)",
                      refusal("{ \"node\": \"a\", \"store\": \"redis://h:1\" }"));
@@ -42,9 +51,58 @@ class ClusterConfigTest {
                      refusal("{ " + ok + ", \"interval_ms\": \"200\" }"));
         assertEquals("cluster.lease_ms = 300: expected an integer from 400 to 3600000 (milliseconds a share holds without the store; "
                      + "at least two intervals, 2 x cluster.interval_ms)", refusal("{ " + ok + ", \"lease_ms\": 300 }"));
-        assertEquals("cluster.leases: unknown setting (expected: node, store, nodes, interval_ms, lease_ms)",
+        assertEquals("cluster.leases: unknown setting (expected: node, store, nodes, interval_ms, lease_ms, store_ca, store_cert, store_key, "
+                     + "store_user, store_password_file)",
                      refusal("{ " + ok + ", \"leases\": 1 }"));
         assertEquals("cluster: expected an object", refusal("[]"));
+    }
+
+    @Test
+    void shouldNameTheKeyOfEveryEtcdMistake() throws Exception {
+        String etcd = "\"node\": \"a\", \"nodes\": 3, \"store\": ";
+        assertEquals("cluster.store = \"etcd://h\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
+                     + "(Redis or Valkey): 'h' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h\" }"));
+        assertEquals("cluster.store = \"etcd://h:1,\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
+                     + "(Redis or Valkey): '' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h:1,\" }"));
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "x");
+        assertEquals("cluster.store_ca: only for an etcd:// store (a redis:// URI carries its own TLS and password)",
+                     refusal("{ " + etcd + "\"redis://h:1\", \"store_ca\": \"" + ca + "\" }"));
+        assertEquals("cluster.store_ca = \"/nonexistent/ca.pem\": not a readable file",
+                     refusal("{ " + etcd + "\"etcd://h:1\", \"store_ca\": \"/nonexistent/ca.pem\" }"));
+        assertEquals("cluster.store_cert and cluster.store_key: give both (a client certificate and its key) or neither",
+                     refusal("{ " + etcd + "\"etcd://h:1\", \"store_ca\": \"" + ca + "\", \"store_cert\": \"" + ca + "\" }"));
+        assertEquals("cluster.store_user and cluster.store_password_file: give both or neither",
+                     refusal("{ " + etcd + "\"etcd://h:1\", \"store_user\": \"root\" }"));
+        ClusterSettings s = ConfigLoader.clusterSettings(json.readTree("{ \"cluster\": { " + etcd + "\"etcd://h:1,h:2\", \"store_ca\": \"" + ca
+                                                                       + "\", \"store_user\": \"u\", \"store_password_file\": \"" + ca + "\" } }"));
+        assertEquals(new EtcdClient.Access(ca, null, null, "u", ca), s.access());
+        assertTrue(s.etcd());
+    }
+
+    @Test
+    void shouldServeWithAnEtcdStoreAndSaveItsSection() throws Exception {
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd"))) {
+            String config = """
+                    { "server": { "control": "127.0.0.1:0" },
+                      "cluster": { "node": "n1", "store": "%s", "nodes": 3, "interval_ms": 100, "lease_ms": 1000 },
+                      "backends": { "disk": { "type": "null", "size": "64M", "enable": 1 } },
+                      "cgroup": { "tenants": { "cgroup.subtree_control": "+io", "a": { "io.max.global": "disk riops=9000" } } } }
+                    """.formatted(etcd.uri());
+            try (Server server = Server.start(json.readTree(config), dir)) {
+                assertTrue(server.summary().stream().anyMatch(l -> l.startsWith("cluster node n1 of 3, store " + etcd.uri())), server.summary().toString());
+                assertEquals(json.readTree(config).get("cluster"), json.readTree(save(server)).get("cluster"));
+                // Alone and idle, the node's demand is its floor's: the store answers, and the share moves off the start (limit / 60).
+                try (EtcdClient observer = EtcdClient.create(etcd.uri(), EtcdClient.Access.NONE, Duration.ofSeconds(2))) {
+                    Await.until(Duration.ofSeconds(10), () -> {
+                        try {
+                            return observer.range(EtcdShareStore.PREFIX).kvs().stream().anyMatch(kv -> kv.key().endsWith("/n1"));
+                        } catch (java.io.IOException e) {
+                            throw new AssertionError(e);
+                        }
+                    }, () -> "node n1 never wrote its share to etcd");
+                }
+            }
+        }
     }
 
     @Test

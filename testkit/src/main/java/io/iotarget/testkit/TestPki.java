@@ -164,6 +164,19 @@ public final class TestPki {
         return d;
     }
 
+    /**
+     * {@link #server(String)} whose certificate may also authenticate as a client (extended key
+     * usage serverAuth and clientAuth), as etcd wants with {@code --client-cert-auth}: its gateway
+     * calls its own gRPC server with the server certificate. An openssl PKI only.
+     */
+    public Path serverAndClient(String name) throws IOException, InterruptedException {
+        if (certtoolKey != null) throw new UnsupportedOperationException("an openssl PKI only");
+        Path d = credentials(name);
+        issue(d.resolve(SERVER_CERT), d.resolve(SERVER_KEY), "/CN=localhost",
+                "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n");
+        return d;
+    }
+
     /** A client's directory {@code name}: the CA, and a client certificate with subject {@code subject} ("/O=a/CN=b"). */
     public Path client(String name, String subject) throws IOException, InterruptedException {
         return client(name, subject, certtoolKey);

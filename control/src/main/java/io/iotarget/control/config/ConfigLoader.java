@@ -13,7 +13,8 @@ import com.fasterxml.jackson.databind.node.MissingNode;
 import io.iotarget.backend.file.IoEngine;
 import io.iotarget.buffer.BufferPool;
 import io.iotarget.cluster.ClusterSettings;
-import io.iotarget.cluster.RedisShareStore;
+import io.iotarget.cluster.EtcdClient;
+import io.iotarget.cluster.ShareStore;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.tree.CgroupTree;
 import io.iotarget.control.tree.Sizes;
@@ -55,7 +56,7 @@ import java.util.Set;
  * <pre>{@code
  * {
  *   "server":   { "control": "127.0.0.1:9809", "nbd": "127.0.0.1:10809" },
- *   "cluster":  { "node": "a", "store": "redis://127.0.0.1:6379", "nodes": 3, "interval_ms": 200, "lease_ms": 1000 },
+ *   "cluster":  { "node": "a", "store": "etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379", "nodes": 3, "interval_ms": 200, "lease_ms": 1000 },
  *   "backends": { "default": { "type": "memory", "size": "1G", "enable": 1 } },
  *   "cgroup":   { "tenants": { "cgroup.subtree_control": "+io", "a": { "io.max": "default riops=20000" } } },
  *   "nbd":      { "exports": { "default": { "backend": "default", "cgroup": "tenants/a", "enable": 1 } } },
@@ -262,7 +263,8 @@ public final class ConfigLoader {
     public static final long DEFAULT_WARM_UP_MS = 1000;
 
     /** The cluster section's keys, in the order docs/cluster.md lists them. */
-    private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms");
+    private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms", "store_ca", "store_cert",
+                                                             "store_key", "store_user", "store_password_file");
 
     /**
      * Reads the "cluster" section (docs/cluster.md); null when there is none, and the node is on
@@ -282,17 +284,49 @@ public final class ConfigLoader {
             throw new ConfigException("cluster.node = " + node + ": expected 1 to 64 letters, digits or ._:@+- as a string");
         }
         JsonNode store = cluster.get("store");
-        if (store == null) throw new ConfigException("cluster.store: missing (expected e.g. \"redis://127.0.0.1:6379\")");
-        String storeProblem = store.isTextual() ? RedisShareStore.problem(store.textValue()) : "not a string";
+        if (store == null) throw new ConfigException("cluster.store: missing (expected e.g. \"etcd://127.0.0.1:2379\")");
+        String storeProblem = store.isTextual() ? ShareStore.problem(store.textValue()) : "not a string";
         if (storeProblem != null) {
-            throw new ConfigException("cluster.store = " + store + ": expected redis://HOST:PORT or rediss://HOST:PORT (Redis or Valkey): " + storeProblem);
+            throw new ConfigException("cluster.store = " + store + ": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or "
+                                      + "rediss://HOST:PORT (Redis or Valkey): " + storeProblem);
         }
+        EtcdClient.Access access = storeAccess(cluster, store.textValue().startsWith("etcd://"));
         if (!cluster.has("nodes")) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
         int nodes = (int) count("cluster", cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
         long interval = count("cluster", cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
         long lease = count("cluster", cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,
                                   "milliseconds a share holds without the store; at least two intervals, 2 x cluster.interval_ms");
-        return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease);
+        return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease, access);
+    }
+
+    /**
+     * etcd's TLS files ({@code store_ca} turns TLS on; {@code store_cert} and {@code store_key}
+     * a client certificate, both or neither) and user ({@code store_user} with
+     * {@code store_password_file}, both or neither); each file must be readable now.
+     */
+    private static EtcdClient.Access storeAccess(JsonNode cluster, boolean etcd) throws ConfigException {
+        java.nio.file.Path ca = storeFile(cluster, "store_ca", etcd);
+        java.nio.file.Path cert = storeFile(cluster, "store_cert", etcd);
+        java.nio.file.Path key = storeFile(cluster, "store_key", etcd);
+        java.nio.file.Path password = storeFile(cluster, "store_password_file", etcd);
+        JsonNode user = cluster.get("store_user");
+        if (user != null && (!etcd || !user.isTextual() || user.textValue().isEmpty())) {
+            throw new ConfigException("cluster.store_user = " + user + ": expected etcd's user name as a string, with an etcd:// store");
+        }
+        if ((cert == null) != (key == null)) throw new ConfigException("cluster.store_cert and cluster.store_key: give both (a client certificate and its key) or neither");
+        if (cert != null && ca == null) throw new ConfigException("cluster.store_cert: a client certificate needs TLS: give cluster.store_ca too");
+        if ((user == null) != (password == null)) throw new ConfigException("cluster.store_user and cluster.store_password_file: give both or neither");
+        return new EtcdClient.Access(ca, cert, key, user == null ? null : user.textValue(), password);
+    }
+
+    private static java.nio.file.Path storeFile(JsonNode cluster, String name, boolean etcd) throws ConfigException {
+        JsonNode v = cluster.get(name);
+        if (v == null) return null;
+        if (!etcd) throw new ConfigException("cluster." + name + ": only for an etcd:// store (a redis:// URI carries its own TLS and password)");
+        if (!v.isTextual() || v.textValue().isEmpty()) throw new ConfigException("cluster." + name + " = " + v + ": expected a file's path as a string");
+        java.nio.file.Path file = java.nio.file.Path.of(v.textValue());
+        if (!java.nio.file.Files.isReadable(file)) throw new ConfigException("cluster." + name + " = " + v + ": not a readable file");
+        return file;
     }
 
     /** {@code server.io_engine}: auto (io_uring where it works), io_uring (or refuse to start), threads. */
