@@ -4,9 +4,9 @@ import io.iotarget.frontend.nvmetcp.command.AdminCommands;
 
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
-import io.iotarget.frontend.nvmetcp.command.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
 
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 

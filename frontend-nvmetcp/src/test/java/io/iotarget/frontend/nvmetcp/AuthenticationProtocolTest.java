@@ -2,7 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import io.iotarget.frontend.nvmetcp.command.Identify;
 import io.iotarget.frontend.nvmetcp.config.Port;

@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.Queue;
 
 import io.iotarget.frontend.nvmetcp.config.NamespaceTable;
@@ -8,7 +10,7 @@ import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 
-import io.iotarget.frontend.nvmetcp.config.AnaState;
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 

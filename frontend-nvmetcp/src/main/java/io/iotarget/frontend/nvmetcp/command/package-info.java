@@ -4,7 +4,7 @@
  * {@link io.iotarget.frontend.nvmetcp.command.Identify}, {@link io.iotarget.frontend.nvmetcp.command.LogPages})
  * and IO ({@link io.iotarget.frontend.nvmetcp.command.IoCommands}, which turns each into the
  * {@link io.iotarget.model.IoRequest}s that are charged), over the submission queue entry ({@link
- * io.iotarget.frontend.nvmetcp.command.Sqe}) and answered with NVMe status codes ({@link
- * io.iotarget.frontend.nvmetcp.command.Status}). Each runs on its queue's event loop.
+ * io.iotarget.frontend.nvmetcp.wire.Sqe}) and answered with NVMe status codes ({@link
+ * io.iotarget.frontend.nvmetcp.wire.Status}). Each runs on its queue's event loop.
  */
 package io.iotarget.frontend.nvmetcp.command;

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp.config;
 
 
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.frontend.nvmetcp.Controller;
 
 import io.iotarget.frontend.nvmetcp.NvmeTarget;

@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp.config;
 
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.model.ControlException;

@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
 import io.iotarget.frontend.nvmetcp.Controller;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import java.util.concurrent.atomic.AtomicBoolean;

@@ -3,7 +3,7 @@ package io.iotarget.frontend.nvmetcp.reservation;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.model.CountedErrorHandler;
 

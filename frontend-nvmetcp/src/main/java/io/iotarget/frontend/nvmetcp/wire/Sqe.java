@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp.command;
+package io.iotarget.frontend.nvmetcp.wire;
 
 import java.nio.ByteBuffer;
 
@@ -18,26 +18,26 @@ import java.nio.ByteBuffer;
 public final class Sqe {
     public static final int BYTES = 64;
 
-    static final int OPCODE = 0;
+    public static final int OPCODE = 0;
     public static final int FLAGS = 1;
-    static final int COMMAND_ID = 2;
-    static final int NSID = 4;
+    public static final int COMMAND_ID = 2;
+    public static final int NSID = 4;
     public static final int SGL_ADDRESS = 24;
     public static final int SGL_LENGTH = 32;
     public static final int SGL_IDENTIFIER = 39;
-    static final int CDW10 = 40;
-    static final int CDW11 = 44;
-    static final int CDW12 = 48;
+    public static final int CDW10 = 40;
+    public static final int CDW11 = 44;
+    public static final int CDW12 = 48;
 
     public static final int FABRICS_TYPE = 4;
-    static final int CONNECT_RECFMT = 40;
-    static final int CONNECT_QID = 42;
-    static final int CONNECT_SQSIZE = 44;
-    static final int CONNECT_CATTR = 46;
-    static final int CONNECT_KATO = 48;
-    static final int PROPERTY_ATTRIB = 40;
-    static final int PROPERTY_OFFSET = 44;
-    static final int PROPERTY_VALUE = 48;
+    public static final int CONNECT_RECFMT = 40;
+    public static final int CONNECT_QID = 42;
+    public static final int CONNECT_SQSIZE = 44;
+    public static final int CONNECT_CATTR = 46;
+    public static final int CONNECT_KATO = 48;
+    public static final int PROPERTY_ATTRIB = 40;
+    public static final int PROPERTY_OFFSET = 44;
+    public static final int PROPERTY_VALUE = 48;
 
     /** FLAGS: PSDT = 01b (SGL for data), no fused operation: the only value a fabrics command may carry. */
     public static final int FLAGS_SGL = 0x40;
