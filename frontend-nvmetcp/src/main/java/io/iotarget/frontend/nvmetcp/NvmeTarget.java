@@ -7,6 +7,7 @@ import io.iotarget.frontend.nvmetcp.config.Namespace;
 import io.iotarget.frontend.nvmetcp.config.NvmetTree;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
@@ -33,6 +34,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.transport.PskKeys;
 
@@ -100,8 +102,8 @@ public final class NvmeTarget implements AutoCloseable {
     /** nvmet_ana_chgcnt: node-wide, bumped by every ana_state and ana_grpid write. Lock held. */
     private long anaChangeCount;
     private final NvmetTree tree;
-    /** Persistent reservations: their store and thread (package reservation). */
-    private final Reservations reservations = new Reservations(this);
+    /** Persistent reservations: their store and threads (package reservation), which reach controllers through {@link #deliver}. */
+    private final Reservations reservations = new Reservations(this::deliver);
 
     /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
     public NvmeTarget(Engine engine, Transport transport) {
@@ -303,6 +305,33 @@ public final class NvmeTarget implements AutoCloseable {
         for (Port p : ports.values()) groups.addAll(p.anaGroupIds());
         for (Subsystem s : subsystems.values()) for (int g : s.anaGroupIds()) groups.add(g);
         return groups;
+    }
+
+    /**
+     * {@link Reservations.Hosts}: reservation notices of namespace {@code nsid} go to this node's
+     * controllers of the hosts they name (log page 0x80, AEN); the answer says whether those of
+     * the hosts whose registration was preempted still have a command on the namespace on the
+     * engine. A reservation thread.
+     */
+    private BooleanSupplier deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices) {
+        List<Controller> preempted = new ArrayList<>();
+        lock();
+        try {
+            Subsystem s = subsystems.get(subsystemNqn);
+            for (Controller c : s == null ? List.<Controller>of() : s.controllers) {
+                for (ReservationState.Notice n : notices) {
+                    if (n.hostHigh() != c.hostIdHigh || n.hostLow() != c.hostIdLow) continue;
+                    c.reservationNotice(nsid, n.type());
+                    if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) preempted.add(c);
+                }
+            }
+        } finally {
+            unlock();
+        }
+        return () -> {
+            for (Controller c : preempted) if (c.busyOn(nsid)) return true;
+            return false;
+        };
     }
 
     /** A controller's admin queue closed. */

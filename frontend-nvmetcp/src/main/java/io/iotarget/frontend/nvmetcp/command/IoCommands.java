@@ -93,7 +93,7 @@ public final class IoCommands {
         }
         slot.enterEngine(ns);                            // before the check: a preempt-and-abort it does not see waits for it
         if (reservation != null) {
-            int access = reservation.check(c, ReservationCommands.writes(opcode));
+            int access = reservation.check(c.hostIdHigh, c.hostIdLow, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;
         }
         IoGroup payer = c.payer(ns);
