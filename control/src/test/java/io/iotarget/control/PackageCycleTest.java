@@ -44,9 +44,10 @@ class PackageCycleTest {
      * its cycle is broken; never add one.
      */
     private static final Map<String, List<KnownCycle>> KNOWN = Map.of(
+            // The submission queue calls the commands (Queue: Fabrics, AdminCommands, IoCommands;
+            // NvmeTarget: LogPages), which take the runtime's Controller and CommandSlot.
             "frontend-nvmetcp", List.of(new KnownCycle("issue 30: the NVMe target in layers",
-                    "frontend.nvmetcp", "frontend.nvmetcp.command", "frontend.nvmetcp.config",
-                    "frontend.nvmetcp.reservation")),
+                    "frontend.nvmetcp", "frontend.nvmetcp.command")),
             // The policy interfaces (policy.IoPolicy, DevicePolicy, PolicyHost) name the
             // controller's Group, DeviceGroup and chain.DeviceControl, the interface files
             // (file.InterfaceFile, DeviceLine) name them and PolicyHost, and those name the

@@ -68,9 +68,6 @@ public final class Queue implements PduHandler, ConnectionHandler {
     static final int MAX_H2C_DATA = 128 * 1024;
     /** NVME_TCP_ADMIN_CCSZ: in-capsule data on the admin queue (and before Connect). */
     static final int ADMIN_INLINE_DATA_BYTES = 8192;
-    /** Identify MDTS = 8 (2^8 pages of 4 KiB): the largest transfer of one command. */
-    public static final int MDTS = 8;
-    public static final int MAX_TRANSFER_BYTES = 4096 << MDTS;
     /**
      * From TCP accept to a finished Connect: a host that says nothing, or stops half way, must
      * not hold a connection for ever (as NBD's handshake limit; a real host connects in
@@ -330,7 +327,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
             slot.status = Status.SGL_TYPE_INVALID | Status.DNR;
         } else if (pduDataLength != 0) {
             slot.status = Status.SGL_DATA_LENGTH_INVALID | Status.DNR;  // data without an in-capsule descriptor
-        } else if (length > MAX_TRANSFER_BYTES) {
+        } else if (length > Sqe.MAX_TRANSFER_BYTES) {
             slot.status = Status.INVALID_FIELD | Status.DNR;
         } else if (length > 0) {
             // The buffer is taken when the data is about to move: before the R2T, or before a read runs.
@@ -661,7 +658,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
         if (cause instanceof io.iotarget.transport.FileRegionCutShortException) target.readPastShrunkFile(null);   // the transport logged it
         decoder.halt();
         if (connectLimit != null) connectLimit.cancel();
-        port.connections.remove(this);
+        target.connectionClosed(this);
         Controller ctrl = controller;
         if (ctrl != null) ctrl.detach(qid, this);
         for (int i = 0; i < slotCount; i++) {              // gone from its controller: a preempt-and-abort waiting for its commands looks again

@@ -53,7 +53,7 @@ class HostIdBindingTest {
         Await.until(Duration.ofMillis(WAIT_MS), () -> {
             fixture.target.lock();
             try {
-                return s.controllers.isEmpty();
+                return fixture.target.controllers(s).isEmpty();
             } finally {
                 fixture.target.unlock();
             }

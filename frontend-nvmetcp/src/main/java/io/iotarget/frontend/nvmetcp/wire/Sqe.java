@@ -17,6 +17,9 @@ import java.nio.ByteBuffer;
  */
 public final class Sqe {
     public static final int BYTES = 64;
+    /** Identify MDTS = 8 (2^8 pages of 4 KiB): the largest transfer of one command. */
+    public static final int MDTS = 8;
+    public static final int MAX_TRANSFER_BYTES = 4096 << MDTS;
 
     public static final int OPCODE = 0;
     public static final int FLAGS = 1;
