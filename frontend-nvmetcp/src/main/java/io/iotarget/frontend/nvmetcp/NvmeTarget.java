@@ -1,6 +1,5 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.LogPages;
 import io.iotarget.frontend.nvmetcp.config.Host;
 import io.iotarget.frontend.nvmetcp.config.InFlightCommands;
 import io.iotarget.frontend.nvmetcp.config.Namespace;
@@ -111,6 +110,8 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
     /** nvmet_ana_chgcnt: node-wide, bumped by every ana_state and ana_grpid write. Lock held. */
     private long anaChangeCount;
     private final NvmetTree tree;
+    /** The commands the queues route to (package command, found through {@link CommandSet#load}). */
+    private final CommandSet commands = CommandSet.load();
     /** Persistent reservations: their store and threads (package reservation), which reach controllers through {@link #deliver}. */
     private final Reservations reservations = new Reservations(this::deliver);
 
@@ -133,6 +134,11 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
         this.tree = new NvmetTree(config, engine, reservations, this);
         this.hostGroupFailures = new RateLimitedLog(System.getLogger(Controller.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
                                                     "controller(s) without their host's cgroup_per_host group");
+    }
+
+    /** The commands the queues route to. Any thread. */
+    CommandSet commands() {
+        return commands;
     }
 
     public Transport transport() {
@@ -343,7 +349,7 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
             for (Subsystem s : c.port.subsystems.values()) {
                 if (s.allows(c.hostNqn) && !nqns.contains(s.nqn)) nqns.add(s.nqn);
             }
-            return LogPages.discoveryLog(discoveryGeneration, c.port, nqns);
+            return commands.discoveryLog(discoveryGeneration, c.port, nqns);
         } finally {
             unlock();
         }

@@ -1,8 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.AdminCommands;
 
-import io.iotarget.frontend.nvmetcp.command.Fabrics;
 
 import io.iotarget.frontend.nvmetcp.wire.Status;
 
@@ -10,7 +8,6 @@ import io.iotarget.frontend.nvmetcp.wire.Sqe;
 
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 
-import io.iotarget.frontend.nvmetcp.command.IoCommands;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.iocontrol.Group;
@@ -89,7 +86,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
     private boolean channelChosen;
     private final Runnable flushTask = this::flushTask;
     private final CommandSlot[] slots;
-    private final IoCommands io;
+    private final CommandSet commands;
+    private final CommandSet.IoQueue io;
     /** SMART counters, written by the loop (opaque) and summed by the admin queue. */
     private final long[] counters = new long[4];
 
@@ -138,7 +136,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
         int maxSlots = 2 * Port.DEFAULT_MAX_QUEUE_SIZE;
         this.slots = new CommandSlot[maxSlots];
         this.freeTags = new int[maxSlots];
-        this.io = new IoCommands(target.engine(), this);
+        this.commands = target.commands();
+        this.io = commands.ioQueue(target.engine(), this);
         this.issuerDelay = new IssuerDelay(socket, () -> terminating, () -> {
             if (held == null) socket.resumeInput();
         });
@@ -341,7 +340,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /** A write whose data comes through R2T passes the policies before it gets a buffer and its R2T. */
     private boolean admittedFirst(CommandSlot slot) {
-        return slot.awaitingData && !ownsData(slot) && Sqe.opcode(slot.sqe) == IoCommands.WRITE;
+        return slot.awaitingData && !ownsData(slot) && Sqe.opcode(slot.sqe) == Sqe.OPCODE_WRITE;
     }
 
     /** The engine admitted a data-later write (any thread): over to the loop. */
@@ -388,7 +387,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /** False for a READ its namespace's backend always shares: it sends from the backend's memory, as NBD's do, and holds no pool share. */
     private boolean needsBuffer(CommandSlot slot) {
-        if (ownsData(slot) || Sqe.opcode(slot.sqe) != IoCommands.READ || !offersViews(slot.dataLength)) return true;
+        if (ownsData(slot) || Sqe.opcode(slot.sqe) != Sqe.OPCODE_READ || !offersViews(slot.dataLength)) return true;
         ActiveNamespace ns = controller.subsystem.table.find(Sqe.nsid(slot.sqe));
         return ns == null || !ns.sharesReads();
     }
@@ -514,10 +513,10 @@ public final class Queue implements PduHandler, ConnectionHandler {
 
     /** Refuses commands this queue cannot run before their data is asked for. */
     private int precheck(CommandSlot slot) {
-        if (controller == null) return Fabrics.precheckConnect(slot);
+        if (controller == null) return commands.precheckConnect(slot);
         if (QueueAuthentication.isExchange(slot)) return authentication.precheck(slot);
         if (!authentication.admits(slot)) return Status.AUTH_REQUIRED | Status.DNR;
-        return qid == 0 ? AdminCommands.precheck(controller, slot) : io.precheck(controller, slot);
+        return qid == 0 ? commands.precheckAdmin(controller, slot) : io.precheck(controller, slot);
     }
 
     private void execute(CommandSlot slot) {
@@ -527,8 +526,8 @@ public final class Queue implements PduHandler, ConnectionHandler {
             authentication.submit(this, slot);
             return;
         }
-        int status = c == null ? Fabrics.connect(this, slot)
-                : qid == 0 ? AdminCommands.execute(c, this, slot)
+        int status = c == null ? commands.connect(this, slot)
+                : qid == 0 ? commands.executeAdmin(c, this, slot)
                 : io.execute(c, slot);
         if (status == PENDING) {
             if (slot.phase == CommandSlot.RECEIVING) slot.phase = CommandSlot.ENGINE;   // an AER, answered later

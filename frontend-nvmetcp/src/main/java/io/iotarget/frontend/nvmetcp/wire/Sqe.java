@@ -50,6 +50,9 @@ public final class Sqe {
     public static final int SGL_TRANSPORT = 0x5A;
 
     public static final int OPCODE_FABRICS = 0x7F;
+    /** The NVM command set's Write and Read, which the transport treats apart (data after R2T, reads the backend may share). */
+    public static final int OPCODE_WRITE = 0x01;
+    public static final int OPCODE_READ = 0x02;
     /** Opcode bits 1:0: 01b host-to-controller data, 10b controller-to-host data (NVMe "data transfer" convention). */
     public static final int DIRECTION_TO_CONTROLLER = 0b01;
     public static final int DIRECTION_TO_HOST = 0b10;
