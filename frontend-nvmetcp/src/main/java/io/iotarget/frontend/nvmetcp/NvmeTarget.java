@@ -255,8 +255,8 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
     public Listener listen(Port port, InetSocketAddress address) throws IOException {
         Set<Queue> of = connections.computeIfAbsent(port, p -> ConcurrentHashMap.newKeySet());
         return transport.listen(address, socket -> {
-            Queue q = new Queue(this, port, socket);
-            of.add(q);
+            TcpQueue q = new TcpQueue(this, port, socket);
+            of.add(q.sq);
             return q;
         });
     }
