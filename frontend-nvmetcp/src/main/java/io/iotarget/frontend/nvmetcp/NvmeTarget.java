@@ -52,7 +52,7 @@ import io.iotarget.transport.PskKeys;
  * thread runs keep-alive checks. The IO path takes no configuration lock. Any thread may call
  * the public methods.
  */
-public final class NvmeTarget implements ConfigEvents, AutoCloseable {
+public final class NvmeTarget implements AutoCloseable {
     private final Engine engine;
     private final Transport transport;
     private final boolean ownsTransport;
@@ -131,7 +131,7 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
         this.ownsTransport = ownsTransport;
         this.shrunkFileReads = new RateLimitedLog(System.getLogger(Queue.class.getName()), engine.clock(), SHRUNK_FILE_LINES_PER_SECOND,
                                                   "NVMe/TCP READ(s) past a shrunk file");
-        this.tree = new NvmetTree(config, engine, reservations, this);
+        this.tree = new NvmetTree(config, engine, reservations, new ConfigReactions());
         this.hostGroupFailures = new RateLimitedLog(System.getLogger(Controller.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
                                                     "controller(s) without their host's cgroup_per_host group");
     }
@@ -249,42 +249,67 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
         if (of != null) of.remove(queue);
     }
 
-    // ---------------------------------------------------------------- ConfigEvents (lock held)
+    // ---------------------------------------------------------------- the configuration's events
 
-    @Override
-    public Listener listen(Port port, InetSocketAddress address) throws IOException {
-        Set<Queue> of = connections.computeIfAbsent(port, p -> ConcurrentHashMap.newKeySet());
-        return transport.listen(address, socket -> {
-            TcpQueue q = new TcpQueue(this, port, socket);
-            of.add(q.sq);
-            return q;
-        });
+    /**
+     * What this target does when its configuration changes ({@link ConfigEvents}): the
+     * controllers and connections, which the configuration never sees, follow it. The
+     * configuration thread, lock held.
+     */
+    private final class ConfigReactions implements ConfigEvents {
+        /** What a host may discover changed: new generation, and discovery controllers hear of it. */
+        @Override
+        public void discoveryChanged() {
+            discoveryGeneration++;
+            for (Controller c : controllers(discovery).all()) c.discoveryChanged();
+        }
+
+        /** An ANA state or a namespace's ANA group changed. */
+        @Override
+        public void anaChanged() {
+            anaChangeCount++;
+        }
+
+        @Override
+        public Listener listen(Port port, InetSocketAddress address) throws IOException {
+            Set<Queue> of = connections.computeIfAbsent(port, p -> ConcurrentHashMap.newKeySet());
+            return transport.listen(address, socket -> {
+                TcpQueue q = new TcpQueue(NvmeTarget.this, port, socket);
+                of.add(q.sq);
+                return q;
+            });
+        }
+
+        @Override
+        public void stopped(Port port) {
+            closeConnections(port);
+        }
+
+        @Override
+        public void portAnaChanged(Port port) {
+            for (Subsystem s : port.subsystems.values()) for (Controller c : controllers(s).all()) if (c.port == port) c.anaChanged();
+        }
+
+        @Override
+        public void subsystemAnaChanged(Subsystem subsystem) {
+            for (Controller c : controllers(subsystem).all()) c.anaChanged();
+        }
+
+        @Override
+        public void namespaceChanged(Subsystem subsystem, int nsid) {
+            for (Controller c : controllers(subsystem).all()) c.namespaceChanged(nsid);
+        }
+
+        @Override
+        public void controllersFail(Subsystem subsystem, Port port) {
+            for (Controller c : List.copyOf(controllers(subsystem).all())) if (port == null || c.port == port) c.fatal();
+            forgetIfGone(subsystem);
+        }
     }
 
-    @Override
-    public void stopped(Port port) {
+    /** Closes every connection that came in through {@code port}. Any thread. */
+    private void closeConnections(Port port) {
         for (Queue q : connections(port)) q.close();
-    }
-
-    @Override
-    public void portAnaChanged(Port port) {
-        for (Subsystem s : port.subsystems.values()) for (Controller c : controllers(s).all()) if (c.port == port) c.anaChanged();
-    }
-
-    @Override
-    public void subsystemAnaChanged(Subsystem subsystem) {
-        for (Controller c : controllers(subsystem).all()) c.anaChanged();
-    }
-
-    @Override
-    public void namespaceChanged(Subsystem subsystem, int nsid) {
-        for (Controller c : controllers(subsystem).all()) c.namespaceChanged(nsid);
-    }
-
-    @Override
-    public void controllersFail(Subsystem subsystem, Port port) {
-        for (Controller c : List.copyOf(controllers(subsystem).all())) if (port == null || c.port == port) c.fatal();
-        forgetIfGone(subsystem);
     }
 
     /** A subsystem removed from the configuration keeps its entry only until its last controller is gone. Lock held. */
@@ -355,19 +380,6 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
         }
     }
 
-    /** What a host may discover changed: new generation, and discovery controllers hear of it. Lock held. */
-    @Override
-    public void discoveryChanged() {
-        discoveryGeneration++;
-        for (Controller c : controllers(discovery).all()) c.discoveryChanged();
-    }
-
-    /** An ANA state or a namespace's ANA group changed. Lock held. */
-    @Override
-    public void anaChanged() {
-        anaChangeCount++;
-    }
-
     /** Lock held. */
     public long anaChangeCount() {
         return anaChangeCount;
@@ -430,7 +442,7 @@ public final class NvmeTarget implements ConfigEvents, AutoCloseable {
         try {
             for (Port p : ports.values()) {
                 p.stop();
-                stopped(p);
+                closeConnections(p);
             }
             for (Subsystem s : subsystems.values()) {
                 for (Namespace ns : s.namespaces.values()) {
