@@ -1,10 +1,10 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 
-import io.iotarget.frontend.nvmetcp.command.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
 import io.iotarget.buffer.BufferWaiter;
 import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;

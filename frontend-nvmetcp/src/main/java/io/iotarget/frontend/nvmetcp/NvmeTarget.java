@@ -1,21 +1,25 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.LogPages;
 import io.iotarget.frontend.nvmetcp.config.Host;
 import io.iotarget.frontend.nvmetcp.config.InFlightCommands;
 import io.iotarget.frontend.nvmetcp.config.Namespace;
+import io.iotarget.frontend.nvmetcp.config.ConfigEvents;
+import io.iotarget.frontend.nvmetcp.config.NvmetConfig;
 import io.iotarget.frontend.nvmetcp.config.NvmetTree;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.CountedErrorHandler;
 import io.iotarget.model.Counters;
 import io.iotarget.model.RateLimitedLog;
+import io.iotarget.transport.Listener;
 import io.iotarget.transport.Transport;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 
 import io.iotarget.frontend.nvmetcp.auth.DhChapCredentials;
 
@@ -25,14 +29,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedSet;
-import java.util.TreeMap;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.transport.PskKeys;
 
@@ -51,7 +56,8 @@ public final class NvmeTarget implements AutoCloseable {
     private final Engine engine;
     private final Transport transport;
     private final boolean ownsTransport;
-    private final ReentrantLock lock = new ReentrantLock();
+    /** nvmet's configfs as data, with the configuration lock; the tree edits it and tells this target ({@link ConfigEvents}). */
+    private final NvmetConfig config = new NvmetConfig();
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("nvmet-keepalive").factory());
     /** What the timers threw and survived: a timer task that throws would otherwise never run again. */
@@ -91,17 +97,23 @@ public final class NvmeTarget implements AutoCloseable {
     /** Challenges, DH keys and sequence numbers of DH-HMAC-CHAP; thread-safe. */
     private final SecureRandom random = new SecureRandom();
 
-    public final Map<String, Host> hosts = new TreeMap<>();
-    public final Map<String, Subsystem> subsystems = new TreeMap<>();
-    public final Map<Integer, Port> ports = new TreeMap<>();
-    public final Subsystem discovery = new Subsystem(Subsystem.WELL_KNOWN_DISCOVERY_NQN, true);
+    public final Map<String, Host> hosts = config.hosts;
+    public final Map<String, Subsystem> subsystems = config.subsystems;
+    public final Map<Integer, Port> ports = config.ports;
+    public final Subsystem discovery = config.discovery;
+    /** Each subsystem's live controllers (nvmet's subsys->ctrls), by identity; the lists under the configuration lock. */
+    private final Map<Subsystem, SubsystemControllers> controllers = new ConcurrentHashMap<>();
+    /** Each port's connections, listening or not: the accept thread adds, a closing queue removes; any thread. */
+    private final Map<Port, Set<Queue>> connections = new ConcurrentHashMap<>();
     /** GENCTR of the discovery log: bumped whenever what a host may discover changes. */
     private long discoveryGeneration;
     /** nvmet_ana_chgcnt: node-wide, bumped by every ana_state and ana_grpid write. Lock held. */
     private long anaChangeCount;
     private final NvmetTree tree;
-    /** Persistent reservations: their store and thread (package reservation). */
-    private final Reservations reservations = new Reservations(this);
+    /** The commands the queues route to (package command, found through {@link CommandSet#load}). */
+    private final CommandSet commands = CommandSet.load();
+    /** Persistent reservations: their store and threads (package reservation), which reach controllers through {@link #deliver}. */
+    private final Reservations reservations = new Reservations(this::deliver);
 
     /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
     public NvmeTarget(Engine engine, Transport transport) {
@@ -119,9 +131,14 @@ public final class NvmeTarget implements AutoCloseable {
         this.ownsTransport = ownsTransport;
         this.shrunkFileReads = new RateLimitedLog(System.getLogger(Queue.class.getName()), engine.clock(), SHRUNK_FILE_LINES_PER_SECOND,
                                                   "NVMe/TCP READ(s) past a shrunk file");
-        this.tree = new NvmetTree(this);
+        this.tree = new NvmetTree(config, engine, reservations, new ConfigReactions());
         this.hostGroupFailures = new RateLimitedLog(System.getLogger(Controller.class.getName()), engine.clock(), HOST_GROUP_LINES_PER_SECOND,
                                                     "controller(s) without their host's cgroup_per_host group");
+    }
+
+    /** The commands the queues route to. Any thread. */
+    CommandSet commands() {
+        return commands;
     }
 
     public Transport transport() {
@@ -192,7 +209,7 @@ public final class NvmeTarget implements AutoCloseable {
         lock();
         try {
             int n = 0;
-            for (Port p : ports.values()) n += p.connections.size();
+            for (Port p : ports.values()) n += connections(p).size();
             return n;
         } finally {
             unlock();
@@ -209,11 +226,96 @@ public final class NvmeTarget implements AutoCloseable {
     }
 
     public void lock() {
-        lock.lock();
+        config.lock();
     }
 
     public void unlock() {
-        lock.unlock();
+        config.unlock();
+    }
+
+    /** The live controllers of {@code s} on this node. Configuration lock held. */
+    public SubsystemControllers controllers(Subsystem s) {
+        return controllers.computeIfAbsent(s, SubsystemControllers::new);
+    }
+
+    /** The connections that came in through {@code port} and are still open. Any thread. */
+    public Set<Queue> connections(Port port) {
+        return connections.getOrDefault(port, Set.of());
+    }
+
+    /** {@code queue}'s connection closed. Its loop. */
+    void connectionClosed(Queue queue) {
+        Set<Queue> of = connections.get(queue.port);
+        if (of != null) of.remove(queue);
+    }
+
+    // ---------------------------------------------------------------- the configuration's events
+
+    /**
+     * What this target does when its configuration changes ({@link ConfigEvents}): the
+     * controllers and connections, which the configuration never sees, follow it. The
+     * configuration thread, lock held.
+     */
+    private final class ConfigReactions implements ConfigEvents {
+        /** What a host may discover changed: new generation, and discovery controllers hear of it. */
+        @Override
+        public void discoveryChanged() {
+            discoveryGeneration++;
+            for (Controller c : controllers(discovery).all()) c.discoveryChanged();
+        }
+
+        /** An ANA state or a namespace's ANA group changed. */
+        @Override
+        public void anaChanged() {
+            anaChangeCount++;
+        }
+
+        @Override
+        public Listener listen(Port port, InetSocketAddress address) throws IOException {
+            Set<Queue> of = connections.computeIfAbsent(port, p -> ConcurrentHashMap.newKeySet());
+            return transport.listen(address, socket -> {
+                TcpQueue q = new TcpQueue(NvmeTarget.this, port, socket);
+                of.add(q.sq);
+                return q;
+            });
+        }
+
+        @Override
+        public void stopped(Port port) {
+            closeConnections(port);
+        }
+
+        @Override
+        public void portAnaChanged(Port port) {
+            for (Subsystem s : port.subsystems.values()) for (Controller c : controllers(s).all()) if (c.port == port) c.anaChanged();
+        }
+
+        @Override
+        public void subsystemAnaChanged(Subsystem subsystem) {
+            for (Controller c : controllers(subsystem).all()) c.anaChanged();
+        }
+
+        @Override
+        public void namespaceChanged(Subsystem subsystem, int nsid) {
+            for (Controller c : controllers(subsystem).all()) c.namespaceChanged(nsid);
+        }
+
+        @Override
+        public void controllersFail(Subsystem subsystem, Port port) {
+            for (Controller c : List.copyOf(controllers(subsystem).all())) if (port == null || c.port == port) c.fatal();
+            forgetIfGone(subsystem);
+        }
+    }
+
+    /** Closes every connection that came in through {@code port}. Any thread. */
+    private void closeConnections(Port port) {
+        for (Queue q : connections(port)) q.close();
+    }
+
+    /** A subsystem removed from the configuration keeps its entry only until its last controller is gone. Lock held. */
+    private void forgetIfGone(Subsystem s) {
+        SubsystemControllers live = controllers.get(s);
+        if (live != null && live.isEmpty() && s != discovery && subsystems.get(s.nqn) != s) controllers.remove(s);
     }
 
     /**
@@ -272,21 +374,10 @@ public final class NvmeTarget implements AutoCloseable {
             for (Subsystem s : c.port.subsystems.values()) {
                 if (s.allows(c.hostNqn) && !nqns.contains(s.nqn)) nqns.add(s.nqn);
             }
-            return LogPages.discoveryLog(discoveryGeneration, c.port, nqns);
+            return commands.discoveryLog(discoveryGeneration, c.port, nqns);
         } finally {
             unlock();
         }
-    }
-
-    /** What a host may discover changed: new generation, and discovery controllers hear of it. Lock held. */
-    public void discoveryChanged() {
-        discoveryGeneration++;
-        for (Controller c : discovery.controllers) c.discoveryChanged();
-    }
-
-    /** An ANA state or a namespace's ANA group changed. Lock held. */
-    public void anaChanged() {
-        anaChangeCount++;
     }
 
     /** Lock held. */
@@ -305,12 +396,40 @@ public final class NvmeTarget implements AutoCloseable {
         return groups;
     }
 
+    /**
+     * {@link Reservations.Hosts}: reservation notices of namespace {@code nsid} go to this node's
+     * controllers of the hosts they name (log page 0x80, AEN); the answer says whether those of
+     * the hosts whose registration was preempted still have a command on the namespace on the
+     * engine. A reservation thread.
+     */
+    private BooleanSupplier deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices) {
+        List<Controller> preempted = new ArrayList<>();
+        lock();
+        try {
+            Subsystem s = subsystems.get(subsystemNqn);
+            for (Controller c : s == null ? List.<Controller>of() : controllers(s).all()) {
+                for (ReservationState.Notice n : notices) {
+                    if (n.hostHigh() != c.hostIdHigh || n.hostLow() != c.hostIdLow) continue;
+                    c.reservationNotice(nsid, n.type());
+                    if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) preempted.add(c);
+                }
+            }
+        } finally {
+            unlock();
+        }
+        return () -> {
+            for (Controller c : preempted) if (c.busyOn(nsid)) return true;
+            return false;
+        };
+    }
+
     /** A controller's admin queue closed. */
     void controllerGone(Controller c) {
         lock();
         try {
-            c.subsystem.controllers.remove(c);
-            c.subsystem.releaseHostId(c);
+            SubsystemControllers live = controllers.get(c.subsystem);
+            if (live != null) live.remove(c);
+            forgetIfGone(c.subsystem);
         } finally {
             unlock();
         }
@@ -321,7 +440,10 @@ public final class NvmeTarget implements AutoCloseable {
     public void close() {
         lock();
         try {
-            for (Port p : ports.values()) p.stop();
+            for (Port p : ports.values()) {
+                p.stop();
+                closeConnections(p);
+            }
             for (Subsystem s : subsystems.values()) {
                 for (Namespace ns : s.namespaces.values()) {
                     InFlightCommands inFlight = ns.stop();

@@ -2,12 +2,29 @@
  * The NVMe/TCP front end: Linux nvmet's target model served over NVMe/TCP, with every
  * namespace's IO charged to the group bound to it (seed 001's {@code cgroup_id}).
  *
- * <p>Three parts: the configfs model in {@link io.iotarget.frontend.nvmetcp.config}, the commands
- * in {@link io.iotarget.frontend.nvmetcp.command}, and here the runtime that joins them: the
- * target ({@link io.iotarget.frontend.nvmetcp.NvmeTarget}), its controllers ({@link
- * io.iotarget.frontend.nvmetcp.Controller}) and their queues ({@link io.iotarget.frontend.nvmetcp.Queue},
- * one per TCP connection, with its {@link io.iotarget.frontend.nvmetcp.CommandSlot}s). The wire
- * format is {@link io.iotarget.frontend.nvmetcp.pdu}, DH-HMAC-CHAP {@link io.iotarget.frontend.nvmetcp.auth}.
+ * <p>Packages in layers, each using only those below it (control's {@code PackageCycleTest}
+ * fails on any cycle):
+ * <pre>
+ *  command      the NVMe commands: Fabrics, AdminCommands, Identify, LogPages, IoCommands, ...
+ *  (this one)   the core: the target, its controllers, their submission queues and command slots,
+ *               and the NVMe/TCP connection that carries each queue
+ *  config       nvmet's configfs as a model; it tells the core what changed ({@code ConfigEvents})
+ *  reservation  persistent reservations, decided on host identifiers
+ *  auth, pdu    DH-HMAC-CHAP and TLS keys; the PDU codec
+ *  wire         NVMe constants: Status, Sqe, AnaState
+ * </pre>
+ * The core names the commands only through {@link io.iotarget.frontend.nvmetcp.CommandSet},
+ * which package command implements; the configuration holds no controller and no connection
+ * (the target keeps them: {@link io.iotarget.frontend.nvmetcp.SubsystemControllers}, each port's
+ * connections) and calls none; the reservations reach controllers through
+ * {@code Reservations.Hosts}.
+ *
+ * <p>The runtime: the target ({@link io.iotarget.frontend.nvmetcp.NvmeTarget}), its controllers
+ * ({@link io.iotarget.frontend.nvmetcp.Controller}) and their queues, each a submission queue
+ * ({@link io.iotarget.frontend.nvmetcp.Queue}, nvmet's {@code nvmet_sq}: the
+ * {@link io.iotarget.frontend.nvmetcp.CommandSlot}s, routing, the authentication gate, buffer
+ * waits) carried by one TCP connection ({@code TcpQueue}, nvmet's {@code nvmet_tcp_queue}: the
+ * wire).
  *
  * <h2>1. The model (nvmet's configfs, {@link io.iotarget.frontend.nvmetcp.NvmeTarget#tree()})</h2>
  * <pre>
@@ -20,11 +37,11 @@
  * The discovery subsystem answers {@code nvme discover} with the subsystems linked to the
  * port that the host may connect to.
  *
- * <h2>2. A queue is a connection on an event loop ({@link io.iotarget.frontend.nvmetcp.Queue})</h2>
+ * <h2>2. A queue is a connection on an event loop ({@code TcpQueue} and its {@link io.iotarget.frontend.nvmetcp.Queue})</h2>
  * <pre>
- *  loop: socket ─► PduDecoder ─► CommandSlot ─┬─ admin: AdminCommands, inline
- *                                             └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
- *  loop: socket ◄─ transport output ◄─ SlotQueue (MPSC) ◄── respond(slot) ◄──┘      R2T requests too
+ *  loop: socket ─► PduDecoder ─► TcpQueue ─► Queue: CommandSlot ─┬─ admin: AdminCommands, inline
+ *                                                                └─ IO: IoCommands ─► engine.submit ─► completion (any thread)
+ *  loop: socket ◄─ transport output ◄─ TcpQueue's SlotQueue (MPSC) ◄── Queue.respond(slot) ◄──┘  R2T requests too
  * </pre>
  * The transport's event loop owns the queue: it decodes, runs admin commands, submits IO,
  * encodes responses into each slot's own header memory and gives tags back once a response is
@@ -56,7 +73,7 @@
  * the one hook; the protocol is {@link io.iotarget.frontend.nvmetcp.auth}). A queue that fails,
  * or misses its deadline, closes alone; DH runs on the target's one DH thread, never on a loop.
  * A port with {@code addr_tsas tls1.3} runs its queues over TLS 1.3 with pre-shared keys from
- * the first byte ({@code Queue}; keys: {@code hosts/NQN/tls_key},
+ * the first byte ({@code TcpQueue}; keys: {@code hosts/NQN/tls_key},
  * {@link io.iotarget.frontend.nvmetcp.auth.TlsKey}); DH-HMAC-CHAP then runs inside TLS.
  *
  * <h2>6. Watch</h2>

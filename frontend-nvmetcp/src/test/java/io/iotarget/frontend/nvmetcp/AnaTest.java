@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

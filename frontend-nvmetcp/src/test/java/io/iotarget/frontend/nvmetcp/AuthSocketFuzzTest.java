@@ -108,7 +108,7 @@ class AuthSocketFuzzTest {
             assertEquals(0, admin.identify(1, 0).status(), "the victim's admin queue");
             assertEquals(0, io.execute(io.lbaCommand(READ, 1, 0, 1, 0), null, 512, false).status(), "the victim's IO queue");
             StringBuilder queues = new StringBuilder();
-            for (Port p : f.target.ports.values()) for (var c : p.connections) queues.append(c.describe()).append('\n');
+            for (Port p : f.target.ports.values()) for (var c : f.target.connections(p)) queues.append(c.describe()).append('\n');
             assertEquals(2, queues.toString().lines().filter(l -> l.contains("cntlid=" + cntlid + " ") && l.endsWith("auth=ok")).count(), queues.toString());
         }
     }

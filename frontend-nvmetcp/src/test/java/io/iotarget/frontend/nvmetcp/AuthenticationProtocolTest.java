@@ -2,7 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import io.iotarget.frontend.nvmetcp.command.Identify;
 import io.iotarget.frontend.nvmetcp.config.Port;
@@ -345,7 +345,7 @@ class AuthenticationProtocolTest {
 
     private String describe() {
         StringBuilder sb = new StringBuilder();
-        for (Port p : f.target.ports.values()) for (Queue c : p.connections) sb.append(c.describe()).append('\n');
+        for (Port p : f.target.ports.values()) for (Queue c : f.target.connections(p)) sb.append(c.describe()).append('\n');
         return sb.toString();
     }
 }

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Namespace;
 import io.iotarget.backend.BackendErrors;
 import io.iotarget.backend.ErrnoException;

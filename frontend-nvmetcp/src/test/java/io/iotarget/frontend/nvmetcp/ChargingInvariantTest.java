@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.iocontrol.Group;
 import org.junit.jupiter.api.AfterEach;

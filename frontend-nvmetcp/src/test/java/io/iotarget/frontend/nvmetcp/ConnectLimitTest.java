@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * A connection that never completes a Fabrics Connect is closed after
- * {@link Queue#CONNECT_LIMIT_NS}, measured on the transport's clock: on a manual clock it
+ * {@link TcpQueue#CONNECT_LIMIT_NS}, measured on the transport's clock: on a manual clock it
  * is still open a nanosecond before the limit and closed a nanosecond after.
  */
 class ConnectLimitTest {
@@ -46,9 +46,9 @@ class ConnectLimitTest {
                 passAt(clock, transport.loop(), start);           // accepted, then opened: the limit runs from start
                 assertEquals(1, transport.connectionCount());
 
-                passAt(clock, transport.loop(), start + Queue.CONNECT_LIMIT_NS - 1);
+                passAt(clock, transport.loop(), start + TcpQueue.CONNECT_LIMIT_NS - 1);
                 assertEquals(1, transport.connectionCount(), "a nanosecond before the limit the connection stays");
-                passAt(clock, transport.loop(), start + Queue.CONNECT_LIMIT_NS + 1);
+                passAt(clock, transport.loop(), start + TcpQueue.CONNECT_LIMIT_NS + 1);
                 assertEquals(0, transport.connectionCount(), "a nanosecond after it the connection is closed");
                 InputStream in = silent.getInputStream();
                 assertEquals(-1, in.read(), "the host sees the close");

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
@@ -119,7 +119,7 @@ final class ControlServer implements AutoCloseable {
         String subsystem = null;
         target.lock();
         try {
-            for (Subsystem s : target.subsystems.values()) if (s.controller(cntlid) != null && s.controller(cntlid).hostNqn.equals(hostNqn)) subsystem = s.nqn;
+            for (Subsystem s : target.subsystems.values()) if (target.controllers(s).find(cntlid) != null && target.controllers(s).find(cntlid).hostNqn.equals(hostNqn)) subsystem = s.nqn;
         } finally {
             target.unlock();
         }
@@ -160,7 +160,7 @@ final class ControlServer implements AutoCloseable {
         StringBuilder sb = new StringBuilder();
         target.lock();
         try {
-            for (Port port : target.ports.values()) for (Queue c : port.connections) sb.append(c.describe()).append('\n');
+            for (Port port : target.ports.values()) for (Queue c : target.connections(port)) sb.append(c.describe()).append('\n');
         } finally {
             target.unlock();
         }

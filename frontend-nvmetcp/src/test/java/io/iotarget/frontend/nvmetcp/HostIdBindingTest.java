@@ -2,7 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.testkit.Await;
 import org.junit.jupiter.api.AfterEach;
@@ -53,7 +53,7 @@ class HostIdBindingTest {
         Await.until(Duration.ofMillis(WAIT_MS), () -> {
             fixture.target.lock();
             try {
-                return s.controllers.isEmpty();
+                return fixture.target.controllers(s).isEmpty();
             } finally {
                 fixture.target.unlock();
             }

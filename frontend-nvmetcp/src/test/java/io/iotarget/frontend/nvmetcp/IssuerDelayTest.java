@@ -22,7 +22,7 @@ class IssuerDelayTest {
                 int cntlid = admin.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 0);
                 try (TestHost io = f.ioQueue(cntlid, 1, false, false, false)) {
                     assertEquals(0, io.execute(io.lbaCommand(READ, 1, 0, 8, 0), null, 4096, false).status());
-                    Queue queue = f.target.ports.get(1).connections.stream().filter(c -> c.qid() == 1).findFirst().orElseThrow();
+                    Queue queue = f.target.connections(f.target.ports.get(1)).stream().filter(c -> c.qid() == 1).findFirst().orElseThrow();
 
                     long start = System.nanoTime();
                     queue.delayInput(DELAY_NS);

@@ -2,7 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.auth.TestChapHost;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.pdu.HostPdus;
 import io.iotarget.frontend.nvmetcp.pdu.Pdu;
 import io.iotarget.model.ControlException;

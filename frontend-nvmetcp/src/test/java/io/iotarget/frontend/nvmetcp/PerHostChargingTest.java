@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.command.Fabrics;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.iocontrol.GroupTree;
 import io.iotarget.iocontrol.IoController;
 import io.iotarget.model.ControlException;

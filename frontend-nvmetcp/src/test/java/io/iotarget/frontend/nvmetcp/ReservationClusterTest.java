@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
 import io.iotarget.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;

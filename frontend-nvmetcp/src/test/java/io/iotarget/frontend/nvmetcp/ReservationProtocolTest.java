@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -212,7 +212,7 @@ class ReservationProtocolTest {
             assertEquals(0, a.register(KEY_A));
             assertEquals(0, a.acquire(0, WE, KEY_A, 0));
             assertEquals(0, b.register(KEY_B));
-            Controller ca = fixture.target.subsystems.get(TargetFixture.NQN).controller(a.cntlid);
+            Controller ca = fixture.target.controllers(fixture.target.subsystems.get(TargetFixture.NQN)).find(a.cntlid);
             java.util.concurrent.Future<Integer> parked;
             byte writes = 0;
             do {                                                     // until io.max holds one of A's writes (the bucket is empty)
@@ -263,12 +263,12 @@ class ReservationProtocolTest {
             assertEquals(0, a[0].acquire(0, WE, KEY_A, 0));
             assertEquals(0, b.register(KEY_B));
             assertEquals(0, c.register(KEY_B));
-            var subsystem = fixture.target.subsystems.get(TargetFixture.NQN);
+            var subsystem = fixture.target.controllers(fixture.target.subsystems.get(TargetFixture.NQN));
             java.util.List<java.util.concurrent.Future<Integer>> parked = new java.util.ArrayList<>();
             byte[] fills = new byte[controllers];
             for (int i = 0; i < controllers; i++) {
                 ReservationHost host = a[i];
-                Controller ca = subsystem.controller(host.cntlid);
+                Controller ca = subsystem.find(host.cntlid);
                 long lba = i;
                 java.util.concurrent.Future<Integer> write;
                 do {                                                 // until io.max holds one of this controller's writes
@@ -285,7 +285,7 @@ class ReservationProtocolTest {
                 int status = b.acquire(2, WE, KEY_B, KEY_A);
                 return System.nanoTime() - preemptNs < java.util.concurrent.TimeUnit.SECONDS.toNanos(8) ? status : -1;
             });
-            var r = subsystem.table.find(1).reservation();
+            var r = fixture.target.subsystems.get(TargetFixture.NQN).table.find(1).reservation();
             long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
             while (r.state() == null || !r.state().holds(0xB2B2B2B2B2B2B2B2L, 0xB2B2B2B2B2B2B2B2L)) {
                 assertEquals(true, System.nanoTime() < deadline, "the preempt is committed within 10 s");
@@ -297,7 +297,7 @@ class ReservationProtocolTest {
             int acquired = c.acquire(0, WE, KEY_B, 0);
             long tookMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
             boolean held = false;
-            for (ReservationHost host : a) held |= subsystem.controller(host.cntlid).busyOn(1);
+            for (ReservationHost host : a) held |= subsystem.find(host.cntlid).busyOn(1);
             assertEquals(true, tookMs < 1000, "another subsystem's report and acquire took " + tookMs + " ms during the wait");
             assertEquals(true, held, "A's writes are still held: the preempt-and-abort is still waiting for them");
             assertEquals(1, report.getShort(5), "the other subsystem's report");

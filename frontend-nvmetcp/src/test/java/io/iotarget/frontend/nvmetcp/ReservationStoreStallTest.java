@@ -3,7 +3,7 @@ package io.iotarget.frontend.nvmetcp;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nvmetcp.TestHost.Completion;
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
 import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import io.iotarget.frontend.nvmetcp.reservation.ReservationStore;

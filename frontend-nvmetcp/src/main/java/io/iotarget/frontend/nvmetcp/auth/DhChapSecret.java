@@ -1,6 +1,5 @@
 package io.iotarget.frontend.nvmetcp.auth;
 
-import io.iotarget.frontend.nvmetcp.command.Fabrics;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;

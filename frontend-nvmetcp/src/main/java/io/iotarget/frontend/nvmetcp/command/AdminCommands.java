@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.Queue;

@@ -1,11 +1,14 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.frontend.nvmetcp.NvmeTcpCounter;
 import io.iotarget.frontend.nvmetcp.Queue;
 import io.iotarget.frontend.nvmetcp.QueueAuthentication;
+import io.iotarget.frontend.nvmetcp.SubsystemControllers;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -96,6 +99,7 @@ public final class Fabrics {
                 slot.result = inData(DATA_HOSTNQN);
                 return Status.CONNECT_INVALID_HOST | Status.DNR;
             }
+            SubsystemControllers live = target.controllers(s);
             Controller c;
             if (qid == 0) {
                 if (cntlid != CNTLID_DYNAMIC) {
@@ -107,19 +111,19 @@ public final class Fabrics {
                     return Status.CONNECT_INVALID_PARAMETERS | Status.DNR;
                 }
                 ByteBuffer id16 = ByteBuffer.wrap(hostId);
-                if (s.hostIdBoundElsewhere(id16.getLong(0), id16.getLong(8), hostNqn) != null) {
+                if (live.hostIdBoundElsewhere(id16.getLong(0), id16.getLong(8), hostNqn) != null) {
                     // Reservations know a host by its Host ID: a second NQN with it would act
                     // with the first's registrations (docs/decisions.md).
                     target.counters().increment(NvmeTcpCounter.HOST_ID_CONFLICTS);
                     slot.result = inData(DATA_HOSTID);
                     return Status.CONNECT_INVALID_HOST | Status.DNR;
                 }
-                int id = s.allocateCntlid();
+                int id = live.allocateCntlid();
                 if (id < 0) return Status.CONNECT_CONTROLLER_BUSY | Status.DNR;
                 c = new Controller(target, s, queue.port, id, hostNqn, hostId, katoMs);
-                s.controllers.add(c);
+                live.add(c);
             } else {
-                c = s.controller(cntlid);
+                c = live.find(cntlid);
                 // Only the host that made the controller may add queues to it: its NQN and its host ID
                 // (nvmet checks the NQN alone). Which still proves nothing where a key is required: the
                 // queue then authenticates on its own, and a failure closes that queue alone.
@@ -139,13 +143,10 @@ public final class Fabrics {
             }
             int status = c.attach(qid, queue);
             if (status != Status.SUCCESS) {
-                if (qid == 0) {
-                    s.controllers.remove(c);
-                    s.releaseHostId(c);
-                }
+                if (qid == 0) live.remove(c);
                 return status;
             }
-            if (qid == 0) s.bindHostId(c);
+            if (qid == 0) live.bindHostId(c);
             QueueAuthentication authentication = QueueAuthentication.forQueue(c, qid);
             queue.connected(c, qid, sqSize, noFlowControl, authentication);
             slot.result = c.cntlid | authentication.connectResult();

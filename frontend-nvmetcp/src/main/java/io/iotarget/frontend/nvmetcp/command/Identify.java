@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp.command;
 
-import io.iotarget.frontend.nvmetcp.Queue;
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import io.iotarget.frontend.nvmetcp.config.NamespaceTable;
 
@@ -8,7 +9,7 @@ import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 
-import io.iotarget.frontend.nvmetcp.config.AnaState;
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.frontend.nvmetcp.config.Port;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
@@ -203,7 +204,7 @@ public final class Identify {
         out.put(CTRL_CNTRLTYPE, (byte) CNTRLTYPE_IO);
         out.put(CTRL_RAB, (byte) 6);
         out.put(CTRL_CMIC, (byte) (CMIC_MULTI_PORT | CMIC_MULTI_CONTROLLER | CMIC_ANA_REPORTING));
-        out.put(CTRL_MDTS, (byte) Queue.MDTS);
+        out.put(CTRL_MDTS, (byte) Sqe.MDTS);
         out.putInt(CTRL_OAES, Controller.AEN_NAMESPACE_ATTRIBUTE | Controller.AEN_ANA_CHANGE);
         out.put(CTRL_ANATT, (byte) ANATT);
         out.put(CTRL_ANACAP, (byte) ANACAP_ALL_STATES);

@@ -1,5 +1,8 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
+import io.iotarget.frontend.nvmetcp.CommandSet;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.NvmeTcpCounter;
@@ -41,10 +44,10 @@ import java.nio.ByteBuffer;
  *
  * <p>The queue's event loop only; completions arrive through {@link CommandSlot#complete}.
  */
-public final class IoCommands {
+public final class IoCommands implements CommandSet.IoQueue {
     static final int FLUSH = 0x00;
-    public static final int WRITE = 0x01;
-    public static final int READ = 0x02;
+    public static final int WRITE = Sqe.OPCODE_WRITE;
+    public static final int READ = Sqe.OPCODE_READ;
     static final int COMPARE = 0x05;
     static final int WRITE_ZEROES = 0x08;
     static final int DATASET_MANAGEMENT = 0x09;
@@ -68,6 +71,7 @@ public final class IoCommands {
     }
 
     /** Before any data is asked for: the controller must be enabled and the opcode one of ours. */
+    @Override
     public int precheck(Controller c, CommandSlot slot) {
         if (!c.ready()) return Status.COMMAND_SEQUENCE_ERROR | Status.DNR;
         return switch (Sqe.opcode(slot.sqe)) {
@@ -78,6 +82,7 @@ public final class IoCommands {
     }
 
     /** Runs the command: a status now, or {@link Queue#PENDING} when requests were submitted. */
+    @Override
     public int execute(Controller c, CommandSlot slot) {
         ByteBuffer sqe = slot.sqe;
         ActiveNamespace ns = c.subsystem.table.find(Sqe.nsid(sqe));
@@ -91,7 +96,7 @@ public final class IoCommands {
         }
         slot.enterEngine(ns);                            // before the check: a preempt-and-abort it does not see waits for it
         if (reservation != null) {
-            int access = reservation.check(c, ReservationCommands.writes(opcode));
+            int access = reservation.check(c.hostIdHigh, c.hostIdLow, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;
         }
         IoGroup payer = c.payer(ns);

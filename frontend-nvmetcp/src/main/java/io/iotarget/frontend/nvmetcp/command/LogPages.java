@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 
 import io.iotarget.frontend.nvmetcp.Queue;

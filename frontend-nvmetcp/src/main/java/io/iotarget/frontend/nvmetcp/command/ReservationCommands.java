@@ -1,5 +1,7 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.CommandSlot;
 import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.Queue;
@@ -10,6 +12,7 @@ import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 
 import java.nio.ByteBuffer;
+import java.util.function.IntConsumer;
 
 /**
  * The reservation commands on an IO queue, and the admin side of reservations: features 0x82
@@ -79,18 +82,18 @@ public final class ReservationCommands {
                 long current = slot.data().getLong(0), fresh = slot.data().getLong(8);
                 int cptpl = cdw10 >>> CDW10_CPTPL_SHIFT;
                 boolean persistable = service.persistable();
-                service.change(slot, r, s -> s.register(high, low, action, ignoreKey, cptpl, current, fresh, persistable));
+                service.change(answer(slot), r, s -> s.register(high, low, action, ignoreKey, cptpl, current, fresh, persistable));
             }
             case ACQUIRE -> {
                 if (slot.dataLength != 16) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
                 long current = slot.data().getLong(0), preempt = slot.data().getLong(8);
-                service.change(slot, r, s -> s.acquire(high, low, action, ignoreKey, type, current, preempt),
+                service.change(answer(slot), r, s -> s.acquire(high, low, action, ignoreKey, type, current, preempt),
                                action == ReservationState.PREEMPT_AND_ABORT);
             }
             case RELEASE -> {
                 if (slot.dataLength != 8) return Status.SGL_DATA_LENGTH_INVALID | Status.DNR;
                 long current = slot.data().getLong(0);
-                service.change(slot, r, s -> s.release(high, low, action, ignoreKey, type, current));
+                service.change(answer(slot), r, s -> s.release(high, low, action, ignoreKey, type, current));
             }
             default -> {
                 long dwords = Integer.toUnsignedLong(cdw10) + 1;
@@ -98,10 +101,16 @@ public final class ReservationCommands {
                 if (slot.dataLength < REPORT_HEADER_BYTES) return Status.INVALID_FIELD | Status.DNR;
                 if ((sqe.getInt(Sqe.CDW11) & CDW11_EXTENDED) == 0) return Status.HOST_ID_INCONSISTENT | Status.DNR;
                 ByteBuffer out = slot.data();
-                service.read(slot, r, s -> report(s, out));
+                service.read(answer(slot), r, s -> report(s, out));
             }
         }
         return Queue.PENDING;
+    }
+
+    /** Gives the slot up from its loop: the reservation threads answer it (CommandSlot#finish). The queue's loop. */
+    private static IntConsumer answer(CommandSlot slot) {
+        slot.leaveLoop();
+        return slot::finish;
     }
 
     /** Fills the extended status structure: as many registrants as fit, REGCTL counting them all. */
@@ -152,7 +161,7 @@ public final class ReservationCommands {
         boolean on = (cdw11 & CDW11_PTPL) != 0;
         Reservations service = c.target.reservations();
         if (r == null || (on && !service.persistable())) return Status.INVALID_FIELD | Status.DNR;
-        service.change(slot, r, s -> s.persist(on));
+        service.change(answer(slot), r, s -> s.persist(on));
         return Queue.PENDING;
     }
 

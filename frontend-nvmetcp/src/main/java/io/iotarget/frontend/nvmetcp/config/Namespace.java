@@ -116,7 +116,7 @@ public final class Namespace {
         }
         ownedDevice = created ? device : null;
         int lbaShift = Integer.numberOfTrailingZeros(device.logicalBlockSize());
-        reservation = reservations ? service.open(subsystem, nsid) : null;
+        reservation = reservations ? service.open(subsystem.nqn, nsid) : null;
         active = new ActiveNamespace(nsid, device, lease.payer(), group != null, perHost,
                 readOnly || device.readOnly(), lbaShift, device.sizeBytes() >>> lbaShift, uuidBytes(uuid), nguid.clone(),
                 new InFlightCommands(), engine.buffers().account(lease.payer()), engine.backend(device).sharesReads(), anaGroup, reservation);

@@ -1,7 +1,7 @@
 package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.Controller;
-import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.engine.Engine;
+import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.iocontrol.Group;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
@@ -25,7 +25,7 @@ final class NamespaceAttributes {
     private NamespaceAttributes() {}
 
     /** Every attribute of a namespace, {@code enable} last so that a listing replays it last. */
-    static Attributes<Namespace> all(NvmeTarget target) {
+    static Attributes<Namespace> all(NvmetConfig config, Engine engine, Reservations reservations, ConfigEvents events) {
         return Attributes.of(List.of(
                 Attribute.text("device_path", ns -> ns.devicePath == null ? "(null)" : ns.devicePath, NamespaceAttributes::writeDevicePath)
                          .replayedAs(ns -> ns.devicePath == null ? List.of() : List.of(ns.devicePath)),
@@ -33,12 +33,12 @@ final class NamespaceAttributes {
                 Attribute.text("device_nguid", ns -> uuidText(ns.nguid), NamespaceAttributes::writeDeviceNguid),
                 Attribute.flag("readonly", ns -> ns.readOnly, NamespaceAttributes::writeReadOnly),
                 Attribute.flag("buffered_io", ns -> ns.bufferedIo, NamespaceAttributes::writeBufferedIo),
-                Attribute.text("ana_grpid", ns -> Integer.toString(ns.anaGroup), (ns, v) -> writeAnaGroup(target, ns, v)),
-                GroupBinding.cgroupId(target.engine().groups(), ns -> ns.group, NamespaceAttributes::bindGroup),
-                GroupBinding.cgroup(target.engine().groups(), ns -> ns.group, NamespaceAttributes::bindGroup),
+                Attribute.text("ana_grpid", ns -> Integer.toString(ns.anaGroup), (ns, v) -> writeAnaGroup(events, ns, v)),
+                GroupBinding.cgroupId(engine.groups(), ns -> ns.group, NamespaceAttributes::bindGroup),
+                GroupBinding.cgroup(engine.groups(), ns -> ns.group, NamespaceAttributes::bindGroup),
                 Attribute.flag("cgroup_per_host", ns -> ns.perHost, NamespaceAttributes::writePerHost),
                 Attribute.flag("resv_enable", ns -> ns.reservations, NamespaceAttributes::writeReservations),
-                Attribute.flag("enable", Namespace::enabled, (ns, v) -> writeEnable(target, ns, v))));
+                Attribute.flag("enable", Namespace::enabled, (ns, v) -> writeEnable(config, engine, reservations, events, ns, v))));
     }
 
     private static void requireDisabled(Namespace ns, String write) throws ControlException {
@@ -106,11 +106,12 @@ final class NamespaceAttributes {
         ns.perHost = perHost;
     }
 
-    private static void writeEnable(NvmeTarget target, Namespace ns, boolean enable) throws ControlException {
+    private static void writeEnable(NvmetConfig config, Engine engine, Reservations reservations, ConfigEvents events,
+                                    Namespace ns, boolean enable) throws ControlException {
         if (enable == ns.enabled()) return;
-        if (enable) ns.enable(target.engine(), target.reservations());
-        else disable(target, ns);
-        namespaceChanged(ns);
+        if (enable) ns.enable(engine, reservations);
+        else disable(config, engine, ns);
+        namespaceChanged(events, ns);
     }
 
     /**
@@ -119,7 +120,7 @@ final class NamespaceAttributes {
      * draining namespace never stalls other hosts' connects or the rest of the configuration;
      * the device and group are let go under the lock again. The lock is held once on entry.
      */
-    static void disable(NvmeTarget target, Namespace ns) {
+    static void disable(NvmetConfig target, Engine engine, Namespace ns) {
         InFlightCommands inFlight = ns.stop();
         if (inFlight == null) return;
         ns.subsystem.publishTable();
@@ -129,7 +130,7 @@ final class NamespaceAttributes {
         } finally {
             target.lock();
         }
-        ns.release(target.engine());
+        ns.release(engine);
     }
 
     /** A namespace whose disable waits for its commands in flight takes no change until that is done. */
@@ -141,19 +142,19 @@ final class NamespaceAttributes {
     }
 
     /** nvmet's ana_grpid: any group id 1..128; the subsystem's controllers are told. */
-    private static void writeAnaGroup(NvmeTarget target, Namespace ns, String value) throws ControlException {
+    private static void writeAnaGroup(ConfigEvents events, Namespace ns, String value) throws ControlException {
         long grpid = KernelText.unsigned("ana_grpid", value, 0xFFFFFFFFL, "a group id 1.." + Port.MAX_ANA_GROUPS);
         if (grpid < Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) throw KernelParse.invalid("ana_grpid", value, "a group id 1.." + Port.MAX_ANA_GROUPS);
         ns.anaGroup((int) grpid);
         ns.subsystem.publishTable();
-        target.anaChanged();
-        for (Controller c : ns.subsystem.controllers) c.anaChanged();
+        events.anaChanged();
+        events.subsystemAnaChanged(ns.subsystem);
     }
 
     /** The subsystem's table changes and its controllers' hosts are told (AEN, changed namespace list). */
-    static void namespaceChanged(Namespace ns) {
+    static void namespaceChanged(ConfigEvents events, Namespace ns) {
         ns.subsystem.publishTable();
-        for (Controller c : ns.subsystem.controllers) c.namespaceChanged(ns.nsid);
+        events.namespaceChanged(ns.subsystem, ns.nsid);
     }
 
     // ---------------------------------------------------------------- formats

@@ -1,9 +1,10 @@
 package io.iotarget.frontend.nvmetcp.config;
 
 
-import io.iotarget.frontend.nvmetcp.Controller;
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 
-import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.engine.Engine;
+import io.iotarget.frontend.nvmetcp.reservation.Reservations;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
@@ -121,22 +122,30 @@ public final class NvmetTree implements ConfigTree {
     private record File<T>(T owner, Attribute<T> attribute) implements Node {
     }
 
-    private final NvmeTarget target;
-    private final Attributes<NvmeTarget> rootAttributes;
+    private final NvmetConfig target;
+    private final ConfigEvents events;
+    private final Engine engine;
+    private final Attributes<NvmetConfig> rootAttributes;
     private final Attributes<Subsystem> subsystemAttributes;
     private final Attributes<Namespace> namespaceAttributes;
     private final Attributes<AnaGroupDir> anaGroupAttributes;
     private final Attributes<Host> hostAttributes;
 
-    public NvmetTree(NvmeTarget target) {
-        this.target = target;
-        this.hostAttributes = HostAttributes.all(target.engine().controller(), target.engine().groups());
+    /**
+     * The tree over {@code config}: namespaces enable on {@code engine}'s devices and groups (and
+     * {@code reservations}), and {@code events} hears of every change.
+     */
+    public NvmetTree(NvmetConfig config, Engine engine, Reservations reservations, ConfigEvents events) {
+        this.target = config;
+        this.events = events;
+        this.engine = engine;
+        this.hostAttributes = HostAttributes.all(engine.controller(), engine.groups());
         this.rootAttributes = Attributes.of(List.of(Attribute.text(DISCOVERY_NQN, t -> t.discovery.nqn, this::writeDiscoveryNqn)));
-        this.subsystemAttributes = SubsystemAttributes.all(target);
-        this.namespaceAttributes = NamespaceAttributes.all(target);
+        this.subsystemAttributes = SubsystemAttributes.all(engine, events);
+        this.namespaceAttributes = NamespaceAttributes.all(config, engine, reservations, events);
         this.anaGroupAttributes = Attributes.of(List.of(
                 Attribute.text("ana_state", g -> g.port().anaState(g.grpid()).text, this::writeAnaState)));
-        target.engine().onResize(this::deviceResized);
+        engine.onResize(this::deviceResized);
     }
 
     /**
@@ -152,7 +161,7 @@ public final class NvmetTree implements ConfigTree {
                 for (Namespace ns : s.namespaces.values()) {
                     if (ns.active == null || ns.active.device() != device) continue;
                     ns.resized();
-                    NamespaceAttributes.namespaceChanged(ns);
+                    NamespaceAttributes.namespaceChanged(events, ns);
                 }
             }
         } finally {
@@ -334,7 +343,7 @@ public final class NvmetTree implements ConfigTree {
                         }
                     }
                     target.hosts.remove(h.host().nqn);
-                    if (h.host().ioGroup != null) target.engine().controller().unbind(h.host().ioGroup);
+                    if (h.host().ioGroup != null) engine.controller().unbind(h.host().ioGroup);
                 }
                 case SubsystemDir sd -> {
                     Subsystem s = sd.subsystem();
@@ -345,16 +354,16 @@ public final class NvmetTree implements ConfigTree {
                             if (e.getValue() == s) throw new ControlException(Errno.EBUSY, path + " is linked from ports/" + p.id + "/subsystems/" + e.getKey());
                         }
                     }
-                    for (Controller c : List.copyOf(s.controllers)) c.fatal();
                     target.subsystems.remove(s.nqn);
+                    events.controllersFail(s, null);
                 }
                 case NamespaceDir nd -> {
                     Namespace ns = nd.namespace();
                     NamespaceAttributes.requireSettled(ns, path);
                     boolean wasEnabled = ns.enabled();
-                    NamespaceAttributes.disable(target, ns);
+                    NamespaceAttributes.disable(target, engine, ns);
                     ns.subsystem.namespaces.remove(ns.nsid);
-                    if (wasEnabled) NamespaceAttributes.namespaceChanged(ns);
+                    if (wasEnabled) NamespaceAttributes.namespaceChanged(events, ns);
                 }
                 case AnaGroupDir g -> {
                     if (g.grpid() == Port.DEFAULT_ANA_GROUP) throw new ControlException(Errno.EPERM, path + ": the default ANA group cannot be removed");
@@ -390,9 +399,9 @@ public final class NvmetTree implements ConfigTree {
                     Port port = ps.port();
                     if (port.subsystems.containsKey(name)) throw new ControlException(Errno.EEXIST, linkPath + " exists");
                     if (port.links(sd.subsystem())) throw new ControlException(Errno.EEXIST, "ports/" + port.id + " already links subsystems/" + sd.subsystem().nqn);
-                    if (port.subsystems.isEmpty()) port.listen(target);
+                    if (port.subsystems.isEmpty()) port.listen(events);
                     port.subsystems.put(name, sd.subsystem());
-                    target.discoveryChanged();
+                    events.discoveryChanged();
                 }
                 case AllowedHosts ah -> {
                     if (!(pointee instanceof HostDir hd)) {
@@ -402,7 +411,7 @@ public final class NvmetTree implements ConfigTree {
                     if (s.allowAnyHost) throw new ControlException(Errno.EINVAL, linkPath + ": attr_allow_any_host=1 (expected: 0 before linking hosts)");
                     if (s.allowedHosts.containsKey(name) || s.allowedHosts.containsValue(hd.host())) throw new ControlException(Errno.EEXIST, linkPath + " exists");
                     s.allowedHosts.put(name, hd.host());
-                    target.discoveryChanged();
+                    events.discoveryChanged();
                 }
                 default -> throw new ControlException(Errno.EPERM, linkPath + ": links can only be made in ports/<id>/subsystems and subsystems/<nqn>/allowed_hosts");
             }
@@ -420,13 +429,16 @@ public final class NvmetTree implements ConfigTree {
                 case PortSubsystems ps -> {
                     Port port = ps.port();
                     Subsystem s = port.subsystems.remove(link.name());
-                    for (Controller c : List.copyOf(s.controllers)) if (c.port == port) c.fatal();
-                    if (port.subsystems.isEmpty()) port.stop();
-                    target.discoveryChanged();
+                    events.controllersFail(s, port);
+                    if (port.subsystems.isEmpty()) {
+                        port.stop();
+                        events.stopped(port);
+                    }
+                    events.discoveryChanged();
                 }
                 case AllowedHosts ah -> {
                     ah.subsystem().allowedHosts.remove(link.name());
-                    target.discoveryChanged();
+                    events.discoveryChanged();
                 }
                 default -> throw new IllegalStateException("links live in LINKS directories");
             }
@@ -548,11 +560,11 @@ public final class NvmetTree implements ConfigTree {
 
     // ---------------------------------------------------------------- root attributes
 
-    private void writeDiscoveryNqn(NvmeTarget t, String value) throws ControlException {
+    private void writeDiscoveryNqn(NvmetConfig t, String value) throws ControlException {
         checkNqn(DISCOVERY_NQN, value);
         if (t.subsystems.containsKey(value)) throw new ControlException(Errno.EINVAL, DISCOVERY_NQN + "=" + value + " is the NQN of a subsystem");
         t.discovery.nqn = value;
-        t.discoveryChanged();
+        events.discoveryChanged();
     }
 
     // ---------------------------------------------------------------- ANA groups
@@ -561,13 +573,13 @@ public final class NvmetTree implements ConfigTree {
         AnaState state = AnaState.named(value);
         if (state == null) throw KernelParse.invalid("ana_state", value, "optimized, non-optimized, inaccessible, persistent-loss or change");
         g.port().anaState(g.grpid(), state);
-        target.anaChanged();
+        events.anaChanged();
         portAnaEvent(g.port());
     }
 
     /** nvmet_port_send_ana_event: the controllers that came in through {@code port} hear of an ANA change. */
-    private static void portAnaEvent(Port port) {
-        for (Subsystem s : port.subsystems.values()) for (Controller c : s.controllers) if (c.port == port) c.anaChanged();
+    private void portAnaEvent(Port port) {
+        events.portAnaChanged(port);
     }
 
     // ---------------------------------------------------------------- names

@@ -1,7 +1,6 @@
 package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.NvmeTarget;
-import io.iotarget.frontend.nvmetcp.Queue;
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Listener;
@@ -18,7 +17,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * {@code ports/<portid>}: a transport address and the subsystems reachable through it. As in
@@ -71,7 +69,6 @@ public final class Port {
     private volatile AnaState[] anaStates = initialAnaStates();
 
     private Listener listener;
-    public final Set<Queue> connections = ConcurrentHashMap.newKeySet();
 
     Port(int id) {
         this.id = id;
@@ -121,8 +118,8 @@ public final class Port {
         return subsystems.containsValue(s);
     }
 
-    /** Binds the address and starts accepting; connections go to {@code target}. */
-    void listen(NvmeTarget target) throws ControlException {
+    /** Binds the address and starts accepting; connections go to the target ({@link ConfigEvents#listen}). */
+    void listen(ConfigEvents events) throws ControlException {
         if (!trtype.equals("tcp")) throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_trtype=" + trtype + " (expected: tcp before linking a subsystem)");
         if (adrfam.isEmpty()) throw new ControlException(Errno.EINVAL, "ports/" + id + ": addr_adrfam is not set (expected: ipv4 or ipv6)");
         InetAddress address;
@@ -145,11 +142,7 @@ public final class Port {
         }
         Listener bound;
         try {
-            bound = target.transport().listen(new InetSocketAddress(address, portNumber), socket -> {
-                Queue c = new Queue(target, this, socket);
-                connections.add(c);
-                return c;
-            });
+            bound = events.listen(this, new InetSocketAddress(address, portNumber));
         } catch (IOException e) {
             Errno errno = e.getCause() instanceof BindException ? Errno.EADDRINUSE : Errno.EINVAL;
             throw new ControlException(errno, "ports/" + id + ": cannot listen on " + traddr + ":" + trsvcid + ": "
@@ -158,11 +151,10 @@ public final class Port {
         listener = bound;
     }
 
-    /** Stops listening and closes every connection that came in through the port. */
+    /** Stops listening; the connections that came in through the port are the target's to close ({@link ConfigEvents#stopped}). */
     public void stop() {
         if (listener != null) listener.close();
         listener = null;
-        for (Queue c : connections) c.close();
     }
 
 }

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.Queue;
+import io.iotarget.frontend.nvmetcp.wire.Sqe;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.Attribute;
@@ -122,7 +122,7 @@ final class PortAttributes {
     private static void writeInlineDataSize(Port p, String value) throws ControlException {
         requireStopped(p, "param_inline_data_size", value);
         int v = KernelText.integer("param_inline_data_size", value.strip());
-        if (v > Queue.MAX_TRANSFER_BYTES) throw KernelParse.invalid("param_inline_data_size", value, "-1 (transport default) up to " + Queue.MAX_TRANSFER_BYTES);
+        if (v > Sqe.MAX_TRANSFER_BYTES) throw KernelParse.invalid("param_inline_data_size", value, "-1 (transport default) up to " + Sqe.MAX_TRANSFER_BYTES);
         p.inlineDataSize = v;
     }
 

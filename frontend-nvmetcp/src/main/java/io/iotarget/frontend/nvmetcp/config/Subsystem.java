@@ -1,9 +1,8 @@
 package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.Controller;
 import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.function.IntPredicate;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -12,7 +11,7 @@ import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * {@code subsystems/<nqn>}: an NVM subsystem (or the discovery subsystem) with its
- * attributes, allowed hosts, namespaces and live controllers. Configuration fields are guarded
+ * attributes, allowed hosts and namespaces (its live controllers are the target's). Configuration fields are guarded
  * by the target's configuration lock; the IO path reads only {@link #table}.
  */
 public final class Subsystem {
@@ -53,18 +52,6 @@ public final class Subsystem {
     /** A host has identified a controller: serial, model, firmware and version are fixed from now on. */
     public boolean discovered;
     public final TreeMap<Integer, Namespace> namespaces = new TreeMap<>(Integer::compareUnsigned);
-    public final List<Controller> controllers = new ArrayList<>();
-    /**
-     * Host ID → the host NQN it is bound to here (docs/decisions.md, "A Host ID belongs to one
-     * host NQN"): set by the first admin Connect that used the Host ID, kept while a controller
-     * of that NQN with that Host ID lives or the Host ID is a registrant of a reservation on one
-     * of the subsystem's namespaces. In memory: a restart forgets it. Lock held.
-     */
-    private final Map<HostIdKey, String> hostIdOwners = new HashMap<>();
-
-    private record HostIdKey(long high, long low) {
-    }
-
     /** The enabled namespaces, for the IO path. */
     public volatile NamespaceTable table = NamespaceTable.EMPTY;
 
@@ -110,38 +97,8 @@ public final class Subsystem {
         return null;
     }
 
-    /**
-     * The host NQN the Host ID ({@code high}, {@code low}: its bytes 0-7 and 8-15, big-endian)
-     * is bound to here, when that is not {@code hostNqn} and the binding still holds; else null,
-     * and an admin Connect of {@code hostNqn} with this Host ID may go ahead. The Host ID 0 is
-     * a host's way of saying it has none: it binds nothing (docs/reservations.md). Lock held.
-     */
-    public String hostIdBoundElsewhere(long high, long low, String hostNqn) {
-        if (high == 0 && low == 0) return null;
-        String owner = hostIdOwners.get(new HostIdKey(high, low));
-        if (owner == null || owner.equals(hostNqn) || !hostIdHeld(high, low, owner)) return null;
-        return owner;
-    }
-
-    /** An admin Connect of {@code c} succeeded: its Host ID is bound to its NQN from now on, while held. Lock held. */
-    public void bindHostId(Controller c) {
-        hostIdOwners.put(new HostIdKey(c.hostIdHigh, c.hostIdLow), c.hostNqn);
-    }
-
-    /**
-     * {@code c} is no longer one of {@link #controllers}: its Host ID's binding goes with it
-     * unless it still holds (another controller of the NQN, a registration), so that the map
-     * holds only live hosts' and registrants' Host IDs. Lock held.
-     */
-    public void releaseHostId(Controller c) {
-        HostIdKey key = new HostIdKey(c.hostIdHigh, c.hostIdLow);
-        String owner = hostIdOwners.get(key);
-        if (owner != null && !hostIdHeld(c.hostIdHigh, c.hostIdLow, owner)) hostIdOwners.remove(key);
-    }
-
-    /** A controller of {@code nqn} with this Host ID lives, or the Host ID is registered on an enabled namespace (this node's copy). Lock held. */
-    private boolean hostIdHeld(long high, long low, String nqn) {
-        for (Controller c : controllers) if (c.hostIdHigh == high && c.hostIdLow == low && c.hostNqn.equals(nqn)) return true;
+    /** The Host ID is registered on one of the enabled namespaces (this node's copy of its reservation state). Lock held. */
+    public boolean hostIdRegistered(long high, long low) {
         for (Namespace ns : namespaces.values()) {
             ActiveNamespace active = ns.active;
             ReservationState state = active == null || active.reservation() == null ? null : active.reservation().state();
@@ -150,15 +107,9 @@ public final class Subsystem {
         return false;
     }
 
-    /** The live controller with this id, or null. */
-    public Controller controller(int cntlid) {
-        for (Controller c : controllers) if (c.cntlid == cntlid) return c;
-        return null;
-    }
-
-    /** A free controller id in [cntlidMin, cntlidMax], or -1. */
-    public int allocateCntlid() {
-        for (int id = cntlidMin; id <= cntlidMax; id++) if (controller(id) == null) return id;
+    /** A controller id in [attr_cntlid_min, attr_cntlid_max] that {@code taken} says is free, or -1. Lock held. */
+    public int allocateCntlid(IntPredicate taken) {
+        for (int id = cntlidMin; id <= cntlidMax; id++) if (!taken.test(id)) return id;
         return -1;
     }
 }

@@ -1,7 +1,6 @@
 package io.iotarget.frontend.nvmetcp.config;
 
-import io.iotarget.frontend.nvmetcp.Controller;
-import io.iotarget.frontend.nvmetcp.NvmeTarget;
+import io.iotarget.engine.Engine;
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Errno;
 import io.iotarget.model.tree.Attribute;
@@ -18,26 +17,26 @@ import java.util.List;
 final class SubsystemAttributes {
     private SubsystemAttributes() {}
 
-    static Attributes<Subsystem> all(NvmeTarget target) {
+    static Attributes<Subsystem> all(Engine engine, ConfigEvents events) {
         return Attributes.of(List.of(
-                Attribute.flag("attr_allow_any_host", s -> s.allowAnyHost, (s, v) -> writeAllowAnyHost(target, s, v)),
+                Attribute.flag("attr_allow_any_host", s -> s.allowAnyHost, (s, v) -> writeAllowAnyHost(events, s, v)),
                 Attribute.text("attr_version", s -> versionText(s.version), SubsystemAttributes::writeVersion),
                 Attribute.text("attr_serial", s -> s.serial, SubsystemAttributes::writeSerial),
                 Attribute.text("attr_model", s -> s.model, SubsystemAttributes::writeModel),
                 Attribute.text("attr_firmware", s -> s.firmware, SubsystemAttributes::writeFirmware),
                 Attribute.text("attr_cntlid_min", s -> Integer.toString(s.cntlidMin), SubsystemAttributes::writeCntlidMin),
                 Attribute.text("attr_cntlid_max", s -> Integer.toString(s.cntlidMax), SubsystemAttributes::writeCntlidMax),
-                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), SubsystemAttributes::writeQidMax),
-                Attribute.flag("shared", s -> s.shared, (s, v) -> writeShared(target, s, v))));
+                Attribute.text("attr_qid_max", s -> Integer.toString(s.maxQid), (s, v) -> writeQidMax(events, s, v)),
+                Attribute.flag("shared", s -> s.shared, (s, v) -> writeShared(engine, s, v))));
     }
 
-    private static void writeAllowAnyHost(NvmeTarget target, Subsystem s, boolean allow) throws ControlException {
+    private static void writeAllowAnyHost(ConfigEvents events, Subsystem s, boolean allow) throws ControlException {
         if (allow && !s.allowedHosts.isEmpty()) {
             throw new ControlException(Errno.EINVAL, "attr_allow_any_host=1: allowed_hosts has " + s.allowedHosts.size() + " link(s) (expected: none)");
         }
         if (s.allowAnyHost != allow) {
             s.allowAnyHost = allow;
-            target.discoveryChanged();
+            events.discoveryChanged();
         }
     }
 
@@ -83,11 +82,11 @@ final class SubsystemAttributes {
      * iotarget's {@code shared}: other nodes serve the subsystem too. Its enabled namespaces must
      * already be what a namespace of a shared subsystem must be to enable.
      */
-    private static void writeShared(NvmeTarget target, Subsystem s, boolean shared) throws ControlException {
+    private static void writeShared(Engine engine, Subsystem s, boolean shared) throws ControlException {
         if (shared) {
             for (Namespace ns : s.namespaces.values()) {
                 if (!ns.enabled()) continue;
-                String reason = ns.unshareable(target.engine().backend(ns.active.device()));
+                String reason = ns.unshareable(engine.backend(ns.active.device()));
                 if (reason != null) throw new ControlException(Errno.EINVAL, "shared=1: " + reason + " (namespace " + Integer.toUnsignedString(ns.nsid) + " is enabled)");
             }
         }
@@ -95,11 +94,11 @@ final class SubsystemAttributes {
     }
 
     /** As nvmet: a new maximum forces every controller of the subsystem to reconnect. */
-    private static void writeQidMax(Subsystem s, String value) throws ControlException {
+    private static void writeQidMax(ConfigEvents events, Subsystem s, String value) throws ControlException {
         int max = (int) KernelText.unsigned("attr_qid_max", value, 0xFFFF, "1.." + Subsystem.MAX_QID_LIMIT);
         if (max < 1 || max > Subsystem.MAX_QID_LIMIT) throw KernelParse.invalid("attr_qid_max", value, "1.." + Subsystem.MAX_QID_LIMIT);
         s.maxQid = max;
-        for (Controller c : List.copyOf(s.controllers)) c.fatal();
+        events.controllersFail(s, null);
     }
 
     private static void fixedAfterDiscovery(Subsystem s, String attribute, String value) throws ControlException {

@@ -1,8 +1,6 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
-import io.iotarget.frontend.nvmetcp.Controller;
-import io.iotarget.frontend.nvmetcp.command.Status;
-import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -14,7 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class NamespaceReservation {
     final Reservations service;
-    final Subsystem subsystem;
+    final String subsystemNqn;
     final int nsid;
     final String key;
     /** The namespace's reservation commands, one at a time; preempt-and-abort holds it while it waits (nvmet's pr_sem). */
@@ -32,9 +30,9 @@ public final class NamespaceReservation {
     /** Told whenever a command on the namespace leaves the engine, while preempt-and-abort waits; else null. */
     private volatile Runnable engineLeft;
 
-    NamespaceReservation(Reservations service, Subsystem subsystem, int nsid, String key, SerialLane commands, SerialLane copy) {
+    NamespaceReservation(Reservations service, String subsystemNqn, int nsid, String key, SerialLane commands, SerialLane copy) {
         this.service = service;
-        this.subsystem = subsystem;
+        this.subsystemNqn = subsystemNqn;
         this.nsid = nsid;
         this.key = key;
         this.commands = commands;
@@ -45,12 +43,13 @@ public final class NamespaceReservation {
      * The IO path's access check (nvmet_pr_check_cmd_access): SUCCESS, Reservation Conflict
      * (DNR), or ANA Inaccessible while this node cannot vouch for the state (it lost the store
      * for longer than the lease, or never read it): a path error, so a multipath host tries a
-     * node that can. No allocation, no lock.
+     * node that can. The host is its Host Identifier (Connect's HOSTID) in two halves. No
+     * allocation, no lock.
      */
-    public int check(Controller c, boolean write) {
+    public int check(long hostIdHigh, long hostIdLow, boolean write) {
         ReservationState s = state;
         if (s == null || service.fenced()) return Status.ANA_INACCESSIBLE;
-        return s.allows(c.hostIdHigh, c.hostIdLow, write) ? Status.SUCCESS : Status.RESERVATION_CONFLICT | Status.DNR;
+        return s.allows(hostIdHigh, hostIdLow, write) ? Status.SUCCESS : Status.RESERVATION_CONFLICT | Status.DNR;
     }
 
     /** This node's copy, null while unknown (not yet read since enable, or the store failed every read since). Any thread. */

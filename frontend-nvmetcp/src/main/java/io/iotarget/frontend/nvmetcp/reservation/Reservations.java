@@ -1,10 +1,6 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
-import io.iotarget.frontend.nvmetcp.CommandSlot;
-import io.iotarget.frontend.nvmetcp.Controller;
-import io.iotarget.frontend.nvmetcp.NvmeTarget;
-import io.iotarget.frontend.nvmetcp.command.Status;
-import io.iotarget.frontend.nvmetcp.config.Subsystem;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.model.CountedErrorHandler;
 
 import java.util.ArrayList;
@@ -21,7 +17,9 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
 
 /**
  * The target's reservations (package documentation): the store, the namespaces open on it,
@@ -31,6 +29,9 @@ import java.util.function.Function;
  * call, a preempt-and-abort's wait). A timer thread ends preempt-and-abort's waits and, with a
  * shared store, has the open namespaces re-read every interval and decides whether this node
  * may still vouch for its copies ({@link #fenced}). Any thread may call the public methods.
+ *
+ * <p>It knows hosts by their identifiers only: the target's controllers are behind
+ * {@link Hosts}, which the target implements, so this package decides and the target delivers.
  */
 public final class Reservations implements AutoCloseable {
     /** A command whose compare-and-set loses this many times in a row (other nodes keep changing the state) fails, to be retried by the host. */
@@ -39,7 +40,7 @@ public final class Reservations implements AutoCloseable {
     static final long ABORT_WAIT_MS = 10_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
-    private final NvmeTarget target;
+    private final Hosts hosts;
     /** Runs the lanes' tasks: a store call may block (a shared store's round trip, a PTPL file's fsync), so on virtual threads, never a loop. */
     private final ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("nvmet-resv-", 0).factory());
     /** Preempt-and-abort's deadlines, a shared store's interval: it only hands work to {@link #threads} (or ends a wait). */
@@ -57,8 +58,26 @@ public final class Reservations implements AutoCloseable {
     /** Whether the store failed last time (logged once per outage). */
     private volatile boolean lost;
 
-    public Reservations(NvmeTarget target) {
-        this.target = target;
+    /**
+     * This node's controllers as the reservations see them: by subsystem, namespace and host
+     * identifier. Implemented by the target, which keeps the controllers.
+     */
+    public interface Hosts {
+        /**
+         * Delivers {@code notices} of namespace {@code nsid} of subsystem {@code subsystemNqn} to
+         * this node's controllers of the hosts they name (log page 0x80, AEN), and returns
+         * whether those of them whose registration was preempted still have a command on the
+         * namespace on the engine (asked again as preempt-and-abort waits; any thread). A
+         * reservation thread; it may take the configuration lock.
+         */
+        BooleanSupplier deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices);
+    }
+
+    /** No command of a preempted host is on the engine: nothing to wait for. */
+    private static final BooleanSupplier NONE_BUSY = () -> false;
+
+    public Reservations(Hosts hosts) {
+        this.hosts = hosts;
     }
 
     /**
@@ -105,9 +124,9 @@ public final class Reservations implements AutoCloseable {
      * unknown until a later one (the next interval of a shared store) answers. Configuration
      * thread.
      */
-    public NamespaceReservation open(Subsystem subsystem, int nsid) {
-        String key = subsystem.nqn + "/" + Integer.toUnsignedString(nsid);
-        NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, new SerialLane(threads, errors), new SerialLane(threads, errors));
+    public NamespaceReservation open(String subsystemNqn, int nsid) {
+        String key = subsystemNqn + "/" + Integer.toUnsignedString(nsid);
+        NamespaceReservation r = new NamespaceReservation(this, subsystemNqn, nsid, key, new SerialLane(threads, errors), new SerialLane(threads, errors));
         open.put(key, r);
         r.refreshQueued.set(true);                      // as an interval's re-read: the timer queues none beside it
         r.copy.execute(errors.guard(() -> refresh(r)));
@@ -122,13 +141,14 @@ public final class Reservations implements AutoCloseable {
     // ---------------------------------------------------------------- commands
 
     /**
-     * Runs {@code command} against the namespace's state and answers the slot: read, apply,
-     * compare-and-set, retried while another node wins the race. The state changes only in the
-     * store first, so a node that cannot reach it grants nothing (ANA Inaccessible: try another
-     * path). The queue's loop, which gives the slot up here and waits for nothing.
+     * Runs {@code command} against the namespace's state and gives {@code answer} the status:
+     * read, apply, compare-and-set, retried while another node wins the race. The state changes
+     * only in the store first, so a node that cannot reach it grants nothing (ANA Inaccessible:
+     * try another path). The queue's loop, which has given the command up and waits for nothing;
+     * {@code answer} runs once, on a reservation thread.
      */
-    public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command) {
-        change(slot, r, command, false);
+    public void change(IntConsumer answer, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command) {
+        change(answer, r, command, false);
     }
 
     /**
@@ -138,18 +158,19 @@ public final class Reservations implements AutoCloseable {
      * wait holds the namespace's commands lane, not a thread: it is woken by the commands
      * leaving the engine ({@link NamespaceReservation#engineLeft()}) and by a timer.
      */
-    public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
-        slot.leaveLoop();
-        r.commands.submit(() -> answer(slot, r.copy.call(() -> apply(r, command, abort)).thenCompose(changed -> {
-            if (changed.preempted().isEmpty()) return CompletableFuture.completedFuture(changed.status());
+    public void change(IntConsumer answer, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
+        r.commands.submit(() -> answer(answer, r.copy.call(() -> apply(r, command, abort)).thenCompose(changed -> {
+            if (changed.preempted() == NONE_BUSY) return CompletableFuture.completedFuture(changed.status());
             return awaitPreempted(r, changed.preempted()).thenApply(done -> changed.status());
         })));
     }
 
-    /** Runs {@code fill} (which writes the command's data) with the store's current state, in the namespace's turn. The queue's loop. */
-    public void read(CommandSlot slot, NamespaceReservation r, Function<ReservationState, Integer> fill) {
-        slot.leaveLoop();
-        r.commands.submit(() -> answer(slot, r.copy.call(() -> {
+    /**
+     * Runs {@code fill} (which writes the command's data) with the store's current state, in the
+     * namespace's turn, and gives {@code answer} its status. The queue's loop, as {@link #change}.
+     */
+    public void read(IntConsumer answer, NamespaceReservation r, Function<ReservationState, Integer> fill) {
+        r.commands.submit(() -> answer(answer, r.copy.call(() -> {
             try {
                 long startNs = System.nanoTime();
                 ReservationState s = store.read(r.key);
@@ -163,19 +184,22 @@ public final class Reservations implements AutoCloseable {
         })));
     }
 
-    /** Answers the slot with the status {@code result} completes with (Internal Error for what it threw); done once answered. */
-    private CompletableFuture<Void> answer(CommandSlot slot, CompletableFuture<Integer> result) {
+    /** Answers with the status {@code result} completes with (Internal Error for what it threw); done once answered. */
+    private CompletableFuture<Void> answer(IntConsumer answer, CompletableFuture<Integer> result) {
         return result.handle((status, failure) -> {
             if (failure != null) errors.report(failure instanceof CompletionException c && c.getCause() != null ? c.getCause() : failure);
-            slot.finish(failure == null ? status : Status.INTERNAL);
+            answer.accept(failure == null ? status : Status.INTERNAL);
             return null;
         });
     }
 
-    /** What a change did: its status, and with preempt-and-abort this node's controllers of the hosts it preempted (else none). */
-    private record Changed(int status, List<Controller> preempted) {
+    /**
+     * What a change did: its status, and with preempt-and-abort whether this node's controllers
+     * of the hosts it preempted are still busy on the namespace ({@link #NONE_BUSY} otherwise).
+     */
+    private record Changed(int status, BooleanSupplier preempted) {
         Changed(int status) {
-            this(status, List.of());
+            this(status, NONE_BUSY);
         }
     }
 
@@ -193,7 +217,7 @@ public final class Reservations implements AutoCloseable {
                 }
                 if (store.replace(r.key, o.next(), o.notices())) {
                     r.state(o.next());
-                    List<Controller> preempted = deliver(r, o.notices());
+                    BooleanSupplier preempted = deliver(r, o.notices());
                     return abort ? new Changed(o.status(), preempted) : new Changed(o.status());
                 }
             }
@@ -211,13 +235,13 @@ public final class Reservations implements AutoCloseable {
      * The state is committed before, so a command that enters after the first look is refused
      * by its access check and need not be waited for. The copy lane's thread, after the change.
      */
-    private CompletableFuture<Void> awaitPreempted(NamespaceReservation r, List<Controller> preempted) {
+    private CompletableFuture<Void> awaitPreempted(NamespaceReservation r, BooleanSupplier preempted) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         AtomicBoolean lookQueued = new AtomicBoolean(true);
         Runnable look = () -> {
             lookQueued.set(false);
             if (done.isDone()) return;
-            for (Controller c : preempted) if (c.busyOn(r.nsid)) return;
+            if (preempted.getAsBoolean()) return;
             done.complete(null);
         };
         r.engineLeft(() -> {
@@ -238,24 +262,12 @@ public final class Reservations implements AutoCloseable {
 
     /**
      * The notices go to this node's controllers of the hosts they name (log page 0x80, AEN);
-     * returns those of the hosts whose registration was preempted. The copy lane.
+     * returns whether those of the hosts whose registration was preempted are busy on the
+     * namespace. The copy lane.
      */
-    private List<Controller> deliver(NamespaceReservation r, List<ReservationState.Notice> notices) {
-        if (notices.isEmpty()) return List.of();
-        List<Controller> preempted = new ArrayList<>();
-        target.lock();
-        try {
-            for (Controller c : r.subsystem.controllers) {
-                for (ReservationState.Notice n : notices) {
-                    if (n.hostHigh() != c.hostIdHigh || n.hostLow() != c.hostIdLow) continue;
-                    c.reservationNotice(r.nsid, n.type());
-                    if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) preempted.add(c);
-                }
-            }
-        } finally {
-            target.unlock();
-        }
-        return preempted;
+    private BooleanSupplier deliver(NamespaceReservation r, List<ReservationState.Notice> notices) {
+        if (notices.isEmpty()) return NONE_BUSY;
+        return hosts.deliver(r.subsystemNqn, r.nsid, notices);
     }
 
     // ---------------------------------------------------------------- a shared store

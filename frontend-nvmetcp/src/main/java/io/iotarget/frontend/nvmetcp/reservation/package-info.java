@@ -8,7 +8,10 @@
  * a version. Register, Acquire (preempt, preempt-and-abort), Release (clear) and Set Features
  * PTPL are pure functions from a state to an outcome (status, next state, notices), nvmet's
  * {@code pr.c} semantics. A host is its 128-bit Host Identifier from Connect, so all its
- * controllers, through any port of any node, are one registrant.
+ * controllers, through any port of any node, are one registrant. The package decides on those
+ * identifiers alone ({@code NamespaceReservation.check(hostIdHigh, hostIdLow, write)}) and
+ * never sees a controller or a command slot: commands hand it a callback for their status, and
+ * the target delivers notices to its controllers ({@code Reservations.Hosts}).
  *
  * <h2>2. One store, compare-and-set</h2>
  * The state lives in a {@link io.iotarget.frontend.nvmetcp.reservation.ReservationStore}, keyed

@@ -1,6 +1,6 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
-import io.iotarget.frontend.nvmetcp.command.Status;
+import io.iotarget.frontend.nvmetcp.wire.Status;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

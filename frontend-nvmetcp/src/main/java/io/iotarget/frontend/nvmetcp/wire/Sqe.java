@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp.command;
+package io.iotarget.frontend.nvmetcp.wire;
 
 import java.nio.ByteBuffer;
 
@@ -17,27 +17,30 @@ import java.nio.ByteBuffer;
  */
 public final class Sqe {
     public static final int BYTES = 64;
+    /** Identify MDTS = 8 (2^8 pages of 4 KiB): the largest transfer of one command. */
+    public static final int MDTS = 8;
+    public static final int MAX_TRANSFER_BYTES = 4096 << MDTS;
 
-    static final int OPCODE = 0;
+    public static final int OPCODE = 0;
     public static final int FLAGS = 1;
-    static final int COMMAND_ID = 2;
-    static final int NSID = 4;
+    public static final int COMMAND_ID = 2;
+    public static final int NSID = 4;
     public static final int SGL_ADDRESS = 24;
     public static final int SGL_LENGTH = 32;
     public static final int SGL_IDENTIFIER = 39;
-    static final int CDW10 = 40;
-    static final int CDW11 = 44;
-    static final int CDW12 = 48;
+    public static final int CDW10 = 40;
+    public static final int CDW11 = 44;
+    public static final int CDW12 = 48;
 
     public static final int FABRICS_TYPE = 4;
-    static final int CONNECT_RECFMT = 40;
-    static final int CONNECT_QID = 42;
-    static final int CONNECT_SQSIZE = 44;
-    static final int CONNECT_CATTR = 46;
-    static final int CONNECT_KATO = 48;
-    static final int PROPERTY_ATTRIB = 40;
-    static final int PROPERTY_OFFSET = 44;
-    static final int PROPERTY_VALUE = 48;
+    public static final int CONNECT_RECFMT = 40;
+    public static final int CONNECT_QID = 42;
+    public static final int CONNECT_SQSIZE = 44;
+    public static final int CONNECT_CATTR = 46;
+    public static final int CONNECT_KATO = 48;
+    public static final int PROPERTY_ATTRIB = 40;
+    public static final int PROPERTY_OFFSET = 44;
+    public static final int PROPERTY_VALUE = 48;
 
     /** FLAGS: PSDT = 01b (SGL for data), no fused operation: the only value a fabrics command may carry. */
     public static final int FLAGS_SGL = 0x40;
@@ -47,6 +50,9 @@ public final class Sqe {
     public static final int SGL_TRANSPORT = 0x5A;
 
     public static final int OPCODE_FABRICS = 0x7F;
+    /** The NVM command set's Write and Read, which the transport treats apart (data after R2T, reads the backend may share). */
+    public static final int OPCODE_WRITE = 0x01;
+    public static final int OPCODE_READ = 0x02;
     /** Opcode bits 1:0: 01b host-to-controller data, 10b controller-to-host data (NVMe "data transfer" convention). */
     public static final int DIRECTION_TO_CONTROLLER = 0b01;
     public static final int DIRECTION_TO_HOST = 0b10;

@@ -1,4 +1,4 @@
-package io.iotarget.frontend.nvmetcp.config;
+package io.iotarget.frontend.nvmetcp.wire;
 
 /**
  * An ANA group's state on a port: the wire codes of the ANA log page ({@code enum
@@ -20,7 +20,7 @@ public enum AnaState {
     }
 
     /** The state named {@code text} (surrounding whitespace ignored, as sysfs_streq), or null. */
-    static AnaState named(String text) {
+    public static AnaState named(String text) {
         String v = text.strip();
         for (AnaState s : values()) if (s.text.equals(v)) return s;
         return null;

@@ -1,6 +1,5 @@
-package io.iotarget.frontend.nvmetcp.command;
+package io.iotarget.frontend.nvmetcp.wire;
 
-import io.iotarget.frontend.nvmetcp.config.AnaState;
 import io.iotarget.model.IoStatus;
 
 /**
@@ -24,12 +23,12 @@ public final class Status {
     public static final int LBA_OUT_OF_RANGE = 0x080;
     public static final int CAPACITY_EXCEEDED = 0x081;
     /** Retried by the host (no DNR). */
-    static final int NAMESPACE_NOT_READY = 0x082;
+    public static final int NAMESPACE_NOT_READY = 0x082;
     /** A persistent reservation held by another host forbids the command (sent with DNR). */
     public static final int RESERVATION_CONFLICT = 0x083;
     // Command specific status (SCT 1).
     public static final int ASYNC_EVENT_LIMIT = 0x105;
-    static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
+    public static final int CONNECT_INCOMPATIBLE_FORMAT = 0x180;
     public static final int CONNECT_CONTROLLER_BUSY = 0x181;
     public static final int CONNECT_INVALID_PARAMETERS = 0x182;
     public static final int CONNECT_INVALID_HOST = 0x184;
