@@ -77,6 +77,11 @@ public final class RbdBackend implements Backend {
             : Librbd.upcall(RbdBackend.class, "completed", MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class),
                             Librbd.COMPLETION_CALLBACK, Arena.global());
 
+    /** Where rbd_aio_create_completion leaves the completion: one pointer per submitting thread, so that no IO allocates it. */
+    private static final ThreadLocal<MemorySegment> COMPLETION_OUT = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
+    /** Seconds rados_connect waits for a monitor before it fails (librados' own default, 300, would hold the control tree for 5 minutes). */
+    static final String CONNECT_TIMEOUT_SECONDS = "30";
+
     private final Options options;
     private final MemorySegment cluster;
     private final MemorySegment ioctx;
@@ -123,6 +128,7 @@ public final class RbdBackend implements Backend {
                          (int) invoke(() -> (int) Librbd.RADOS_CONF_READ_FILE.invokeExact(c, conf)));
             if (options.keyring() != null) confSet(arena, c, "keyring", options.keyring().toString());
             confSet(arena, c, "rbd_cache", "false");
+            confSet(arena, c, "client_mount_timeout", CONNECT_TIMEOUT_SECONDS);
             Librbd.check("rados_connect", (int) invoke(() -> (int) Librbd.RADOS_CONNECT.invokeExact(c)));
             Librbd.check("rados_ioctx_create(" + options.pool() + ")",
                          (int) invoke(() -> (int) Librbd.RADOS_IOCTX_CREATE.invokeExact(c, arena.allocateFrom(options.pool()), out)));
@@ -251,18 +257,17 @@ public final class RbdBackend implements Backend {
         }
         long id = NEXT_ID.getAndIncrement();
         Pending pending = new Pending(io, done, data, bounce, bounce == null ? null : buffer);
-        MemorySegment completion;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            int made = (int) invoke(() -> (int) Librbd.RBD_AIO_CREATE_COMPLETION.invokeExact(MemorySegment.ofAddress(id), COMPLETION_STUB, out));
-            if (made < 0) {
-                if (bounce != null) bounce.close();
-                throw new ErrnoException("rbd_aio_create_completion", -made);
-            }
-            completion = out.get(ADDRESS, 0);
+        MemorySegment out = COMPLETION_OUT.get();
+        int made = (int) invoke(() -> (int) Librbd.RBD_AIO_CREATE_COMPLETION.invokeExact(MemorySegment.ofAddress(id), COMPLETION_STUB, out));
+        if (made < 0) {
+            if (bounce != null) bounce.close();
+            throw new ErrnoException("rbd_aio_create_completion", -made);
         }
+        MemorySegment completion = out.get(ADDRESS, 0);
         PENDING.put(id, pending);
-        MemorySegment buf = buffer;
+        // The bare address, not the segment: a downcall holds its segments' arenas until it returns, and librbd may call
+        // back (and the callback close the bounce arena) before rbd_aio_* has returned here. Pending keeps the memory alive.
+        MemorySegment buf = MemorySegment.ofAddress(buffer.address());
         long offset = io.offset();
         long length = io.length();
         int started = (int) invoke(() -> switch (io.op()) {
@@ -319,9 +324,17 @@ public final class RbdBackend implements Backend {
         }
         try {
             if (p.bounce() != null) {
-                if (result >= 0 && p.io().op() == IoOp.READ) MemorySegment.ofBuffer(p.data()).copyFrom(p.bounceSegment());
-                p.bounce().close();
+                try {
+                    if (result >= 0 && p.io().op() == IoOp.READ) MemorySegment.ofBuffer(p.data()).copyFrom(p.bounceSegment());
+                } finally {
+                    p.bounce().close();
+                }
             }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "rbd completion of " + p.io() + ": the bounce buffer failed", e);
+            result = -BackendErrors.EIO;
+        }
+        try {
             if (result < 0) p.done().failed(p.io(), new ErrnoException("rbd_aio_" + p.io().op().name().toLowerCase(java.util.Locale.ROOT),
                                                                        (int) -result));
             else p.done().completed(p.io(), IoStatus.OK);
