@@ -150,7 +150,7 @@ public final class RbdBackend implements Backend {
                         io, name, options.createBytes(), Librbd.FEATURE_LAYERING, order)));
                 opened = openImage(io, name, out, snap, readOnly);
             }
-            Librbd.check("rbd_open(" + options.spec() + ")", opened);
+            Librbd.check(OPEN_CALL + options.spec() + ")", opened);
             MemorySegment image = out.get(ADDRESS, 0);
             MemorySegment size = arena.allocate(JAVA_LONG);
             int got = (int) invoke(() -> (int) Librbd.RBD_GET_SIZE.invokeExact(image, size));
@@ -167,6 +167,13 @@ public final class RbdBackend implements Backend {
             throw e;
         }
     }
+
+    /** True when {@link #open} failed because the image (or its snapshot) does not exist, not the pool, the key or the cluster. */
+    public static boolean imageMissing(IOException failure) {
+        return failure instanceof ErrnoException e && e.errno() == Librbd.ENOENT && e.getMessage().startsWith(OPEN_CALL);
+    }
+
+    private static final String OPEN_CALL = "rbd_open(";
 
     private static int openImage(MemorySegment io, MemorySegment name, MemorySegment out, MemorySegment snap, boolean readOnly) throws IOException {
         return readOnly ? (int) invoke(() -> (int) Librbd.RBD_OPEN_READ_ONLY.invokeExact(io, name, out, snap))

@@ -1,7 +1,6 @@
 package io.iotarget.control.tree;
 
 import io.iotarget.backend.Backend;
-import io.iotarget.backend.ErrnoException;
 import io.iotarget.backend.factory.BackendFactory;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.backend.rbd.RbdBackend;
@@ -332,7 +331,7 @@ public final class BackendTree implements ConfigTree {
         try {
             return BackendFactory.open(BackendFactory.Spec.rbd(options));
         } catch (IOException e) {
-            boolean missing = e instanceof ErrnoException x && x.errno() == Errno.ENOENT.code();
+            boolean missing = RbdBackend.imageMissing(e);
             throw new ControlException(missing ? Errno.ENOENT : Errno.EIO, "backend " + name + ": cannot open rbd image " + options.spec() + ": "
                                                                           + e.getMessage() + (missing && !s.create ? " (write create=1 and a size to create it)" : ""));
         }
