@@ -8,7 +8,8 @@
 #             kernel module can be loaded (containers usually cannot): otherwise left out, and
 #             the table says so
 #   fio-rbd   fio's rbd engine on the image itself, no gateway: librbd's own ceiling here
-# Workloads: 4k randread and randwrite at QD1 and QD32, one connection. Each system has an image
+# Workloads: 4k randread and randwrite at QD1 and QD32, 1 MiB sequential read and write at QD8, one
+# connection. Each system has an image
 # of its own (IMAGE_MB, layering only), written in full and warmed with every workload before
 # anything is measured; then runs alternate between the systems, REPEATS times, and each cell is
 # the median; a ratio is the median of the ratios within one repeat (same-run ratios). Servers
@@ -108,7 +109,7 @@ print(f'{d["iops"]:.0f} {pct.get("50.000000", 0) / 1000:.0f} {pct.get("99.000000
 PY
 }
 
-WORKLOADS="randread:4k:1 randread:4k:32 randwrite:4k:1 randwrite:4k:32"
+WORKLOADS="randread:4k:1 randread:4k:32 randwrite:4k:1 randwrite:4k:32 read:1M:8 write:1M:8"
 echo "filling and warming every system (a full write, then every workload once)" >&2
 for sys in $SYSTEMS; do
   # shellcheck disable=SC2086
