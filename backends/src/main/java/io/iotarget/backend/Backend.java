@@ -21,7 +21,7 @@ import java.nio.ByteBuffer;
  * {@link BackendErrors} turns them into the request's {@link IoStatus}.
  */
 public interface Backend extends AutoCloseable {
-    /** "null", "memory" or "file": the config's backend type. */
+    /** "null", "memory", "file" or "rbd": the config's backend type. */
     String kind();
 
     long sizeBytes();

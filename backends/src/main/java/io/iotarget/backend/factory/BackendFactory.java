@@ -5,6 +5,7 @@ import io.iotarget.backend.file.FileBackend;
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.backend.nullblk.NullBackend;
 import io.iotarget.backend.nullblk.TimedNullBackend;
+import io.iotarget.backend.rbd.RbdBackend;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,9 +23,9 @@ public final class BackendFactory {
 
     /** The kinds of backend a configuration can ask for, by their configuration names. */
     public enum Type {
-        NULL, MEMORY, FILE;
+        NULL, MEMORY, FILE, RBD;
 
-        /** {@code null}, {@code memory}, {@code file}. */
+        /** {@code null}, {@code memory}, {@code file}, {@code rbd}. */
         public String configName() {
             return name().toLowerCase(Locale.ROOT);
         }
@@ -39,27 +40,35 @@ public final class BackendFactory {
      * @param direct       O_DIRECT (file backends)
      * @param completionNs a null backend's time per request, 0 for none (null_blk's completion_nsec)
      * @param mbps         a null backend's bandwidth in MiB/s, 0 for unlimited (null_blk's mbps)
+     * @param rbd          the pool, image, cluster and key of an rbd backend, null otherwise
      */
-    public record Spec(Type type, long sizeBytes, Path path, int blockSize, boolean readOnly, boolean direct, long completionNs, long mbps) {
+    public record Spec(Type type, long sizeBytes, Path path, int blockSize, boolean readOnly, boolean direct, long completionNs, long mbps,
+                       RbdBackend.Options rbd) {
         public Spec {
             Objects.requireNonNull(type, "type");
             if (type == Type.FILE) Objects.requireNonNull(path, "path");
+            if (type == Type.RBD) Objects.requireNonNull(rbd, "rbd");
             if (type != Type.NULL && (completionNs != 0 || mbps != 0)) {
                 throw new IllegalArgumentException("completion_nsec and mbps are for null backends");
             }
         }
 
         public static Spec file(Path path, int blockSize, boolean readOnly, boolean direct) {
-            return new Spec(Type.FILE, 0, path, blockSize, readOnly, direct, 0, 0);
+            return new Spec(Type.FILE, 0, path, blockSize, readOnly, direct, 0, 0, null);
         }
 
         public static Spec memory(long sizeBytes, int blockSize, boolean readOnly) {
-            return new Spec(Type.MEMORY, sizeBytes, null, blockSize, readOnly, false, 0, 0);
+            return new Spec(Type.MEMORY, sizeBytes, null, blockSize, readOnly, false, 0, 0, null);
         }
 
         /** A null backend; with a {@code completionNs} or {@code mbps}, a {@link TimedNullBackend}. */
         public static Spec nullDevice(long sizeBytes, int blockSize, boolean readOnly, long completionNs, long mbps) {
-            return new Spec(Type.NULL, sizeBytes, null, blockSize, readOnly, false, completionNs, mbps);
+            return new Spec(Type.NULL, sizeBytes, null, blockSize, readOnly, false, completionNs, mbps, null);
+        }
+
+        /** An RBD image ({@link RbdBackend}); its block size and read-only flag are the options'. */
+        public static Spec rbd(RbdBackend.Options options) {
+            return new Spec(Type.RBD, options.createBytes(), null, options.blockSize(), options.readOnly(), false, 0, 0, options);
         }
     }
 
@@ -67,7 +76,7 @@ public final class BackendFactory {
      * Opens the backend; it belongs to the caller (or to the engine once added there).
      *
      * @throws IllegalArgumentException a memory backend larger than {@link MemoryBackend#sizeLimit}
-     * @throws IOException              as {@link FileBackend#open} fails
+     * @throws IOException              as {@link FileBackend#open} or {@link RbdBackend#open} fails
      */
     public static Backend open(Spec spec) throws IOException {
         return switch (spec.type()) {
@@ -78,6 +87,7 @@ public final class BackendFactory {
             case MEMORY -> new MemoryBackend(spec.sizeBytes(), spec.blockSize(), spec.readOnly());
             case FILE -> FileBackend.open(spec.path(), spec.blockSize() == 0 ? nativeBlockSize(spec.path()) : spec.blockSize(),
                                           spec.readOnly(), spec.direct());
+            case RBD -> RbdBackend.open(spec.rbd());
         };
     }
 

@@ -3,6 +3,7 @@ package io.iotarget.control.tree;
 import io.iotarget.backend.Backend;
 import io.iotarget.backend.factory.BackendFactory;
 import io.iotarget.backend.memory.MemoryBackend;
+import io.iotarget.backend.rbd.RbdBackend;
 import io.iotarget.engine.Engine;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.ControlException;
@@ -33,11 +34,13 @@ import java.util.TreeMap;
  * {@code revalidate_size} applies it (or a file's new size).
  *
  * <pre>
- *  backends/NAME/type         null | memory | file
- *  backends/NAME/size         bytes, or with K/M/G/T (null and memory; file with create=1); a multiple of
+ *  backends/NAME/type         null | memory | file | rbd
+ *  backends/NAME/size         bytes, or with K/M/G/T (null and memory; file and rbd with create=1); a multiple of
  *                             block_size; a memory backend at most MemoryBackend.sizeLimit()
  *  backends/NAME/path         file or block device (file)
- *  backends/NAME/create       1: create the file with `size` bytes if it does not exist (file)
+ *  backends/NAME/create       1: create the file or image with `size` bytes if it does not exist (file, rbd)
+ *  backends/NAME/pool, image, namespace, snapshot (read-only), conf (ceph.conf), id (client.ID),
+ *                keyring      the RBD image and how to reach it (rbd; docs/rbd.md)
  *  backends/NAME/direct       1: O_DIRECT (file)
  *  backends/NAME/readonly     0 | 1
  *  backends/NAME/block_size   512 | 4096
@@ -74,6 +77,13 @@ public final class BackendTree implements ConfigTree {
                 Attribute.text("size", s -> s.device != null ? Long.toString(s.device.sizeBytes()) : s.size < 0 ? "" : Long.toString(s.size),
                                BackendTree::writeSize),
                 Attribute.text("path", s -> s.path, BackendTree::writePath),
+                Attribute.text("pool", s -> s.pool, (s, v) -> s.pool = rbdName("pool", v)),
+                Attribute.text("image", s -> s.image, (s, v) -> s.image = rbdName("image", v)),
+                Attribute.text("namespace", s -> s.namespace, (s, v) -> s.namespace = rbdName("namespace", v)),
+                Attribute.text("snapshot", s -> s.snapshot, (s, v) -> s.snapshot = rbdName("snapshot", v)),
+                Attribute.text("conf", s -> s.conf, (s, v) -> s.conf = absolutePath("conf", v)),
+                Attribute.text("id", s -> s.id, (s, v) -> s.id = rbdName("id", v)),
+                Attribute.text("keyring", s -> s.keyring, (s, v) -> s.keyring = absolutePath("keyring", v)),
                 Attribute.flag("create", s -> s.create, (s, on) -> s.create = on),
                 Attribute.flag("direct", s -> s.direct, (s, on) -> s.direct = on),
                 Attribute.flag("readonly", s -> s.readOnly, (s, on) -> s.readOnly = on),
@@ -93,6 +103,13 @@ public final class BackendTree implements ConfigTree {
         String type = "";
         long size = -1;
         String path = "";
+        String pool = "";
+        String image = "";
+        String namespace = "";
+        String snapshot = "";
+        String conf = "";
+        String id = "";
+        String keyring = "";
         boolean create;
         boolean direct;
         boolean readOnly;
@@ -176,7 +193,7 @@ public final class BackendTree implements ConfigTree {
 
     private static void writeType(Spec s, String value) throws ControlException {
         String v = value.strip();
-        if (!List.of("null", "memory", "file").contains(v)) throw KernelParse.invalid("type", v, "null, memory or file");
+        if (!List.of("null", "memory", "file", "rbd").contains(v)) throw KernelParse.invalid("type", v, "null, memory, file or rbd");
         checkGeometry("type", v, v, s.size, s.blockSize);
         s.type = v;
     }
@@ -193,6 +210,19 @@ public final class BackendTree implements ConfigTree {
         String v = value.strip();
         if (!v.startsWith("/")) throw KernelParse.invalid("path", v, "an absolute path");
         s.path = v;
+    }
+
+    /** A pool, image, namespace, snapshot or client id: empty, or printable without spaces, '/' or '@' (they separate the parts of pool/image@snap). */
+    private static String rbdName(String attribute, String value) throws ControlException {
+        String v = value.strip();
+        if (!v.matches("[^\\s/@\\p{Cntrl}]{0,255}")) throw KernelParse.invalid(attribute, v, "a name without spaces, '/' or '@'");
+        return v;
+    }
+
+    private static String absolutePath(String attribute, String value) throws ControlException {
+        String v = value.strip();
+        if (!v.isEmpty() && !v.startsWith("/")) throw KernelParse.invalid(attribute, v, "an absolute path");
+        return v;
     }
 
     private static void writeBlockSize(Spec s, long blockSize) throws ControlException {
@@ -265,7 +295,8 @@ public final class BackendTree implements ConfigTree {
                                                           : BackendFactory.Spec.memory(s.size, s.blockSize, s.readOnly));
             }
             case "file" -> openFile(name, s);
-            case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory or file) first");
+            case "rbd" -> openRbd(name, s);
+            case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory, file or rbd) first");
             default -> throw new IllegalStateException(s.type);
         };
         try {
@@ -289,6 +320,21 @@ public final class BackendTree implements ConfigTree {
             }
         }
         return open(name, s, BackendFactory.Spec.file(path, s.blockSize, s.readOnly, s.direct));
+    }
+
+    private static Backend openRbd(String name, Spec s) throws ControlException {
+        if (s.pool.isEmpty() || s.image.isEmpty()) throw new ControlException(Errno.EINVAL, "backend " + name + ": pool and image are required for type rbd");
+        if (s.create && s.size <= 0) throw new ControlException(Errno.EINVAL, "backend " + name + ": create=1 needs a size");
+        RbdBackend.Options options = new RbdBackend.Options(s.pool, s.image, s.namespace, s.snapshot, s.conf.isEmpty() ? null : Path.of(s.conf),
+                                                            s.id, s.keyring.isEmpty() ? null : Path.of(s.keyring), s.create ? s.size : 0,
+                                                            s.blockSize, s.readOnly);
+        try {
+            return BackendFactory.open(BackendFactory.Spec.rbd(options));
+        } catch (IOException e) {
+            boolean missing = RbdBackend.imageMissing(e);
+            throw new ControlException(missing ? Errno.ENOENT : Errno.EIO, "backend " + name + ": cannot open rbd image " + options.spec() + ": "
+                                                                          + e.getMessage() + (missing && !s.create ? " (write create=1 and a size to create it)" : ""));
+        }
     }
 
     private static Backend open(String name, Spec s, BackendFactory.Spec spec) throws ControlException {
