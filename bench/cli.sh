@@ -67,3 +67,14 @@ measure "write tenants/a/io.max \"disk riops=1000\"" $cli write tenants/a/io.max
 measure "ls tenants"                             $cli ls tenants
 measure "devices"                                $cli devices
 measure "mkdir + rmdir tenants/b (2 commands)"   sh -c "$cli mkdir tenants/b && $cli rmdir tenants/b"
+
+# A setup script's cost: 300 tenants (mkdir, io.max, rmdir: 900 commands) as one batch.
+batch="$work/batch.txt"
+for i in $(seq 300); do
+  printf 'mkdir tenants/t%d\nwrite tenants/t%d/io.max "disk riops=%d"\nrmdir tenants/t%d\n' "$i" "$i" "$((1000 + i))" "$i"
+done > "$batch"
+start=$(date +%s%N)
+$cli batch < "$batch" > /dev/null || { echo "cli.sh: the batch failed" >&2; exit 1; }
+end=$(date +%s%N)
+printf '%-44s %7.1f ms in all, %.2f ms a command\n' "batch of 900 commands (300 tenants)" "$(( (end - start) / 1000 ))e-3" \
+  "$(( (end - start) / 900 / 1000 ))e-3"
