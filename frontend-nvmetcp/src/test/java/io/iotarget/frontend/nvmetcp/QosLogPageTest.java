@@ -102,6 +102,22 @@ class QosLogPageTest {
             assertEquals(5000L, le(getLog(admin, 0xC0, 1, 4096).data()).getLong(384), "a change shows at the next read");
 
             assertEquals(Status.INVALID_FIELD | Status.DNR, getLog(admin, 0xC0, 7, 4096).status(), "no such namespace");
+
+            // scripts/nvme-qos, as the host runs it on what nvme get-log -b printed.
+            java.nio.file.Path bin = java.nio.file.Files.createTempFile("qos", ".bin");
+            try {
+                java.nio.file.Files.write(bin, raw);
+                Process p = new ProcessBuilder("python3", java.nio.file.Path.of("..", "scripts", "nvme-qos").toString(), "-")
+                        .redirectInput(bin.toFile()).redirectErrorStream(true).start();
+                String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertEquals(0, p.waitFor(), text);
+                assertTrue(text.contains("group " + group + "  (this host's own, cgroup_per_host)"), text);
+                assertTrue(text.contains("io.max        rbps=max wbps=104857600 riops=100000 wiops=max"), text);
+                assertTrue(text.contains("io.stat       rbytes=12288 wbytes=8192 rios=3 wios=2"), text);
+                assertTrue(text.contains("latency       5 IOs"), text);
+            } finally {
+                java.nio.file.Files.delete(bin);
+            }
         }
     }
 
