@@ -9,6 +9,7 @@ import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.http.ControlToken;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.ConnectException;
 import java.nio.file.Path;
@@ -33,6 +34,7 @@ import java.util.concurrent.CountDownLatch;
  *  iotarget watch PATH TRIGGER             wait until an io.pressure trigger fires
  *  iotarget calibrate DEVICE [--seconds N] [--force] [--apply]   measure io.cost.model and a suggested io.cost.qos
  *  iotarget web                            a one-time address that opens the live web view in a browser
+ *  iotarget batch [-e]                     the commands of stdin's lines, over one connection ({@link Batch})
  *  iotarget help [COMMAND]                 the commands, or one command's usage and examples
  * </pre>
  * Client commands talk to the control endpoint ({@code --control HOST:PORT}, or
@@ -164,6 +166,19 @@ public final class Main {
                     Through ssh, forward the port first (ssh -L 9809:127.0.0.1:9809 HOST).
                       iotarget web
                     """),
+            new Command("batch", "batch [-e]", "run commands read from stdin, one a line, over one connection (also: iotarget -)", """
+                    Reads client commands from standard input, one a line, as they would follow
+                    "iotarget" on a command line, and runs them in order over one connection: one
+                    start-up and one proof of the server for the whole script. Words split as a
+                    shell splits them, without expansion ('...', "...", backslash); # starts a
+                    comment; blank lines are skipped. A failing line's error names its line
+                    (iotarget: line 3: ...) and the next lines still run, unless -e: then the batch
+                    stops there, as sh -e does. It also stops when the server cannot be reached.
+                    Exit status: the first failing line's (1 refused, 2 usage, 3 no server), else 0.
+                    top and serve cannot run in a batch.
+                      printf '%s\\n' 'mkdir tenants/a' 'write tenants/a/io.max "259:0 riops=1000"' | iotarget batch
+                      iotarget batch -e < setup.txt
+                    """),
             new Command("help", "help [COMMAND]", "this list, or one command's usage and examples", """
                     Without COMMAND, lists the commands; with it, that command's usage.
                     """));
@@ -222,8 +237,13 @@ public final class Main {
 
     /** Runs one command as {@code bin/iotarget} would with this environment; returns the exit status. */
     static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+        return run(args, env, System.in, out, err);
+    }
+
+    /** {@link #run(String[], Map, PrintStream, PrintStream)} with {@code in} as standard input (read by {@code batch}). */
+    static int run(String[] args, Map<String, String> env, InputStream in, PrintStream out, PrintStream err) {
         List<String> a = Arrays.asList(args);
-        String control = env.getOrDefault("IOTARGET_CONTROL", ControlEndpoint.hostPort(ControlEndpoint.DEFAULT_ADDRESS));
+        String control = env.getOrDefault("IOTARGET_CONTROL", ControlEndpoint.DEFAULT_HOST_PORT);
         Path tokenFile = null;
         Path caFile = null;
         while (a.size() >= 2 && List.of("--control", "--token-file", "--cacert").contains(a.get(0))) {
@@ -242,9 +262,37 @@ public final class Main {
         List<String> rest = a.subList(1, a.size());
         if (command.equals("help") || command.equals("-h") || command.equals("--help")) return help(rest, out, err);
         if (command.equals("serve")) return serve(rest, env, out, err);
+        boolean batch = command.equals("batch") || command.equals("-");
+        if (batch && !(rest.isEmpty() || rest.equals(List.of("-e")))) {
+            err.print("usage: iotarget batch [-e]   (iotarget help batch tells more)\n");
+            return 2;
+        }
         // Closed at the end: the CLI runs in-process in tests and tools, where an open connection
         // would stay proven on the server until its idle timeout.
         try (ControlClient client = ControlClient.connect(control, tokenFile, ControlToken.directory(env), caFile)) {
+            String endpoint = control;
+            if (batch) return Batch.run(in, !rest.isEmpty(), (line, words) -> !words.get(0).equals("help")
+                    ? command(client, endpoint, words, out, err, "iotarget: line " + line + ": ")
+                    : help(words.subList(1, words.size()), out, err), err);
+            return command(client, control, a, out, err, "iotarget: ");
+        } catch (ControlClient.TargetException e) {
+            err.println("iotarget: " + e.getMessage());
+            return 2;
+        } catch (IOException e) {
+            err.println("iotarget: " + control + ": " + e.getMessage());
+            return 3;
+        }
+    }
+
+    /**
+     * One client command ({@code a}: the name and its arguments) through {@code client}; its
+     * errors go to {@code err} after {@code prefix}. Returns the exit status: 0, 1 refused, 2
+     * usage, 3 no server.
+     */
+    private static int command(ControlClient client, String control, List<String> a, PrintStream out, PrintStream err, String prefix) {
+        String command = a.get(0);
+        List<String> rest = a.subList(1, a.size());
+        try {
             ControlClient.Reply reply = switch (command) {
                 case "read" -> client.get("read", one(rest, "read PATH"));
                 case "ls" -> {
@@ -256,7 +304,7 @@ public final class Main {
                 }
                 case "devices" -> client.get("devices", null);
                 case "top" -> {
-                    if (!rest.isEmpty()) throw new UsageException("top");
+                    if (!rest.isEmpty() || !prefix.equals("iotarget: ")) throw new UsageException("top   (not in a batch: it reads its keys from stdin)");
                     yield new Top(client, LIVE_RATE_INTERVAL).run(out);
                 }
                 case "web" -> {
@@ -285,26 +333,24 @@ public final class Main {
                 }
                 default -> throw new UsageException(null);
             };
-            if (reply.ok() && command.equals("save") && !rest.isEmpty()) return saveTo(rest.get(0), reply.body(), err);
+            if (reply.ok() && command.equals("save") && !rest.isEmpty()) return saveTo(rest.get(0), reply.body(), err, prefix);
             if (reply.ok()) {
                 out.print(reply.body());
+                out.flush();
                 return 0;
             }
             String what = rest.isEmpty() ? command : command + " " + (command.equals("ls") ? String.join(" ", rest) : rest.get(0));
-            err.print("iotarget: " + what + ": " + reply.body());
+            err.print(prefix + what + ": " + reply.body());
             return 1;
-        } catch (ControlClient.TargetException e) {
-            err.println("iotarget: " + e.getMessage());
-            return 2;
         } catch (UsageException e) {
-            err.print(e.getMessage() == null ? "iotarget: unknown command '" + command + "'\n" + USAGE
-                    : "usage: iotarget " + e.getMessage() + "   (iotarget help " + command + " tells more)\n");
+            err.print(e.getMessage() == null ? prefix + "unknown command '" + command + "'\n" + (prefix.equals("iotarget: ") ? USAGE : "")
+                    : (prefix.equals("iotarget: ") ? "" : prefix) + "usage: iotarget " + e.getMessage() + "   (iotarget help " + command + " tells more)\n");
             return 2;
         } catch (ConnectException e) {
-            err.println("iotarget: no server at " + control + " (start one with: bin/iotarget serve)");
+            err.println(prefix + "no server at " + control + " (start one with: bin/iotarget serve)");
             return 3;
         } catch (IOException e) {
-            err.println("iotarget: " + control + ": " + e.getMessage());
+            err.println(prefix + control + ": " + e.getMessage());
             return 3;
         }
     }
@@ -346,12 +392,12 @@ public final class Main {
     }
 
     /** {@code save FILE}: the file replaced atomically, 0600 (it holds DH-HMAC-CHAP keys). */
-    private static int saveTo(String file, String json, PrintStream err) {
+    private static int saveTo(String file, String json, PrintStream err, String prefix) {
         try {
             new StateFile(Path.of(file)).write(json);
             return 0;
         } catch (IOException | java.nio.file.InvalidPathException e) {
-            err.println("iotarget: save " + file + ": cannot write it: " + e.getMessage());
+            err.println(prefix + "save " + file + ": cannot write it: " + e.getMessage());
             return 1;
         }
     }

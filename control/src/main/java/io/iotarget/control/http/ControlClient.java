@@ -82,7 +82,10 @@ public final class ControlClient implements AutoCloseable {
     private static final int PROOF_TIMEOUT_MS = 10_000;
     private static final int READ_TIMEOUT_MS = 60_000;
     private static final int CHALLENGE_BYTES = 32;
-    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Made on first use: only {@link #readBelow} parses JSON, and a mapper loads ~420 classes a plain read or write does not need. */
+    private static final class Json {
+        static final ObjectMapper MAPPER = new ObjectMapper();
+    }
 
     private final boolean https;
     private final InetAddress address;
@@ -177,7 +180,7 @@ public final class ControlClient implements AutoCloseable {
         request.setPath(request.getPath() + "&files=" + URLEncoder.encode(String.join(",", files), StandardCharsets.UTF_8));
         Reply reply = reply(request, execute(request));
         if (!reply.ok()) throw new IOException("read-below " + dir + ": " + reply.body().strip());
-        return JSON.readValue(reply.body(), new TypeReference<LinkedHashMap<String, Map<String, String>>>() { });
+        return Json.MAPPER.readValue(reply.body(), new TypeReference<LinkedHashMap<String, Map<String, String>>>() { });
     }
 
     public Reply post(String op, String path, String target, String body) throws IOException {

@@ -161,6 +161,11 @@ public final class ControlEndpoint implements AutoCloseable {
     public static final String CONTENT_TYPE = "application/octet-stream";
     /** The default address, loopback only. */
     public static final InetSocketAddress DEFAULT_ADDRESS = new InetSocketAddress("127.0.0.1", 9809);
+    /**
+     * {@link #DEFAULT_ADDRESS} as the CLI names it: a constant, so that a client command does not
+     * initialise this class: its logger and JSON mapper would load ~450 classes into every command.
+     */
+    public static final String DEFAULT_HOST_PORT = "127.0.0.1:9809";
     /** Longer than any attribute's value; a client cannot make the server buffer more. */
     static final int MAX_VALUE_BYTES = 64 * 1024;
     /** Where the CLI has the server prove it holds the token before it sends anything else; needs no token (class doc, section 1). */

@@ -629,7 +629,7 @@ class TargetProtocolTest {
                 assertEquals(3, effects.getInt(1024 + 4 * 0x01), "Write supported, changes logical block content");
                 assertEquals(0, effects.getInt(1024 + 4 * 0x81), "no vendor IO commands");
                 assertEquals(Status.INVALID_FIELD | Status.DNR, admin.getLogPage(0x70, 1024, 0, false).status(), "no discovery log on an IO controller");
-                assertEquals(Status.INVALID_FIELD | Status.DNR, admin.getLogPage(0xC0, 512, 0, false).status(), "unknown log page");
+                assertEquals(Status.INVALID_FIELD | Status.DNR, admin.getLogPage(0xC1, 512, 0, false).status(), "unknown log page");
                 byte[] io = admin.getLogPage(0x05, 1024, 1024, false).data();
                 assertEquals(3, le(io).getInt(4 * 0x01), "LPO 1024: the IO command entries");
             }

@@ -98,6 +98,8 @@ public final class Identify {
     static final int CNTRLTYPE_DISCOVERY = 2;
     static final int LPA_COMMAND_EFFECTS = 1 << 1;
     static final int LPA_EXTENDED_DATA = 1 << 2;
+    /** Log page 00h lists the supported pages, the QoS page C0h among them ({@link QosLogPage}). */
+    static final int LPA_SUPPORTED_LOG_PAGES = 1 << 5;
     static final int ONCS_COMPARE = 1;
     static final int ONCS_DSM = 1 << 2;
     static final int ONCS_WRITE_ZEROES = 1 << 3;
@@ -191,7 +193,7 @@ public final class Identify {
         out.putShort(CTRL_MAXCMD, (short) c.queueSizeLimit);
         int sgls = SGLS_SUPPORTED | (c.inlineDataBytes > 0 ? SGLS_OFFSET : 0);
         out.putInt(CTRL_SGLS, sgls);
-        out.put(CTRL_LPA, (byte) (LPA_EXTENDED_DATA | (c.discovery() ? 0 : LPA_COMMAND_EFFECTS)));
+        out.put(CTRL_LPA, (byte) (LPA_EXTENDED_DATA | (c.discovery() ? 0 : LPA_COMMAND_EFFECTS | LPA_SUPPORTED_LOG_PAGES)));
         out.put(CTRL_AERL, (byte) (Controller.MAX_ASYNC_EVENT_REQUESTS - 1));
         out.putInt(CTRL_CTRATT, CTRATT_HOST_ID_128 | CTRATT_TRAFFIC_BASED_KEEP_ALIVE);
         out.put(CTRL_SQES, (byte) 0x66);

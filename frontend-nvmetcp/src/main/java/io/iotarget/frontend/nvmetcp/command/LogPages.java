@@ -131,6 +131,8 @@ public final class LogPages {
                 c.discoveryLogRead(retain);
                 yield b;
             }
+            case QosLogPage.LID_QOS -> QosLogPage.page(c, Sqe.nsid(sqe));
+            case QosLogPage.LID_SUPPORTED_LOG_PAGES -> QosLogPage.supportedLogPages(c);
             default -> null;
         };
         if (page == null) return Status.INVALID_FIELD | Status.DNR;
