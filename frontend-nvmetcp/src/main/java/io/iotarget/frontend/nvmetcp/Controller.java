@@ -527,12 +527,22 @@ public final class Controller {
         }
     }
 
-    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (preempt-and-abort's wait). Any thread. */
+    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (held by a policy or in the backend). Any thread. */
     public boolean busyOn(int nsid) {
         lock.lock();
         try {
             for (Queue q : queues) if (q != null && q.busyOn(nsid)) return true;
             return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Preempt-and-abort: this controller's commands on {@code nsid} that a policy still holds are dropped (each queue, on its loop). Any thread. */
+    public void cancelHeld(int nsid) {
+        lock.lock();
+        try {
+            for (Queue q : queues) if (q != null) q.cancelHeld(nsid);
         } finally {
             lock.unlock();
         }

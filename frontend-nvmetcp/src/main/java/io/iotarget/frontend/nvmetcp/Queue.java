@@ -589,6 +589,23 @@ public final class Queue implements PduHandler, ConnectionHandler {
         return false;
     }
 
+    /**
+     * Preempt-and-abort: this queue's commands on namespace {@code nsid} that a policy (io.max,
+     * iocost, io.latency) still holds are dropped there and answered Abort Requested, never
+     * having reached the backend. Any thread; done on the queue's loop, which owns the slots.
+     * What is past the policies already is the reservation's drain's to wait for.
+     */
+    void cancelHeld(int nsid) {
+        socket.loop().execute(() -> {
+            for (int i = 0; i < slotCount; i++) {
+                CommandSlot slot = slots[i];
+                ActiveNamespace ns = slot.namespace;
+                if (slot.phase != CommandSlot.ENGINE || slot.admittedWaiting || ns == null || ns.nsid() != nsid) continue;
+                target.counters().add(NvmeTcpCounter.ABORTED, slot.cancel(target.engine()));
+            }
+        });
+    }
+
     /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */
     public boolean offersViews(long length) {
         return !dataDigest && SharedRead.fits(length);
@@ -614,9 +631,7 @@ public final class Queue implements PduHandler, ConnectionHandler {
             c.recordError(qid, slot.commandId(), slot.status, slot.startLba, Sqe.nsid(slot.sqe));
         }
         slot.event = CommandSlot.EVENT_RESPONSE;
-        ActiveNamespace ns = slot.namespace;             // before the slot may be reused
         slot.phase = CommandSlot.RESPONDING;
-        if (ns != null && ns.reservation() != null) ns.reservation().engineLeft();     // after the phase: preempt-and-abort may be waiting for it
         queue(slot);
     }
 
@@ -664,10 +679,6 @@ public final class Queue implements PduHandler, ConnectionHandler {
         port.connections.remove(this);
         Controller ctrl = controller;
         if (ctrl != null) ctrl.detach(qid, this);
-        for (int i = 0; i < slotCount; i++) {              // gone from its controller: a preempt-and-abort waiting for its commands looks again
-            ActiveNamespace ns = slots[i].namespace;
-            if (slots[i].phase == CommandSlot.ENGINE && ns != null && ns.reservation() != null) ns.reservation().engineLeft();
-        }
         sendResponses();                                 // slots already done go back to the free list
         // Nobody will read an answer: what io.max or iocost still holds is dropped, what never
         // reached the engine (waiting for its buffer or its data) is freed here.

@@ -89,7 +89,7 @@ public final class IoCommands {
         if (ReservationCommands.is(opcode)) {
             return reservation == null ? Status.INVALID_OPCODE | Status.DNR : ReservationCommands.execute(c, slot, reservation);
         }
-        slot.enterEngine(ns);                            // before the check: a preempt-and-abort it does not see waits for it
+        slot.enterEngine(ns);
         if (reservation != null) {
             int access = reservation.check(c, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;

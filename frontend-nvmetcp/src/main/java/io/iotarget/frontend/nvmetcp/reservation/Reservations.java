@@ -15,9 +15,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -28,21 +26,25 @@ import java.util.function.Function;
  * and the threads that run what reads or changes a state, so that no event loop waits for the
  * store. Each namespace has its own lanes ({@link SerialLane}) on a virtual thread per task:
  * one namespace's commands run in order, and never wait for another namespace's (a slow store
- * call, a preempt-and-abort's wait). A timer thread ends preempt-and-abort's waits and, with a
+ * call, a change's drain). A timer thread, with a
  * shared store, has the open namespaces re-read every interval and decides whether this node
  * may still vouch for its copies ({@link #fenced}). Any thread may call the public methods.
  */
 public final class Reservations implements AutoCloseable {
     /** A command whose compare-and-set loses this many times in a row (other nodes keep changing the state) fails, to be retried by the host. */
     static final int MAX_ATTEMPTS = 16;
-    /** The longest preempt-and-abort waits for the preempted hosts' commands: io.max may hold one for long, and the host's own timeout is 30 s. */
-    static final long ABORT_WAIT_MS = 10_000;
+    /**
+     * The longest a new copy waits for the requests let in against the one before to leave the
+     * backend (a backend request, not io.max: what a policy holds is checked again when it is
+     * released). Beyond it the change goes on and the log says so: the host's own timeout is 30 s.
+     */
+    static final long DRAIN_WAIT_MS = 10_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final NvmeTarget target;
     /** Runs the lanes' tasks: a store call may block (a shared store's round trip, a PTPL file's fsync), so on virtual threads, never a loop. */
     private final ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("nvmet-resv-", 0).factory());
-    /** Preempt-and-abort's deadlines, a shared store's interval: it only hands work to {@link #threads} (or ends a wait). */
+    /** A shared store's interval: it only hands work to {@link #threads}. */
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-timer").factory());
     private final CountedErrorHandler errors = new CountedErrorHandler("nvmet-resv");
     private final Map<String, NamespaceReservation> open = new ConcurrentHashMap<>();
@@ -132,18 +134,16 @@ public final class Reservations implements AutoCloseable {
     }
 
     /**
-     * {@link #change}, then with {@code abort} (preempt-and-abort) the answer waits, as nvmet's
-     * does, until the preempted hosts' controllers on this node have no command on the namespace
-     * left on the engine (at most {@link #ABORT_WAIT_MS}); other nodes' are not waited for. The
-     * wait holds the namespace's commands lane, not a thread: it is woken by the commands
-     * leaving the engine ({@link NamespaceReservation#engineLeft()}) and by a timer.
+     * {@link #change}; with {@code abort} (preempt-and-abort) the preempted hosts' commands on
+     * the namespace that a policy still holds on this node are dropped too (they end with Abort
+     * Requested, never having reached the backend). Either way the answer comes only once no
+     * request let in against the state before is still in this node's backend ({@link
+     * NamespaceReservation#drain}); requests still held anywhere are checked again by the gate
+     * when released. The namespace's lanes, not a thread of the caller.
      */
     public void change(CommandSlot slot, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         slot.leaveLoop();
-        r.commands.submit(() -> answer(slot, r.copy.call(() -> apply(r, command, abort)).thenCompose(changed -> {
-            if (changed.preempted().isEmpty()) return CompletableFuture.completedFuture(changed.status());
-            return awaitPreempted(r, changed.preempted()).thenApply(done -> changed.status());
-        })));
+        r.commands.submit(() -> answer(slot, r.copy.call(() -> apply(r, command, abort))));
     }
 
     /** Runs {@code fill} (which writes the command's data) with the store's current state, in the namespace's turn. The queue's loop. */
@@ -154,7 +154,7 @@ public final class Reservations implements AutoCloseable {
                 long startNs = System.nanoTime();
                 ReservationState s = store.read(r.key);
                 contact(startNs);
-                r.state(s);
+                install(r, s);
                 return fill.apply(s);
             } catch (ReservationStore.StoreException e) {
                 failed(e);
@@ -172,15 +172,13 @@ public final class Reservations implements AutoCloseable {
         });
     }
 
-    /** What a change did: its status, and with preempt-and-abort this node's controllers of the hosts it preempted (else none). */
-    private record Changed(int status, List<Controller> preempted) {
-        Changed(int status) {
-            this(status, List.of());
-        }
-    }
-
-    /** The store part of {@link #change}. The namespace's copy lane. */
-    private Changed apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
+    /**
+     * The store part of {@link #change}: read, apply, compare-and-set (retried while another
+     * node wins the race), then install the new copy here — with {@code abort} dropping the
+     * preempted hosts' commands a policy holds here — and wait for the drain. Returns the
+     * command's status. The namespace's copy lane.
+     */
+    private int apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 long startNs = System.nanoTime();
@@ -188,52 +186,33 @@ public final class Reservations implements AutoCloseable {
                 contact(startNs);
                 ReservationState.Outcome o = command.apply(before);
                 if (o.next() == before) {
-                    r.state(before);
-                    return new Changed(o.status());
+                    install(r, before);
+                    return o.status();
                 }
                 if (store.replace(r.key, o.next(), o.notices())) {
-                    r.state(o.next());
+                    int old = r.publish(o.next());
                     List<Controller> preempted = deliver(r, o.notices());
-                    return abort ? new Changed(o.status(), preempted) : new Changed(o.status());
+                    if (abort) for (Controller c : preempted) c.cancelHeld(r.nsid);
+                    drain(r, old);
+                    return o.status();
                 }
             }
-            return new Changed(Status.INTERNAL);        // no DNR: the host may try again
+            return Status.INTERNAL;                      // no DNR: the host may try again
         } catch (ReservationStore.StoreException e) {
             failed(e);
-            return new Changed(Status.ANA_INACCESSIBLE);
+            return Status.ANA_INACCESSIBLE;
         }
     }
 
-    /**
-     * Preempt-and-abort: completes once none of {@code preempted} has a command on the namespace
-     * on the engine, or after {@link #ABORT_WAIT_MS}. No thread waits: each command leaving the
-     * engine has a look queued (at most one at a time), and the timer ends it at the deadline.
-     * The state is committed before, so a command that enters after the first look is refused
-     * by its access check and need not be waited for. The copy lane's thread, after the change.
-     */
-    private CompletableFuture<Void> awaitPreempted(NamespaceReservation r, List<Controller> preempted) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        AtomicBoolean lookQueued = new AtomicBoolean(true);
-        Runnable look = () -> {
-            lookQueued.set(false);
-            if (done.isDone()) return;
-            for (Controller c : preempted) if (c.busyOn(r.nsid)) return;
-            done.complete(null);
-        };
-        r.engineLeft(() -> {
-            if (done.isDone() || !lookQueued.compareAndSet(false, true)) return;
-            try {
-                threads.execute(look);
-            } catch (RejectedExecutionException closed) {
-                done.complete(null);
-            }
-        });
-        ScheduledFuture<?> deadline = timer.schedule(() -> done.complete(null), ABORT_WAIT_MS, TimeUnit.MILLISECONDS);
-        look.run();                                     // after the waiter is in place: a command leaving now is seen by one of the two
-        return done.whenComplete((v, failure) -> {
-            r.engineLeft(null);
-            deadline.cancel(false);
-        });
+    /** Makes {@code s} the namespace's copy and waits for the drain of the epoch before. The copy lane. */
+    private void install(NamespaceReservation r, ReservationState s) {
+        drain(r, r.publish(s));
+    }
+
+    private void drain(NamespaceReservation r, int epoch) {
+        if (r.drain(epoch, TimeUnit.MILLISECONDS.toNanos(DRAIN_WAIT_MS))) return;
+        errors.report(new IllegalStateException("reservation change on " + r.key + ": requests let in before it were still in the backend after "
+                                                + DRAIN_WAIT_MS + " ms; answering anyway"));
     }
 
     /**
@@ -269,8 +248,9 @@ public final class Reservations implements AutoCloseable {
             if (mine == null || mine.version() != version) {
                 try {
                     long startNs = System.nanoTime();
-                    r.state(store.read(key));
+                    ReservationState s = store.read(key);
                     contact(startNs);
+                    install(r, s);
                 } catch (ReservationStore.StoreException e) {
                     failed(e);
                 }
@@ -299,8 +279,8 @@ public final class Reservations implements AutoCloseable {
         long startNs = System.nanoTime();
         try {
             ReservationState s = store.read(r.key);
-            if (!s.equals(r.state())) r.state(s);
             contact(startNs);
+            install(r, s);
         } catch (ReservationStore.StoreException e) {
             failed(e);
         }
