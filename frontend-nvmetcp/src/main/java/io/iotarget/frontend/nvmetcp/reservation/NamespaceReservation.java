@@ -151,6 +151,19 @@ public final class NamespaceReservation {
     }
 
     /**
+     * This node cannot believe what the store said (a revision older than one it has seen, a
+     * key gone that it has seen): the copy becomes unknown, so IO gets ANA Inaccessible until
+     * a read it can believe; returns the epoch before, for {@link #drain}. The copy lane.
+     */
+    int fence() {
+        if (state == null) return -1;
+        int old = epoch;
+        state = null;
+        epoch = old + 1;
+        return old;
+    }
+
+    /**
      * Waits until no request the gate let in during {@code epoch} is still in the backend, at
      * most {@code timeoutNs}; true when drained. A negative epoch (nothing published) is
      * drained already. The copy lane (parks its virtual thread).

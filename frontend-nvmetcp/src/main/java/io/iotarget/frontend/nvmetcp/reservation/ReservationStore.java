@@ -40,7 +40,7 @@ public interface ReservationStore extends AutoCloseable {
     }
 
     /** The store could not be reached or refused the command. */
-    final class StoreException extends Exception {
+    class StoreException extends Exception {
         private static final long serialVersionUID = 1L;
 
         public StoreException(String message, Throwable cause) {

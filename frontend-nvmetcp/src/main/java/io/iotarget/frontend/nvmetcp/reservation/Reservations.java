@@ -157,7 +157,7 @@ public final class Reservations implements AutoCloseable {
                 install(r, s);
                 return fill.apply(s);
             } catch (ReservationStore.StoreException e) {
-                failed(e);
+                failed(r, e);
                 return Status.ANA_INACCESSIBLE;
             }
         })));
@@ -199,7 +199,7 @@ public final class Reservations implements AutoCloseable {
             }
             return Status.INTERNAL;                      // no DNR: the host may try again
         } catch (ReservationStore.StoreException e) {
-            failed(e);
+            failed(r, e);
             return Status.ANA_INACCESSIBLE;
         }
     }
@@ -252,7 +252,7 @@ public final class Reservations implements AutoCloseable {
                     contact(startNs);
                     install(r, s);
                 } catch (ReservationStore.StoreException e) {
-                    failed(e);
+                    failed(r, e);
                 }
             }
             deliver(r, notices);
@@ -282,7 +282,7 @@ public final class Reservations implements AutoCloseable {
             contact(startNs);
             install(r, s);
         } catch (ReservationStore.StoreException e) {
-            failed(e);
+            failed(r, e);
         }
     }
 
@@ -305,6 +305,20 @@ public final class Reservations implements AutoCloseable {
         if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (fenced ? ": IO on namespaces with resv_enable is served again" : ""));
         fenced = false;
         lost = false;
+    }
+
+    /**
+     * {@link #failed(ReservationStore.StoreException)} for namespace {@code r}; a read this node
+     * cannot believe ({@link EtcdReservationStore.StaleException}) also fences the namespace here
+     * until a read it can believe. The copy lane.
+     */
+    private void failed(NamespaceReservation r, ReservationStore.StoreException e) {
+        if (e instanceof EtcdReservationStore.StaleException) {
+            LOG.log(System.Logger.Level.WARNING, "reservation of " + r.key + " fenced here: " + e.getMessage());
+            drain(r, r.fence());
+            return;                                     // the store answered: this is no outage
+        }
+        failed(e);
     }
 
     private void failed(ReservationStore.StoreException e) {
