@@ -58,7 +58,7 @@ class EtcdReservationClusterTest {
         nodes.add(f);
         EtcdClient client = EtcdClient.create(etcd.uri(), EtcdClient.Access.NONE, Duration.ofMillis(1000));
         clients.add(client);
-        f.target.reservations().use(new EtcdReservationStore(client, name), INTERVAL_MS, LEASE_MS);
+        f.target.reservations().use(new EtcdReservationStore(client, name, null), INTERVAL_MS, LEASE_MS);
         f.tree.write(NS + "/enable", "0");
         f.tree.write(NS + "/resv_enable", "1");
         f.tree.write(NS + "/enable", "1");

@@ -1,6 +1,7 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
 import io.iotarget.cluster.EtcdClient;
+import io.iotarget.cluster.Fence;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -34,7 +35,18 @@ import java.util.concurrent.TimeUnit;
  * node's change reaches the {@link Listener} in revision order; a watch that ends is started
  * again from the next revision, so none is missed while the store answers.
  *
- * <h2>3. A stale read fences, it is not installed</h2>
+ * <h2>3. A change holds on every node before it completes</h2>
+ * <pre>
+ *  /iotarget/resv-ack/&lt;nqn&gt;/&lt;nsid&gt;/&lt;node&gt;   the version this node has installed and drained ("0": opened, not read
+ *                                         yet; "closed": no longer followed), on the node's lease
+ * </pre>
+ * A node opening a namespace puts its key before it reads the state, so a change made meanwhile
+ * waits for it. After each copy it installs (and drains, {@link NamespaceReservation#drain}) it
+ * puts the version. The node that commits a change waits ({@link #awaitAcknowledged}) until
+ * every other node's key holds that version or more, or is gone: its lease expired in etcd, and
+ * by its own {@link Fence} deadline, which runs out first, it refused the namespace's IO.
+ *
+ * <h2>4. A stale read fences, it is not installed</h2>
  * Per key the store remembers the highest revision this node has seen (read, written, heard).
  * A read that returns an older one (a member that fell behind, a restored backup), or no key
  * where this node has seen one (we never delete these keys: a cleared state is a state), throws
@@ -46,11 +58,18 @@ import java.util.concurrent.TimeUnit;
  */
 public final class EtcdReservationStore implements ReservationStore {
     static final String PREFIX = "/iotarget/resv/";
+    static final String ACK_PREFIX = "/iotarget/resv-ack/";
+    /** How often a committing node looks at the acknowledgements while it waits. */
+    static final long ACK_POLL_NS = TimeUnit.MILLISECONDS.toNanos(2);
     /** How long after a watch ends it is started again (the members may be electing). */
     static final long REWATCH_MS = 100;
 
     private final EtcdClient client;
     private final String node;
+    /** This node's lease and deadline (Membership's), or null: then nothing is acknowledged nor waited for. */
+    private final Fence fence;
+    /** Per key, the version and lease last acknowledged, so an unchanged copy is not put again every interval. */
+    private final Map<String, long[]> acknowledged = new ConcurrentHashMap<>();
     /** The highest mod revision seen per key (section 3), and the one the last read returned, for the next replace. */
     private final Map<String, Long> seen = new ConcurrentHashMap<>();
     private final Map<String, Long> readAt = new ConcurrentHashMap<>();
@@ -73,10 +92,90 @@ public final class EtcdReservationStore implements ReservationStore {
     /**
      * @param client the cluster's etcd client (this store does not close it)
      * @param node   this node's id, which its changes carry so that it skips its own
+     * @param fence  this node's membership lease and deadline (acknowledgements hang on the lease), or null for none
      */
-    public EtcdReservationStore(EtcdClient client, String node) {
+    public EtcdReservationStore(EtcdClient client, String node, Fence fence) {
         this.client = client;
         this.node = node;
+        this.fence = fence;
+    }
+
+    /** The lease fence the IO path also checks, or null. */
+    public Fence fence() {
+        return fence;
+    }
+
+    private String ackKey(String key) {
+        return ACK_PREFIX + key + "/" + node;
+    }
+
+    private void putAck(String key, String value) throws StoreException {
+        long lease = fence.lease();
+        if (lease == 0) throw new StoreException("no membership lease (fenced): cannot acknowledge " + key, null);
+        try {
+            client.put(ackKey(key), value.getBytes(StandardCharsets.UTF_8), lease);
+        } catch (IOException e) {
+            throw new StoreException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void opened(String key) throws StoreException {
+        if (fence == null) return;
+        acknowledged.remove(key);
+        putAck(key, "0");
+    }
+
+    @Override
+    public void acknowledge(String key, long version) throws StoreException {
+        if (fence == null) return;
+        long lease = fence.lease();
+        long[] last = acknowledged.get(key);
+        if (last != null && last[0] == version && last[1] == lease) return;
+        putAck(key, Long.toString(version));
+        acknowledged.put(key, new long[] {version, lease});
+    }
+
+    @Override
+    public void closed(String key) {
+        if (fence == null) return;
+        acknowledged.remove(key);
+        try {
+            putAck(key, "closed");
+        } catch (StoreException e) {
+            // Its lease ends anyway; until then a change waits for it at most its timeout.
+        }
+    }
+
+    @Override
+    public boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        if (fence == null) return true;
+        String prefix = ACK_PREFIX + key + "/";
+        long deadlineNs = System.nanoTime() + timeoutNs;
+        for (;;) {
+            EtcdClient.Range acks;
+            try {
+                acks = client.range(prefix);
+            } catch (IOException e) {
+                throw new StoreException(e.getMessage(), e);
+            }
+            boolean pending = false;
+            for (EtcdClient.KeyValue kv : acks.kvs()) {
+                String other = kv.key().substring(prefix.length());
+                if (other.equals(node) || other.contains("/")) continue;
+                String v = text(kv);
+                if (v.equals("closed")) continue;
+                try {
+                    if (Long.parseLong(v) >= version) continue;
+                } catch (NumberFormatException e) {
+                    continue;                            // not one of ours
+                }
+                pending = true;
+            }
+            if (!pending) return true;
+            if (System.nanoTime() - deadlineNs >= 0) return false;
+            java.util.concurrent.locks.LockSupport.parkNanos(ACK_POLL_NS);
+        }
     }
 
     @Override

@@ -30,6 +30,29 @@ public interface ReservationStore extends AutoCloseable {
     /** Changes other nodes make are reported to {@code listener}, on a thread of the store's. */
     void listen(Listener listener);
 
+    // ---------------------------------------------------------------- acknowledgements (a shared store's; no-ops otherwise)
+
+    /** This node follows {@code key} from now on: a change waits for its acknowledgement (before its first read). */
+    default void opened(String key) throws StoreException {
+    }
+
+    /** This node refuses what {@code version} of {@code key} forbids and nothing checked against an older one is in its backend. */
+    default void acknowledge(String key, long version) throws StoreException {
+    }
+
+    /** This node no longer follows {@code key}: changes need not wait for it. */
+    default void closed(String key) {
+    }
+
+    /**
+     * Waits until every other node that follows {@code key} has acknowledged {@code version}, or
+     * is gone from the store (its lease expired: it fenced itself before, by its own deadline),
+     * at most {@code timeoutNs}; true when they all did.
+     */
+    default boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        return true;
+    }
+
     /** Releases the store's connections and threads. */
     @Override
     void close();

@@ -39,6 +39,12 @@ public final class Reservations implements AutoCloseable {
      * released). Beyond it the change goes on and the log says so: the host's own timeout is 30 s.
      */
     static final long DRAIN_WAIT_MS = 10_000;
+    /**
+     * The longest a change waits for the other live nodes' acknowledgements: a node that cannot
+     * give one loses its lease (seconds) and its key goes with it, so this is only reached by a
+     * node that keeps its lease and does not answer (logged).
+     */
+    static final long ACK_WAIT_MS = 30_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final NvmeTarget target;
@@ -54,6 +60,8 @@ public final class Reservations implements AutoCloseable {
     private long leaseNs;
     /** When the store last answered (System.nanoTime()); shared stores only. Several namespaces' lanes may move it at once. */
     private final AtomicLong lastContactNs = new AtomicLong();
+    /** The membership lease's fence of an etcd store, checked with every command; null for other stores. */
+    private volatile io.iotarget.cluster.Fence leaseFence;
     /** This node has not heard from the shared store for longer than the lease: IO on its reservation namespaces is refused. */
     private volatile boolean fenced;
     /** Whether the store failed last time (logged once per outage). */
@@ -75,6 +83,7 @@ public final class Reservations implements AutoCloseable {
         this.store = store;
         previous.close();
         if (!store.shared()) return;
+        leaseFence = store instanceof EtcdReservationStore etcd ? etcd.fence() : null;
         leaseNs = TimeUnit.MILLISECONDS.toNanos(leaseMs);
         lastContactNs.set(System.nanoTime() - leaseNs - 1);
         fenced = true;
@@ -87,9 +96,14 @@ public final class Reservations implements AutoCloseable {
         return store.persistent();
     }
 
-    /** Whether this node cannot vouch for its copies now (a shared store lost for longer than the lease). Any thread; volatile read. */
+    /**
+     * Whether this node cannot vouch for its copies now: a shared store lost for longer than the
+     * lease, or this node's membership lease past its own deadline (etcd). Any thread; a volatile
+     * read or two and a clock read.
+     */
     boolean fenced() {
-        return fenced;
+        io.iotarget.cluster.Fence f = leaseFence;
+        return fenced || f != null && !f.holds();
     }
 
     /** What the reservation threads survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
@@ -112,13 +126,21 @@ public final class Reservations implements AutoCloseable {
         NamespaceReservation r = new NamespaceReservation(this, subsystem, nsid, key, new SerialLane(threads, errors), new SerialLane(threads, errors));
         open.put(key, r);
         r.refreshQueued.set(true);                      // as an interval's re-read: the timer queues none beside it
-        r.copy.execute(errors.guard(() -> refresh(r)));
+        r.copy.execute(errors.guard(() -> {
+            try {
+                store.opened(r.key);                    // before the read: a change committed meanwhile waits for this node
+            } catch (ReservationStore.StoreException e) {
+                failed(e);
+            }
+            refresh(r);
+        }));
         return r;
     }
 
     /** The namespace was disabled. Configuration thread. */
     void close(NamespaceReservation r) {
         open.remove(r.key, r);
+        r.copy.execute(errors.guard(() -> store.closed(r.key)));
     }
 
     // ---------------------------------------------------------------- commands
@@ -194,6 +216,11 @@ public final class Reservations implements AutoCloseable {
                     List<Controller> preempted = deliver(r, o.notices());
                     if (abort) for (Controller c : preempted) c.cancelHeld(r.nsid);
                     drain(r, old);
+                    store.acknowledge(r.key, o.next().version());
+                    if (!store.awaitAcknowledged(r.key, o.next().version(), TimeUnit.MILLISECONDS.toNanos(ACK_WAIT_MS))) {
+                        errors.report(new IllegalStateException("reservation change on " + r.key + ": a live node did not acknowledge version "
+                                                                + o.next().version() + " within " + ACK_WAIT_MS + " ms; answering anyway"));
+                    }
                     return o.status();
                 }
             }
@@ -204,9 +231,13 @@ public final class Reservations implements AutoCloseable {
         }
     }
 
-    /** Makes {@code s} the namespace's copy and waits for the drain of the epoch before. The copy lane. */
-    private void install(NamespaceReservation r, ReservationState s) {
+    /**
+     * Makes {@code s} the namespace's copy, waits for the drain of the epoch before, and tells
+     * the other nodes (a shared store's acknowledgement). The copy lane.
+     */
+    private void install(NamespaceReservation r, ReservationState s) throws ReservationStore.StoreException {
         drain(r, r.publish(s));
+        store.acknowledge(r.key, s.version());
     }
 
     private void drain(NamespaceReservation r, int epoch) {
