@@ -47,10 +47,11 @@ import java.util.concurrent.TimeUnit;
  * by its own {@link Fence} deadline, which runs out first, it refused the namespace's IO.
  *
  * <h2>4. A stale read fences, it is not installed</h2>
- * Per key the store remembers the highest revision this node has seen (read, written, heard).
- * A read that returns an older one (a member that fell behind, a restored backup), or no key
- * where this node has seen one (we never delete these keys: a cleared state is a state), throws
- * {@link StaleException}: the caller fences the namespace rather than believe it.
+ * Per key the store remembers the highest revision this node has seen (read, heard). A read
+ * (linearizable) that returns one older than what was seen before it was sent (a member that
+ * fell behind, a restored backup), or no key where this node had seen one (we never delete
+ * these keys: a cleared state is a state), throws {@link StaleException}: the caller fences the
+ * namespace rather than believe it.
  *
  * <p>Keys are ranges of etcd's (the client reads by prefix): {@code .../1} also matches
  * {@code .../10}, so reads keep the exact key, and a compare-and-swap of namespace 1 fails (and
@@ -181,6 +182,9 @@ public final class EtcdReservationStore implements ReservationStore {
     @Override
     public ReservationState read(String key) throws StoreException {
         String full = PREFIX + key;
+        // What was seen before the read is sent: a linearizable read must return at least that.
+        // (A change heard while the read is on its way may be newer than what it returns.)
+        long seenRevision = seen.getOrDefault(key, 0L);
         EtcdClient.Range range;
         try {
             range = client.range(full);
@@ -189,7 +193,6 @@ public final class EtcdReservationStore implements ReservationStore {
         }
         EtcdClient.KeyValue kv = null;
         for (EtcdClient.KeyValue k : range.kvs()) if (k.key().equals(full)) kv = k;
-        long seenRevision = seen.getOrDefault(key, 0L);
         if (kv == null) {
             if (seenRevision > 0) throw new StaleException(full + " is missing, but this node has seen it at revision " + seenRevision);
             readAt.put(key, 0L);
