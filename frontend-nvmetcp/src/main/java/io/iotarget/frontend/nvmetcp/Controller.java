@@ -538,14 +538,19 @@ public final class Controller {
         }
     }
 
-    /** Preempt-and-abort: this controller's commands on {@code nsid} that a policy still holds are dropped (each queue, on its loop). Any thread. */
-    public void cancelHeld(int nsid) {
+    /**
+     * Preempt-and-abort: this controller's commands on {@code nsid} that a policy still holds are
+     * dropped, each queue's on its loop; completes once every queue has done so. Any thread.
+     */
+    public java.util.concurrent.CompletableFuture<Void> cancelHeld(int nsid) {
+        java.util.List<java.util.concurrent.CompletableFuture<Void>> done = new java.util.ArrayList<>();
         lock.lock();
         try {
-            for (Queue q : queues) if (q != null) q.cancelHeld(nsid);
+            for (Queue q : queues) if (q != null) done.add(q.cancelHeld(nsid));
         } finally {
             lock.unlock();
         }
+        return java.util.concurrent.CompletableFuture.allOf(done.toArray(new java.util.concurrent.CompletableFuture<?>[0]));
     }
 
     /** Feature 0x82 of namespace {@code nsid}: the notice types suppressed. */

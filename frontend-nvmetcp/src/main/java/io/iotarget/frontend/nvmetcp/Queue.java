@@ -592,18 +592,25 @@ public final class Queue implements PduHandler, ConnectionHandler {
     /**
      * Preempt-and-abort: this queue's commands on namespace {@code nsid} that a policy (io.max,
      * iocost, io.latency) still holds are dropped there and answered Abort Requested, never
-     * having reached the backend. Any thread; done on the queue's loop, which owns the slots.
+     * having reached the backend; the future completes once done. Any thread; done on the
+     * queue's loop, which owns the slots.
      * What is past the policies already is the reservation's drain's to wait for.
      */
-    void cancelHeld(int nsid) {
+    java.util.concurrent.CompletableFuture<Void> cancelHeld(int nsid) {
+        java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
         socket.loop().execute(() -> {
-            for (int i = 0; i < slotCount; i++) {
-                CommandSlot slot = slots[i];
-                ActiveNamespace ns = slot.namespace;
-                if (slot.phase != CommandSlot.ENGINE || slot.admittedWaiting || ns == null || ns.nsid() != nsid) continue;
-                target.counters().add(NvmeTcpCounter.ABORTED, slot.cancel(target.engine()));
+            try {
+                for (int i = 0; i < slotCount; i++) {
+                    CommandSlot slot = slots[i];
+                    ActiveNamespace ns = slot.namespace;
+                    if (slot.phase != CommandSlot.ENGINE || slot.admittedWaiting || ns == null || ns.nsid() != nsid) continue;
+                    target.counters().add(NvmeTcpCounter.ABORTED, slot.cancel(target.engine()));
+                }
+            } finally {
+                done.complete(null);
             }
         });
+        return done;
     }
 
     /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */

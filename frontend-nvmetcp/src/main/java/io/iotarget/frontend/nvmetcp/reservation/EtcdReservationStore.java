@@ -19,8 +19,9 @@ import java.util.concurrent.TimeUnit;
  * that serves the namespace:
  *
  * <pre>
- *  /iotarget/resv/&lt;nqn&gt;/&lt;nsid&gt;   three lines: the state ({@link ReservationState#encode}, version first),
- *                                 the node that made the change, its notices (HOSTID:TYPE, space-separated)
+ *  /iotarget/resv/&lt;nqn&gt;/&lt;nsid&gt;   lines: the state ({@link ReservationState#encode}, version first), the node
+ *                                 that made the change, its notices (HOSTID:TYPE, space-separated),
+ *                                 and "abort" after a preempt-and-abort
  * </pre>
  *
  * <h2>1. Compare-and-swap on the key's revision</h2>
@@ -213,6 +214,11 @@ public final class EtcdReservationStore implements ReservationStore {
 
     @Override
     public boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices) throws StoreException {
+        return replace(key, next, notices, false);
+    }
+
+    @Override
+    public boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices, boolean abort) throws StoreException {
         Long revision = readAt.get(key);
         if (revision == null) return false;              // never read here: read first (the caller retries)
         HexFormat hex = HexFormat.of();
@@ -220,6 +226,7 @@ public final class EtcdReservationStore implements ReservationStore {
         for (ReservationState.Notice n : notices) {
             value.append(hex.toHexDigits(n.hostHigh())).append(hex.toHexDigits(n.hostLow())).append(':').append(n.type()).append(' ');
         }
+        if (abort) value.append("\nabort");
         try {
             return client.txn(List.of(PREFIX + key), revision, List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)));
         } catch (IOException e) {
@@ -280,7 +287,7 @@ public final class EtcdReservationStore implements ReservationStore {
                 }
             }
             Listener l = listener;
-            if (l != null) l.changed(key, s.version(), notices);
+            if (l != null) l.changed(key, s.version(), notices, lines.length >= 4 && lines[3].equals("abort"));
         } catch (IllegalArgumentException ignored) {
             // Not one of ours: the next interval's re-read still sees any change.
         }

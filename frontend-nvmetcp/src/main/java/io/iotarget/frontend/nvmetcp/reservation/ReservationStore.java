@@ -21,6 +21,15 @@ public interface ReservationStore extends AutoCloseable {
      */
     boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices) throws StoreException;
 
+    /**
+     * {@link #replace(String, ReservationState, List)}, made by a preempt-and-abort when
+     * {@code abort}: a store that can tells the other nodes so ({@link Listener#changed}), and
+     * they drop what a policy holds of the preempted hosts too.
+     */
+    default boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices, boolean abort) throws StoreException {
+        return replace(key, next, notices);
+    }
+
     /** Whether other nodes share this store: then its states are re-read and changes heard of ({@link #listen}). */
     boolean shared();
 
@@ -57,9 +66,9 @@ public interface ReservationStore extends AutoCloseable {
     @Override
     void close();
 
-    /** Another node changed a namespace's state. */
+    /** Another node changed a namespace's state; {@code abort}: by a preempt-and-abort (false where the store cannot tell). */
     interface Listener {
-        void changed(String key, long version, List<ReservationState.Notice> notices);
+        void changed(String key, long version, List<ReservationState.Notice> notices, boolean abort);
     }
 
     /** The store could not be reached or refused the command. */

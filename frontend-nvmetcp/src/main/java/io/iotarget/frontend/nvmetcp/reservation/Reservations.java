@@ -45,6 +45,8 @@ public final class Reservations implements AutoCloseable {
      * node that keeps its lease and does not answer (logged).
      */
     static final long ACK_WAIT_MS = 30_000;
+    /** The longest preempt-and-abort waits for the queues' loops to drop the held commands (a loop answers in microseconds). */
+    static final long CANCEL_WAIT_MS = 1_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final NvmeTarget target;
@@ -211,10 +213,10 @@ public final class Reservations implements AutoCloseable {
                     install(r, before);
                     return o.status();
                 }
-                if (store.replace(r.key, o.next(), o.notices())) {
+                if (store.replace(r.key, o.next(), o.notices(), abort)) {
                     int old = r.publish(o.next());
                     List<Controller> preempted = deliver(r, o.notices());
-                    if (abort) for (Controller c : preempted) c.cancelHeld(r.nsid);
+                    if (abort) cancelHeld(r, preempted);
                     drain(r, old);
                     store.acknowledge(r.key, o.next().version());
                     if (!store.awaitAcknowledged(r.key, o.next().version(), TimeUnit.MILLISECONDS.toNanos(ACK_WAIT_MS))) {
@@ -228,6 +230,24 @@ public final class Reservations implements AutoCloseable {
         } catch (ReservationStore.StoreException e) {
             failed(r, e);
             return Status.ANA_INACCESSIBLE;
+        }
+    }
+
+    /**
+     * Preempt-and-abort: {@code preempted}'s commands on the namespace that a policy holds here
+     * are dropped (on their queues' loops); waits for that, at most {@link #CANCEL_WAIT_MS}
+     * (what is not dropped by then is refused by the gate when released). The copy lane.
+     */
+    private void cancelHeld(NamespaceReservation r, List<Controller> preempted) {
+        if (preempted.isEmpty()) return;
+        CompletableFuture<?>[] done = new CompletableFuture<?>[preempted.size()];
+        for (int i = 0; i < done.length; i++) done[i] = preempted.get(i).cancelHeld(r.nsid);
+        try {
+            CompletableFuture.allOf(done).get(CANCEL_WAIT_MS, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // The gate refuses them when they are released.
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -271,22 +291,27 @@ public final class Reservations implements AutoCloseable {
     // ---------------------------------------------------------------- a shared store
 
     /** Another node changed {@code key}: re-read it, and deliver its notices here, in the namespace's copy lane. The store's thread. */
-    private void heard(String key, long version, List<ReservationState.Notice> notices) {
+    private void heard(String key, long version, List<ReservationState.Notice> notices, boolean abort) {
         NamespaceReservation r = open.get(key);
         if (r == null) return;
         r.copy.execute(errors.guard(() -> {
-            ReservationState mine = r.state();
-            if (mine == null || mine.version() != version) {
-                try {
+            try {
+                ReservationState mine = r.state();
+                int old = -1;
+                if (mine == null || mine.version() != version) {
                     long startNs = System.nanoTime();
                     ReservationState s = store.read(key);
                     contact(startNs);
-                    install(r, s);
-                } catch (ReservationStore.StoreException e) {
-                    failed(r, e);
+                    old = r.publish(s);
                 }
+                List<Controller> preempted = deliver(r, notices);
+                if (abort) cancelHeld(r, preempted);
+                drain(r, old);
+                ReservationState now = r.state();
+                if (now != null) store.acknowledge(r.key, now.version());
+            } catch (ReservationStore.StoreException e) {
+                failed(r, e);
             }
-            deliver(r, notices);
         }));
     }
 
