@@ -22,6 +22,7 @@ import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
+import io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore;
 import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
@@ -196,15 +197,17 @@ public final class Server implements AutoCloseable {
     /**
      * Where nvmet's reservations live (docs/reservations.md): in the cluster's store, shared by
      * the nodes; else in the server, those with PTPL set in {@code server.state}'s sibling
-     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces. An
-     * etcd store does not carry them yet (they move there in their own change): memory only.
+     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces. With
+     * etcd this node joins the cluster's membership here: its lease fences its IO on
+     * reservation namespaces, and changes wait for every live node's acknowledgement.
      */
     private static void reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
         if (cluster != null && cluster.etcd()) {
-            // Reservations move to etcd in their own change (issue 31 item 3); until then an etcd
-            // store shares io.max.global only, and each node keeps its reservations in memory.
-            System.getLogger(Server.class.getName()).log(System.Logger.Level.WARNING,
-                    "cluster.store is etcd: reservations are not shared between nodes yet; each node keeps its own");
+            try {
+                nvme.reservations().use(EtcdReservationStore.join(cluster), cluster.intervalMs(), cluster.leaseMs());
+            } catch (IOException e) {
+                throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
+            }
             return;
         }
         if (cluster != null) {

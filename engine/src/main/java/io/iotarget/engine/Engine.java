@@ -22,6 +22,7 @@ import io.iotarget.model.Counters;
 import io.iotarget.model.Device;
 import io.iotarget.model.DeviceNumber;
 import io.iotarget.model.Errno;
+import io.iotarget.model.IoGate;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.tree.GroupBinding;
@@ -387,6 +388,11 @@ public final class Engine implements AutoCloseable {
             return;
         }
         queue.counters().increment(DispatchCounter.UNCHARGED);
+        IoStatus gate = enterGate(io);
+        if (gate != IoStatus.OK) {
+            finish(io, gate);
+            return;
+        }
         queue.dispatch(io);
     }
 
@@ -406,7 +412,7 @@ public final class Engine implements AutoCloseable {
     }
 
     /** An admitted request goes to its device, or back to its creator for its data first. */
-    private static void proceed(IoRequest io, DispatchQueue queue, long nowNs) {
+    private void proceed(IoRequest io, DispatchQueue queue, long nowNs) {
         if (io.isDataLater()) io.callback().admitted(io);
         else toQueue(io, queue, nowNs);
     }
@@ -416,10 +422,44 @@ public final class Engine implements AutoCloseable {
      * iocost times the wait for a slot (rq_wait) and the latency. Not when the controller let it
      * go: a released request goes out on the releasing thread after the others released with
      * it, and a data-later write waits for its data; neither is the device's doing.
+     *
+     * <p>Every admitted request passes here, and nothing but the dispatch queue lies between
+     * here and the backend, so this is where its {@link IoGate} is asked: a request a policy
+     * or a buffer wait held since its front end checked it is checked again now. One the gate
+     * refuses never reaches the backend; the policies see it complete (as an abandoned one).
      */
-    private static void toQueue(IoRequest io, DispatchQueue queue, long nowNs) {
+    private void toQueue(IoRequest io, DispatchQueue queue, long nowNs) {
+        IoStatus gate = enterGate(io);
+        if (gate != IoStatus.OK) {
+            refuse(io, gate, nowNs);
+            return;
+        }
         io.admitNs(nowNs);
         queue.dispatch(io);
+    }
+
+    /** Asks the request's gate, if it has one: OK, or the status it ends with. One null check without a gate. */
+    private static IoStatus enterGate(IoRequest io) {
+        IoGate gate = io.gate();
+        if (gate == null) return IoStatus.OK;
+        IoStatus s = gate.enter(io);
+        if (s == IoStatus.OK) io.gatePassed(true);
+        return s;
+    }
+
+    /** The backend is done with the request: its gate, if it let it in, hears so (once). */
+    private static void leaveGate(IoRequest io) {
+        if (!io.gatePassed()) return;
+        io.gatePassed(false);
+        io.gate().leave(io);
+    }
+
+    /** An admitted request its gate refused ends with {@code status}; the controller sees it complete. */
+    private void refuse(IoRequest io, IoStatus status, long nowNs) {
+        io.completeNs(nowNs);
+        io.status(status);
+        controller.complete(io, nowNs, this::dispatchReleased);
+        report(io, nowNs);
     }
 
     /**
@@ -499,6 +539,7 @@ public final class Engine implements AutoCloseable {
 
     /** The request's creator hears of its end; its queue has one command fewer outstanding. */
     private void report(IoRequest io, long nowNs) {
+        leaveGate(io);                                  // normally done at the backend's completion already
         if (io.queue() instanceof TenantQueue q) q.end(nowNs);
         io.callback().complete(io);
     }
@@ -519,6 +560,7 @@ public final class Engine implements AutoCloseable {
 
         @Override
         public void completed(IoRequest io, IoStatus status) {
+            leaveGate(io);                              // before anything else: a reservation change may be waiting for it
             long now = clock.nanoTime();
             io.completeNs(now);
             io.status(status);

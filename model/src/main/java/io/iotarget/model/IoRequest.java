@@ -30,6 +30,8 @@ public final class IoRequest {
     private ViewSink views;
     private boolean dataLater;
     private IoQueue queue;
+    private IoGate gate;
+    private int gateTicket;
 
     // Set by the engine.
     private IoStatus status;
@@ -37,6 +39,7 @@ public final class IoRequest {
     private long admitNs;
     private long issueNs;
     private long completeNs;
+    private boolean gatePassed;
 
     // Owned by the controller's policies between submission and completion.
     private int policyFlags;
@@ -138,6 +141,9 @@ public final class IoRequest {
         views = null;
         dataLater = false;
         queue = null;
+        gate = null;
+        gateTicket = 0;
+        gatePassed = false;
         status = null;
         submitNs = admitNs = issueNs = completeNs = 0;
         policyFlags = 0;
@@ -145,6 +151,37 @@ public final class IoRequest {
         policyStartNs = 0;
         policyHeldSinceNs = 0;
         policyGroup = null;
+    }
+
+    /**
+     * A check the request must pass again just before its device ({@link IoGate}), or null for
+     * none. Set by the creator with the rest of the request.
+     */
+    public IoRequest gate(IoGate gate) {
+        this.gate = gate;
+        return this;
+    }
+
+    public IoGate gate() {
+        return gate;
+    }
+
+    /** The gate's own note about this request (e.g. which epoch it entered), from {@link IoGate#enter} to {@link IoGate#leave}. */
+    public void gateTicket(int ticket) {
+        gateTicket = ticket;
+    }
+
+    public int gateTicket() {
+        return gateTicket;
+    }
+
+    /** The engine: the request passed its gate and is owed one {@link IoGate#leave}. */
+    public void gatePassed(boolean passed) {
+        gatePassed = passed;
+    }
+
+    public boolean gatePassed() {
+        return gatePassed;
     }
 
     public IoOp op() {

@@ -24,5 +24,15 @@ public enum IoStatus {
     /** COMPARE found a difference. NVMe Compare Failure. */
     COMPARE_FAILED,
     /** The target is shutting down or the device went away. NBD ESHUTDOWN, NVMe Abort. */
-    ABORTED
+    ABORTED,
+    /**
+     * The request's {@link IoGate} forbids it: its issuer has no access (another host's
+     * reservation). Final: NBD EPERM, NVMe Reservation Conflict (DNR).
+     */
+    FORBIDDEN,
+    /**
+     * The request's {@link IoGate} cannot decide here now (this node is fenced or has not read
+     * the state yet): a path error another node may not have. NBD EIO, NVMe ANA Inaccessible.
+     */
+    UNAVAILABLE
 }

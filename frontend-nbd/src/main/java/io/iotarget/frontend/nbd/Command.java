@@ -192,9 +192,9 @@ final class Command implements Backend.ExtentSink {
             case INVALID, NOT_SUPPORTED -> NbdWire.EINVAL;
             // The spec's split: writes past the end are out of space, everything else is a bad argument.
             case OUT_OF_RANGE -> type == NbdWire.CMD_WRITE || type == NbdWire.CMD_WRITE_ZEROES ? NbdWire.ENOSPC : NbdWire.EINVAL;
-            case READ_ONLY -> NbdWire.EPERM;
+            case READ_ONLY, FORBIDDEN -> NbdWire.EPERM;
             case NOT_FAST -> NbdWire.ENOTSUP;
-            case IO_ERROR, COMPARE_FAILED -> NbdWire.EIO;
+            case IO_ERROR, COMPARE_FAILED, UNAVAILABLE -> NbdWire.EIO;
             case NO_SPACE -> NbdWire.ENOSPC;
             case ABORTED -> NbdWire.ESHUTDOWN;
         };

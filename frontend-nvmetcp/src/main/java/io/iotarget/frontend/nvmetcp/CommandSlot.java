@@ -10,6 +10,7 @@ import io.iotarget.buffer.PooledBuffer;
 import io.iotarget.engine.Engine;
 import io.iotarget.iocontrol.pressure.TenantQueue;
 import io.iotarget.model.IoCallback;
+import io.iotarget.model.IoGate;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.SharedRead;
@@ -30,7 +31,7 @@ import java.nio.ByteOrder;
  * tag is back on the free list. Each hand-off to and from the engine is a release/acquire pair
  * (the response queue's exchange), so the fields themselves are plain.
  */
-public final class CommandSlot implements IoCallback {
+public final class CommandSlot implements IoCallback, IoGate {
     /** What the writer is to send for the slot. */
     static final int EVENT_R2T = 1;
     static final int EVENT_RESPONSE = 2;
@@ -237,7 +238,12 @@ public final class CommandSlot implements IoCallback {
         PENDING.setRelease(this, count);
         submitCount = count;
         IoRequest[] batch = requests;
-        for (int i = 0; i < count; i++) batch[i].queue(queue);
+        // With reservations, each request is checked again just before the backend (IoGate).
+        IoGate gate = namespace != null && namespace.reservation() != null ? this : null;
+        for (int i = 0; i < count; i++) {
+            batch[i].queue(queue);
+            batch[i].gate(gate);
+        }
         for (int i = 0; i < count; i++) engine.submit(batch[i]);
     }
 
@@ -265,9 +271,7 @@ public final class CommandSlot implements IoCallback {
 
     /**
      * An IO command about to be checked against {@code ns}'s reservation and submitted: from now
-     * on preempt-and-abort waits for it ({@link Queue#busyOn}). Set before the check reads the
-     * reservation (both volatile), so a preempt either is seen by the check (the command is
-     * refused) or sees the command (and waits until it is done). Loop thread.
+     * on it counts as on the engine ({@link Queue#busyOn}, {@link Queue#cancelHeld}). Loop thread.
      */
     public void enterEngine(ActiveNamespace ns) {
         namespace = ns;
@@ -306,6 +310,23 @@ public final class CommandSlot implements IoCallback {
     public boolean delayIssuer(IoRequest io, long delayNs) {
         connection.delayInput(delayNs);
         return true;
+    }
+
+    /**
+     * The gate (with reservations): the namespace's reservation decides the request for this
+     * queue's host, just before the backend, and counts it in until {@link #leave}. Any thread
+     * that moves the request; the slot is the engine's meanwhile, so its namespace is fixed.
+     */
+    @Override
+    public IoStatus enter(IoRequest io) {
+        Controller c = connection.controller();
+        if (c == null) return IoStatus.UNAVAILABLE;
+        return namespace.reservation().enter(c.hostIdHigh, c.hostIdLow, io);
+    }
+
+    @Override
+    public void leave(IoRequest io) {
+        namespace.reservation().leave(io);
     }
 
     /** Engine callback, any thread: the last completion responds; the first failure decides the status. */

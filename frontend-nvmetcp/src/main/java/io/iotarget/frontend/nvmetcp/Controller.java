@@ -18,6 +18,9 @@ import io.iotarget.model.LogText;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -527,7 +530,7 @@ public final class Controller {
         }
     }
 
-    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (preempt-and-abort's wait). Any thread. */
+    /** Whether a command of this controller for namespace {@code nsid} is on the engine now (held by a policy or in the backend). Any thread. */
     public boolean busyOn(int nsid) {
         lock.lock();
         try {
@@ -536,6 +539,21 @@ public final class Controller {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Preempt-and-abort: this controller's commands on {@code nsid} that a policy still holds are
+     * dropped, each queue's on its loop; completes once every queue has done so. Any thread.
+     */
+    public CompletableFuture<Void> cancelHeld(int nsid) {
+        List<CompletableFuture<Void>> done = new ArrayList<>();
+        lock.lock();
+        try {
+            for (Queue q : queues) if (q != null) done.add(q.cancelHeld(nsid));
+        } finally {
+            lock.unlock();
+        }
+        return CompletableFuture.allOf(done.toArray(CompletableFuture<?>[]::new));
     }
 
     /** Feature 0x82 of namespace {@code nsid}: the notice types suppressed. */

@@ -37,7 +37,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
+import java.util.concurrent.CompletableFuture;
 import io.iotarget.frontend.nvmetcp.auth.TlsKey;
 import io.iotarget.transport.PskKeys;
 
@@ -398,12 +398,12 @@ public final class NvmeTarget implements AutoCloseable {
 
     /**
      * {@link Reservations.Hosts}: reservation notices of namespace {@code nsid} go to this node's
-     * controllers of the hosts they name (log page 0x80, AEN); the answer says whether those of
-     * the hosts whose registration was preempted still have a command on the namespace on the
-     * engine. A reservation thread.
+     * controllers of the hosts they name (log page 0x80, AEN); with {@code abort}, those of the
+     * hosts whose registration was preempted drop the commands on the namespace that a policy
+     * still holds, on their queues' loops. Completes once they have. A reservation thread.
      */
-    private BooleanSupplier deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices) {
-        List<Controller> preempted = new ArrayList<>();
+    private CompletableFuture<Void> deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices, boolean abort) {
+        List<CompletableFuture<Void>> cancelled = new ArrayList<>();
         lock();
         try {
             Subsystem s = subsystems.get(subsystemNqn);
@@ -411,16 +411,13 @@ public final class NvmeTarget implements AutoCloseable {
                 for (ReservationState.Notice n : notices) {
                     if (n.hostHigh() != c.hostIdHigh || n.hostLow() != c.hostIdLow) continue;
                     c.reservationNotice(nsid, n.type());
-                    if (n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) preempted.add(c);
+                    if (abort && n.type() == ReservationState.NOTICE_REGISTRATION_PREEMPTED) cancelled.add(c.cancelHeld(nsid));
                 }
             }
         } finally {
             unlock();
         }
-        return () -> {
-            for (Controller c : preempted) if (c.busyOn(nsid)) return true;
-            return false;
-        };
+        return CompletableFuture.allOf(cancelled.toArray(CompletableFuture<?>[]::new));
     }
 
     /** A controller's admin queue closed. */

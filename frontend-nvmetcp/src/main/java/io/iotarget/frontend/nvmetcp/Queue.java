@@ -17,6 +17,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * One submission queue (the admin queue or an IO queue once Connect has named it), as nvmet's
@@ -312,6 +313,30 @@ public final class Queue {
         return false;
     }
 
+    /**
+     * Preempt-and-abort: this queue's commands on namespace {@code nsid} that a policy (io.max,
+     * iocost, io.latency) still holds are dropped there and answered Abort Requested, never
+     * having reached the backend; the future completes once done. Any thread; done on the
+     * queue's loop, which owns the slots.
+     * What is past the policies already is the reservation's drain's to wait for.
+     */
+    CompletableFuture<Void> cancelHeld(int nsid) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        tcp.onLoop(() -> {
+            try {
+                for (int i = 0; i < slotCount; i++) {
+                    CommandSlot slot = slots[i];
+                    ActiveNamespace ns = slot.namespace;
+                    if (slot.phase != CommandSlot.ENGINE || slot.admittedWaiting || ns == null || ns.nsid() != nsid) continue;
+                    target.counters().add(NvmeTcpCounter.ABORTED, slot.cancel(target.engine()));
+                }
+            } finally {
+                done.complete(null);
+            }
+        });
+        return done;
+    }
+
     /** Whether a READ of {@code length} bytes offers the backend views: not under a data digest, whose CRC needs the bytes in hand. */
     public boolean offersViews(long length) {
         return !tcp.dataDigest() && SharedRead.fits(length);
@@ -337,9 +362,7 @@ public final class Queue {
             c.recordError(qid, slot.commandId(), slot.status, slot.startLba, Sqe.nsid(slot.sqe));
         }
         slot.event = CommandSlot.EVENT_RESPONSE;
-        ActiveNamespace ns = slot.namespace;             // before the slot may be reused
         slot.phase = CommandSlot.RESPONDING;
-        if (ns != null && ns.reservation() != null) ns.reservation().engineLeft();     // after the phase: preempt-and-abort may be waiting for it
         tcp.queue(slot);
     }
 
@@ -358,11 +381,7 @@ public final class Queue {
         target.connectionClosed(this);
         Controller ctrl = controller;
         if (ctrl != null) ctrl.detach(qid, this);
-        for (int i = 0; i < slotCount; i++) {              // gone from its controller: a preempt-and-abort waiting for its commands looks again
-            ActiveNamespace ns = slots[i].namespace;
-            if (slots[i].phase == CommandSlot.ENGINE && ns != null && ns.reservation() != null) ns.reservation().engineLeft();
-        }
-        tcp.sendResponses();                             // slots already done go back to the free list
+        tcp.sendResponses();                                 // slots already done go back to the free list
         // Nobody will read an answer: what io.max or iocost still holds is dropped, what never
         // reached the engine (waiting for its buffer or its data) is freed here.
         for (int i = 0; i < slotCount; i++) {

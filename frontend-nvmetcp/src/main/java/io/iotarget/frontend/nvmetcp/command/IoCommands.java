@@ -94,7 +94,7 @@ public final class IoCommands implements CommandSet.IoQueue {
         if (ReservationCommands.is(opcode)) {
             return reservation == null ? Status.INVALID_OPCODE | Status.DNR : ReservationCommands.execute(c, slot, reservation);
         }
-        slot.enterEngine(ns);                            // before the check: a preempt-and-abort it does not see waits for it
+        slot.enterEngine(ns);
         if (reservation != null) {
             int access = reservation.check(c.hostIdHigh, c.hostIdLow, ReservationCommands.writes(opcode));
             if (access != Status.SUCCESS) return access;

@@ -2,13 +2,21 @@ package io.iotarget.frontend.nvmetcp.reservation;
 
 import io.iotarget.frontend.nvmetcp.wire.Status;
 
+import io.iotarget.model.IoOp;
+import io.iotarget.model.IoRequest;
+import io.iotarget.model.IoStatus;
+
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * An enabled namespace with {@code resv_enable}: its store key, this node's copy of its state,
- * which the IO path checks without waiting for anything ({@link #check}), and its two lanes. The
- * copy is replaced, in its {@link #copy} lane, after each change this node makes and when the
- * store says another node made one (package documentation, sections 2 and 3). Any thread.
+ * which the IO path checks without waiting for anything ({@link #check} when a command arrives,
+ * {@link #enter} again just before the backend), and its two lanes. The copy is replaced, in its
+ * {@link #copy} lane, after each change this node makes and when the store says another node
+ * made one (package documentation, sections 2 and 3); a replacement waits until nothing let in
+ * against the copy before is still in the backend ({@link #publish}, {@link #drain}). Any thread.
  */
 public final class NamespaceReservation {
     final Reservations service;
@@ -27,8 +35,15 @@ public final class NamespaceReservation {
      * refused as a path error), which {@link Reservations#open} queues rather than waits for.
      */
     private volatile ReservationState state;
-    /** Told whenever a command on the namespace leaves the engine, while preempt-and-abort waits; else null. */
-    private volatile Runnable engineLeft;
+    /**
+     * The gate's epoch (see the class comment): the parity picks the counter of {@link #passed}
+     * that requests let in now join. Written by the copy lane only; read by every IO thread.
+     */
+    private volatile int epoch;
+    /** Requests the gate let in and the backend has not finished, per epoch parity. */
+    private final AtomicIntegerArray passed = new AtomicIntegerArray(2);
+    /** The copy lane's thread while it waits for an epoch to drain, else null. */
+    private volatile Thread drainer;
 
     NamespaceReservation(Reservations service, String subsystemNqn, int nsid, String key, SerialLane commands, SerialLane copy) {
         this.service = service;
@@ -62,25 +77,116 @@ public final class NamespaceReservation {
         service.close(this);
     }
 
-    /** The copy lane. */
-    void state(ReservationState s) {
-        state = s;
+    // ---------------------------------------------------------------- the gate
+
+    /*
+     * The gate and its epochs. The IO path checks a command twice: when it arrives (IoCommands,
+     * check above) and again when it is about to reach the backend (the engine's IoGate, enter):
+     * between the two a policy (io.max, iocost, io.latency) or a buffer wait may hold it for
+     * seconds. A change must also know when nothing let in against the copy before it is still
+     * in the backend. So:
+     *
+     *   enter:   e = epoch; passed[e & 1]++; if epoch moved meanwhile, undo and retry;
+     *            then read the copy and decide; a refusal undoes the count.
+     *   leave:   passed[e & 1]-- at the backend's completion; the last one wakes the drainer.
+     *   install: copy = next; epoch++; wait until passed[old & 1] is 0.
+     *
+     * All volatile/atomic, so in their single total order a request either counted itself in
+     * the old epoch before the install read the counter (and the install waits for it) or read
+     * the epoch after the flip (and, having counted itself after the new copy was written,
+     * reads the new copy). The retry keeps a request that read an old epoch from hiding in a
+     * counter a later install does not wait for. Installs are serialised by the copy lane and
+     * each waits for its drain before the next flips, so the two counters never mix epochs (but
+     * for a drain given up at its deadline: logged).
+     */
+
+    /**
+     * The engine's gate for a request of host ({@code hostHigh}, {@code hostLow}) on this
+     * namespace: OK (counted as in the backend until {@link #leave}), FORBIDDEN (the state
+     * forbids it: Reservation Conflict) or UNAVAILABLE (this node cannot vouch for the state:
+     * ANA Inaccessible). Any thread; no allocation, no lock.
+     */
+    public IoStatus enter(long hostHigh, long hostLow, IoRequest io) {
+        int e;
+        for (;;) {
+            e = epoch;
+            passed.getAndIncrement(e & 1);
+            if (epoch == e) break;
+            leave(e);
+        }
+        ReservationState s = state;
+        IoStatus verdict = s == null || service.fenced() ? IoStatus.UNAVAILABLE
+                : s.allows(hostHigh, hostLow, io.op().direction() == IoOp.Direction.WRITE) ? IoStatus.OK : IoStatus.FORBIDDEN;
+        if (verdict != IoStatus.OK) {
+            leave(e);
+            return verdict;
+        }
+        io.gateTicket(e);
+        return IoStatus.OK;
+    }
+
+    /** The backend finished a request {@link #enter} let in. Any thread (the completing one). */
+    public void leave(IoRequest io) {
+        leave(io.gateTicket());
+    }
+
+    private void leave(int e) {
+        if (passed.decrementAndGet(e & 1) != 0) return;
+        Thread t = drainer;
+        if (t != null) LockSupport.unpark(t);
     }
 
     /**
-     * An IO command on this namespace has left the engine (its slot left the ENGINE phase), or
-     * a queue with such commands left its controller: preempt-and-abort, if it waits, looks
-     * again. The thread that completed it (an engine thread, a loop); one volatile read when
-     * nobody waits. The caller changes the phase first: the waiter installs itself before it
-     * looks, so one of the two sees the other.
+     * Makes {@code s} this node's copy for both checks and opens a new epoch; returns the epoch
+     * before, for {@link #drain}, or -1 when {@code s} is the copy already (nothing to wait
+     * for). The copy lane.
      */
-    public void engineLeft() {
-        Runnable waiter = engineLeft;
-        if (waiter != null) waiter.run();
+    int publish(ReservationState s) {
+        if (s.equals(state)) return -1;
+        int old = epoch;
+        state = s;
+        epoch = old + 1;
+        return old;
     }
 
-    /** Preempt-and-abort's waiter, or null once it is done. The namespace's commands lane has at most one. */
-    void engineLeft(Runnable waiter) {
-        engineLeft = waiter;
+    /**
+     * This node cannot believe what the store said (a revision older than one it has seen, a
+     * key gone that it has seen): the copy becomes unknown, so IO gets ANA Inaccessible until
+     * a read it can believe; returns the epoch before, for {@link #drain}. The copy lane.
+     */
+    int fence() {
+        if (state == null) return -1;
+        int old = epoch;
+        state = null;
+        epoch = old + 1;
+        return old;
+    }
+
+    /**
+     * Waits until no request the gate let in during {@code epoch} is still in the backend, at
+     * most {@code timeoutNs}; true when drained. A negative epoch (nothing published) is
+     * drained already. The copy lane (parks its virtual thread).
+     */
+    boolean drain(int epoch, long timeoutNs) {
+        if (epoch < 0) return true;
+        int at = epoch & 1;
+        if (passed.get(at) == 0) return true;
+        long deadlineNs = System.nanoTime() + timeoutNs;
+        drainer = Thread.currentThread();
+        try {
+            while (passed.get(at) != 0) {               // after the drainer is set: the last leave sees it, or we see its count
+                long leftNs = deadlineNs - System.nanoTime();
+                if (leftNs <= 0) return false;
+                LockSupport.parkNanos(this, leftNs);
+            }
+            return true;
+        } finally {
+            drainer = null;
+        }
+    }
+
+    /** Requests the gate let in that the backend has not finished, in either epoch (tests, diagnostics). Any thread. */
+    public int inBackend() {
+        return passed.get(0) + passed.get(1);
     }
 }

@@ -129,7 +129,7 @@ public final class RedisReservationStore implements ReservationStore {
                 notices.add(new ReservationState.Notice(HexFormat.fromHexDigitsToLong(n, 0, 16), HexFormat.fromHexDigitsToLong(n, 16, 32),
                                                         Integer.parseInt(n.substring(33))));
             }
-            listener.changed(parts[1], Long.parseLong(parts[2]), notices);
+            listener.changed(parts[1], Long.parseLong(parts[2]), notices, false);
         } catch (IllegalArgumentException e) {
             // Not one of ours: the next interval's re-read still sees any change.
         }

@@ -21,6 +21,15 @@ public interface ReservationStore extends AutoCloseable {
      */
     boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices) throws StoreException;
 
+    /**
+     * {@link #replace(String, ReservationState, List)}, made by a preempt-and-abort when
+     * {@code abort}: a store that can tells the other nodes so ({@link Listener#changed}), and
+     * they drop what a policy holds of the preempted hosts too.
+     */
+    default boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices, boolean abort) throws StoreException {
+        return replace(key, next, notices);
+    }
+
     /** Whether other nodes share this store: then its states are re-read and changes heard of ({@link #listen}). */
     boolean shared();
 
@@ -30,17 +39,40 @@ public interface ReservationStore extends AutoCloseable {
     /** Changes other nodes make are reported to {@code listener}, on a thread of the store's. */
     void listen(Listener listener);
 
+    // ---------------------------------------------------------------- acknowledgements (a shared store's; no-ops otherwise)
+
+    /** This node follows {@code key} from now on: a change waits for its acknowledgement (before its first read). */
+    default void opened(String key) throws StoreException {
+    }
+
+    /** This node refuses what {@code version} of {@code key} forbids and nothing checked against an older one is in its backend. */
+    default void acknowledge(String key, long version) throws StoreException {
+    }
+
+    /** This node no longer follows {@code key}: changes need not wait for it. */
+    default void closed(String key) {
+    }
+
+    /**
+     * Waits until every other node that follows {@code key} has acknowledged {@code version}, or
+     * is gone from the store (its lease expired: it fenced itself before, by its own deadline),
+     * at most {@code timeoutNs}; true when they all did.
+     */
+    default boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        return true;
+    }
+
     /** Releases the store's connections and threads. */
     @Override
     void close();
 
-    /** Another node changed a namespace's state. */
+    /** Another node changed a namespace's state; {@code abort}: by a preempt-and-abort (false where the store cannot tell). */
     interface Listener {
-        void changed(String key, long version, List<ReservationState.Notice> notices);
+        void changed(String key, long version, List<ReservationState.Notice> notices, boolean abort);
     }
 
     /** The store could not be reached or refused the command. */
-    final class StoreException extends Exception {
+    class StoreException extends Exception {
         private static final long serialVersionUID = 1L;
 
         public StoreException(String message, Throwable cause) {

@@ -1,23 +1,22 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
+import io.iotarget.cluster.Fence;
 import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.model.CountedErrorHandler;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.IntConsumer;
 
@@ -26,7 +25,7 @@ import java.util.function.IntConsumer;
  * and the threads that run what reads or changes a state, so that no event loop waits for the
  * store. Each namespace has its own lanes ({@link SerialLane}) on a virtual thread per task:
  * one namespace's commands run in order, and never wait for another namespace's (a slow store
- * call, a preempt-and-abort's wait). A timer thread ends preempt-and-abort's waits and, with a
+ * call, a change's drain). A timer thread, with a
  * shared store, has the open namespaces re-read every interval and decides whether this node
  * may still vouch for its copies ({@link #fenced}). Any thread may call the public methods.
  *
@@ -36,14 +35,26 @@ import java.util.function.IntConsumer;
 public final class Reservations implements AutoCloseable {
     /** A command whose compare-and-set loses this many times in a row (other nodes keep changing the state) fails, to be retried by the host. */
     static final int MAX_ATTEMPTS = 16;
-    /** The longest preempt-and-abort waits for the preempted hosts' commands: io.max may hold one for long, and the host's own timeout is 30 s. */
-    static final long ABORT_WAIT_MS = 10_000;
+    /**
+     * The longest a new copy waits for the requests let in against the one before to leave the
+     * backend (a backend request, not io.max: what a policy holds is checked again when it is
+     * released). Beyond it the change goes on and the log says so: the host's own timeout is 30 s.
+     */
+    static final long DRAIN_WAIT_MS = 10_000;
+    /**
+     * The longest a change waits for the other live nodes' acknowledgements: a node that cannot
+     * give one loses its lease (seconds) and its key goes with it, so this is only reached by a
+     * node that keeps its lease and does not answer (logged).
+     */
+    static final long ACK_WAIT_MS = 30_000;
+    /** The longest preempt-and-abort waits for the queues' loops to drop the held commands (a loop answers in microseconds). */
+    static final long CANCEL_WAIT_MS = 1_000;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final Hosts hosts;
     /** Runs the lanes' tasks: a store call may block (a shared store's round trip, a PTPL file's fsync), so on virtual threads, never a loop. */
     private final ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("nvmet-resv-", 0).factory());
-    /** Preempt-and-abort's deadlines, a shared store's interval: it only hands work to {@link #threads} (or ends a wait). */
+    /** A shared store's interval: it only hands work to {@link #threads}. */
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-timer").factory());
     private final CountedErrorHandler errors = new CountedErrorHandler("nvmet-resv");
     private final Map<String, NamespaceReservation> open = new ConcurrentHashMap<>();
@@ -53,6 +64,8 @@ public final class Reservations implements AutoCloseable {
     private long leaseNs;
     /** When the store last answered (System.nanoTime()); shared stores only. Several namespaces' lanes may move it at once. */
     private final AtomicLong lastContactNs = new AtomicLong();
+    /** The membership lease's fence of an etcd store, checked with every command; null for other stores. */
+    private volatile Fence leaseFence;
     /** This node has not heard from the shared store for longer than the lease: IO on its reservation namespaces is refused. */
     private volatile boolean fenced;
     /** Whether the store failed last time (logged once per outage). */
@@ -65,16 +78,13 @@ public final class Reservations implements AutoCloseable {
     public interface Hosts {
         /**
          * Delivers {@code notices} of namespace {@code nsid} of subsystem {@code subsystemNqn} to
-         * this node's controllers of the hosts they name (log page 0x80, AEN), and returns
-         * whether those of them whose registration was preempted still have a command on the
-         * namespace on the engine (asked again as preempt-and-abort waits; any thread). A
-         * reservation thread; it may take the configuration lock.
+         * this node's controllers of the hosts they name (log page 0x80, AEN); with {@code abort}
+         * (preempt-and-abort), those of the hosts whose registration was preempted drop their
+         * commands on the namespace that a policy still holds. Completes once they have. A
+         * reservation thread; it may take the configuration lock, and waits for no loop.
          */
-        BooleanSupplier deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices);
+        CompletableFuture<Void> deliver(String subsystemNqn, int nsid, List<ReservationState.Notice> notices, boolean abort);
     }
-
-    /** No command of a preempted host is on the engine: nothing to wait for. */
-    private static final BooleanSupplier NONE_BUSY = () -> false;
 
     public Reservations(Hosts hosts) {
         this.hosts = hosts;
@@ -92,6 +102,7 @@ public final class Reservations implements AutoCloseable {
         this.store = store;
         previous.close();
         if (!store.shared()) return;
+        leaseFence = store instanceof EtcdReservationStore etcd ? etcd.fence() : null;
         leaseNs = TimeUnit.MILLISECONDS.toNanos(leaseMs);
         lastContactNs.set(System.nanoTime() - leaseNs - 1);
         fenced = true;
@@ -104,9 +115,14 @@ public final class Reservations implements AutoCloseable {
         return store.persistent();
     }
 
-    /** Whether this node cannot vouch for its copies now (a shared store lost for longer than the lease). Any thread; volatile read. */
+    /**
+     * Whether this node cannot vouch for its copies now: a shared store lost for longer than the
+     * lease, or this node's membership lease past its own deadline (etcd). Any thread; a volatile
+     * read or two and a clock read.
+     */
     boolean fenced() {
-        return fenced;
+        Fence f = leaseFence;
+        return fenced || f != null && !f.holds();
     }
 
     /** What the reservation threads survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
@@ -129,13 +145,21 @@ public final class Reservations implements AutoCloseable {
         NamespaceReservation r = new NamespaceReservation(this, subsystemNqn, nsid, key, new SerialLane(threads, errors), new SerialLane(threads, errors));
         open.put(key, r);
         r.refreshQueued.set(true);                      // as an interval's re-read: the timer queues none beside it
-        r.copy.execute(errors.guard(() -> refresh(r)));
+        r.copy.execute(errors.guard(() -> {
+            try {
+                store.opened(r.key);                    // before the read: a change committed meanwhile waits for this node
+            } catch (ReservationStore.StoreException e) {
+                failed(e);
+            }
+            refresh(r);
+        }));
         return r;
     }
 
     /** The namespace was disabled. Configuration thread. */
     void close(NamespaceReservation r) {
         open.remove(r.key, r);
+        r.copy.execute(errors.guard(() -> store.closed(r.key)));
     }
 
     // ---------------------------------------------------------------- commands
@@ -152,17 +176,15 @@ public final class Reservations implements AutoCloseable {
     }
 
     /**
-     * {@link #change}, then with {@code abort} (preempt-and-abort) the answer waits, as nvmet's
-     * does, until the preempted hosts' controllers on this node have no command on the namespace
-     * left on the engine (at most {@link #ABORT_WAIT_MS}); other nodes' are not waited for. The
-     * wait holds the namespace's commands lane, not a thread: it is woken by the commands
-     * leaving the engine ({@link NamespaceReservation#engineLeft()}) and by a timer.
+     * {@link #change}; with {@code abort} (preempt-and-abort) the preempted hosts' commands on
+     * the namespace that a policy still holds on this node are dropped too (they end with Abort
+     * Requested, never having reached the backend). Either way the answer comes only once no
+     * request let in against the state before is still in this node's backend ({@link
+     * NamespaceReservation#drain}); requests still held anywhere are checked again by the gate
+     * when released. The namespace's lanes, not a thread of the caller.
      */
     public void change(IntConsumer answer, NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
-        r.commands.submit(() -> answer(answer, r.copy.call(() -> apply(r, command, abort)).thenCompose(changed -> {
-            if (changed.preempted() == NONE_BUSY) return CompletableFuture.completedFuture(changed.status());
-            return awaitPreempted(r, changed.preempted()).thenApply(done -> changed.status());
-        })));
+        r.commands.submit(() -> answer(answer, r.copy.call(() -> apply(r, command, abort))));
     }
 
     /**
@@ -175,10 +197,10 @@ public final class Reservations implements AutoCloseable {
                 long startNs = System.nanoTime();
                 ReservationState s = store.read(r.key);
                 contact(startNs);
-                r.state(s);
+                install(r, s);
                 return fill.apply(s);
             } catch (ReservationStore.StoreException e) {
-                failed(e);
+                failed(r, e);
                 return Status.ANA_INACCESSIBLE;
             }
         })));
@@ -194,17 +216,12 @@ public final class Reservations implements AutoCloseable {
     }
 
     /**
-     * What a change did: its status, and with preempt-and-abort whether this node's controllers
-     * of the hosts it preempted are still busy on the namespace ({@link #NONE_BUSY} otherwise).
+     * The store part of {@link #change}: read, apply, compare-and-set (retried while another
+     * node wins the race), then install the new copy here — with {@code abort} dropping the
+     * preempted hosts' commands a policy holds here — and wait for the drain. Returns the
+     * command's status. The namespace's copy lane.
      */
-    private record Changed(int status, BooleanSupplier preempted) {
-        Changed(int status) {
-            this(status, NONE_BUSY);
-        }
-    }
-
-    /** The store part of {@link #change}. The namespace's copy lane. */
-    private Changed apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
+    private int apply(NamespaceReservation r, Function<ReservationState, ReservationState.Outcome> command, boolean abort) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 long startNs = System.nanoTime();
@@ -212,82 +229,84 @@ public final class Reservations implements AutoCloseable {
                 contact(startNs);
                 ReservationState.Outcome o = command.apply(before);
                 if (o.next() == before) {
-                    r.state(before);
-                    return new Changed(o.status());
+                    install(r, before);
+                    return o.status();
                 }
-                if (store.replace(r.key, o.next(), o.notices())) {
-                    r.state(o.next());
-                    BooleanSupplier preempted = deliver(r, o.notices());
-                    return abort ? new Changed(o.status(), preempted) : new Changed(o.status());
+                if (store.replace(r.key, o.next(), o.notices(), abort)) {
+                    int old = r.publish(o.next());
+                    deliver(r, o.notices(), abort);
+                    drain(r, old);
+                    store.acknowledge(r.key, o.next().version());
+                    if (!store.awaitAcknowledged(r.key, o.next().version(), TimeUnit.MILLISECONDS.toNanos(ACK_WAIT_MS))) {
+                        errors.report(new IllegalStateException("reservation change on " + r.key + ": a live node did not acknowledge version "
+                                                                + o.next().version() + " within " + ACK_WAIT_MS + " ms; answering anyway"));
+                    }
+                    return o.status();
                 }
             }
-            return new Changed(Status.INTERNAL);        // no DNR: the host may try again
+            return Status.INTERNAL;                      // no DNR: the host may try again
         } catch (ReservationStore.StoreException e) {
-            failed(e);
-            return new Changed(Status.ANA_INACCESSIBLE);
+            failed(r, e);
+            return Status.ANA_INACCESSIBLE;
         }
     }
 
     /**
-     * Preempt-and-abort: completes once none of {@code preempted} has a command on the namespace
-     * on the engine, or after {@link #ABORT_WAIT_MS}. No thread waits: each command leaving the
-     * engine has a look queued (at most one at a time), and the timer ends it at the deadline.
-     * The state is committed before, so a command that enters after the first look is refused
-     * by its access check and need not be waited for. The copy lane's thread, after the change.
+     * The notices go to this node's controllers of the hosts they name (log page 0x80, AEN); with
+     * {@code abort} (preempt-and-abort) the commands on the namespace of the hosts whose
+     * registration was preempted that a policy holds here are dropped (on their queues' loops),
+     * waited for at most {@link #CANCEL_WAIT_MS}: what is not dropped by then the gate refuses
+     * when it is released. The copy lane.
      */
-    private CompletableFuture<Void> awaitPreempted(NamespaceReservation r, BooleanSupplier preempted) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        AtomicBoolean lookQueued = new AtomicBoolean(true);
-        Runnable look = () -> {
-            lookQueued.set(false);
-            if (done.isDone()) return;
-            if (preempted.getAsBoolean()) return;
-            done.complete(null);
-        };
-        r.engineLeft(() -> {
-            if (done.isDone() || !lookQueued.compareAndSet(false, true)) return;
-            try {
-                threads.execute(look);
-            } catch (RejectedExecutionException closed) {
-                done.complete(null);
-            }
-        });
-        ScheduledFuture<?> deadline = timer.schedule(() -> done.complete(null), ABORT_WAIT_MS, TimeUnit.MILLISECONDS);
-        look.run();                                     // after the waiter is in place: a command leaving now is seen by one of the two
-        return done.whenComplete((v, failure) -> {
-            r.engineLeft(null);
-            deadline.cancel(false);
-        });
+    private void deliver(NamespaceReservation r, List<ReservationState.Notice> notices, boolean abort) {
+        if (notices.isEmpty()) return;
+        try {
+            hosts.deliver(r.subsystemNqn, r.nsid, notices, abort).get(CANCEL_WAIT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            // The gate refuses them when they are released.
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /**
-     * The notices go to this node's controllers of the hosts they name (log page 0x80, AEN);
-     * returns whether those of the hosts whose registration was preempted are busy on the
-     * namespace. The copy lane.
+     * Makes {@code s} the namespace's copy, waits for the drain of the epoch before, and tells
+     * the other nodes (a shared store's acknowledgement). The copy lane.
      */
-    private BooleanSupplier deliver(NamespaceReservation r, List<ReservationState.Notice> notices) {
-        if (notices.isEmpty()) return NONE_BUSY;
-        return hosts.deliver(r.subsystemNqn, r.nsid, notices);
+    private void install(NamespaceReservation r, ReservationState s) throws ReservationStore.StoreException {
+        drain(r, r.publish(s));
+        store.acknowledge(r.key, s.version());
+    }
+
+    private void drain(NamespaceReservation r, int epoch) {
+        if (r.drain(epoch, TimeUnit.MILLISECONDS.toNanos(DRAIN_WAIT_MS))) return;
+        errors.report(new IllegalStateException("reservation change on " + r.key + ": requests let in before it were still in the backend after "
+                                                + DRAIN_WAIT_MS + " ms; answering anyway"));
     }
 
     // ---------------------------------------------------------------- a shared store
 
     /** Another node changed {@code key}: re-read it, and deliver its notices here, in the namespace's copy lane. The store's thread. */
-    private void heard(String key, long version, List<ReservationState.Notice> notices) {
+    private void heard(String key, long version, List<ReservationState.Notice> notices, boolean abort) {
         NamespaceReservation r = open.get(key);
         if (r == null) return;
         r.copy.execute(errors.guard(() -> {
-            ReservationState mine = r.state();
-            if (mine == null || mine.version() != version) {
-                try {
+            try {
+                ReservationState mine = r.state();
+                int old = -1;
+                if (mine == null || mine.version() != version) {
                     long startNs = System.nanoTime();
-                    r.state(store.read(key));
+                    ReservationState s = store.read(key);
                     contact(startNs);
-                } catch (ReservationStore.StoreException e) {
-                    failed(e);
+                    old = r.publish(s);
                 }
+                deliver(r, notices, abort);
+                drain(r, old);
+                ReservationState now = r.state();
+                if (now != null) store.acknowledge(r.key, now.version());
+            } catch (ReservationStore.StoreException e) {
+                failed(r, e);
             }
-            deliver(r, notices);
         }));
     }
 
@@ -311,10 +330,10 @@ public final class Reservations implements AutoCloseable {
         long startNs = System.nanoTime();
         try {
             ReservationState s = store.read(r.key);
-            if (!s.equals(r.state())) r.state(s);
             contact(startNs);
+            install(r, s);
         } catch (ReservationStore.StoreException e) {
-            failed(e);
+            failed(r, e);
         }
     }
 
@@ -337,6 +356,20 @@ public final class Reservations implements AutoCloseable {
         if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (fenced ? ": IO on namespaces with resv_enable is served again" : ""));
         fenced = false;
         lost = false;
+    }
+
+    /**
+     * {@link #failed(ReservationStore.StoreException)} for namespace {@code r}; a read this node
+     * cannot believe ({@link EtcdReservationStore.StaleException}) also fences the namespace here
+     * until a read it can believe. The copy lane.
+     */
+    private void failed(NamespaceReservation r, ReservationStore.StoreException e) {
+        if (e instanceof EtcdReservationStore.StaleException) {
+            LOG.log(System.Logger.Level.WARNING, "reservation of " + r.key + " fenced here: " + e.getMessage());
+            drain(r, r.fence());
+            return;                                     // the store answered: this is no outage
+        }
+        failed(e);
     }
 
     private void failed(ReservationStore.StoreException e) {

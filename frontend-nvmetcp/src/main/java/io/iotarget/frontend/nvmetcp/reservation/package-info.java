@@ -17,15 +17,17 @@
  * The state lives in a {@link io.iotarget.frontend.nvmetcp.reservation.ReservationStore}, keyed
  * {@code SUBSYSTEM-NQN/NSID}: in the server ({@link io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore};
  * with a {@code server.state}, the PTPL states also in a file beside it), or in the cluster's
- * Redis/Valkey, which every node serving the namespace shares. A command runs off the event
+ * etcd ({@link io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore}) or Redis/Valkey,
+ * which every node serving the namespace shares. A command runs off the event
  * loops in its namespace's turn ({@link io.iotarget.frontend.nvmetcp.reservation.Reservations}:
  * per namespace, one lane of commands and one of store steps, on virtual threads, so no
  * namespace's commands wait for another's): read the state from the store, apply, store the
  * result only if the version is unchanged (one Lua script; else read again). Nothing is granted
  * that the store has not taken: a node that cannot reach it answers reservation commands with
- * ANA Inaccessible, a path error, and grants nothing. Preempt-and-abort then holds its
- * namespace's command lane, not a thread, until the preempted hosts' commands here have left
- * the engine (each one leaving wakes it) or a timer ends the wait.
+ * ANA Inaccessible, a path error, and grants nothing. The new copy is then installed here and
+ * the change waits for its drain (section 3), with etcd also for every live node's
+ * acknowledgement; preempt-and-abort first drops what a policy still holds of the preempted
+ * hosts here.
  *
  * <h2>3. The IO path reads a copy</h2>
  * Each node keeps a copy of every enabled namespace's state
@@ -39,10 +41,19 @@
  * unknown and IO on the namespace gets ANA Inaccessible (a path error the host retries), and
  * its reservation commands wait in the lane behind the read.
  *
+ * <p>The IO path checks twice: when a command arrives, and again just before the backend (the
+ * engine's {@link io.iotarget.model.IoGate}, {@link io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation#enter}),
+ * so a command a policy held while the state changed is refused when released. The second
+ * check counts the command in an epoch until the backend completes it; installing a copy flips
+ * the epoch and waits for the old one to drain (the class comment of NamespaceReservation).
+ *
  * <h2>4. What a stale copy may allow, and fencing</h2>
- * Between a change in the store and another node's re-read (the message's delivery, normally
- * well under a millisecond; at most {@code interval_ms} while the node reaches the store), that
- * node still decides IO with the state before: a preempted host's write may pass there. A node
+ * With etcd, nothing: a change completes once every live node acknowledged it (installed and
+ * drained) or lost its lease, and a node fences itself by its lease's own deadline before the
+ * store can expire it. With Redis, between a change in the store and another node's re-read
+ * (the message's delivery, normally well under a millisecond; at most {@code interval_ms} while
+ * the node reaches the store), that node still decides IO with the state before: a preempted
+ * host's write may pass there. A node
  * that has not heard from the store for {@code lease_ms} (cluster section) can no longer vouch
  * for its copy: it is fenced, and every command on its reservation namespaces gets ANA
  * Inaccessible (a multipath host tries another node) until the store answers again. So a

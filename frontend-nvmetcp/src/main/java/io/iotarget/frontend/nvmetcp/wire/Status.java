@@ -69,6 +69,8 @@ public final class Status {
             case NO_SPACE -> CAPACITY_EXCEEDED | DNR;
             case COMPARE_FAILED -> COMPARE_FAILURE | DNR;
             case ABORTED -> ABORT_REQUESTED;
+            case FORBIDDEN -> RESERVATION_CONFLICT | DNR;
+            case UNAVAILABLE -> ANA_INACCESSIBLE;
         };
     }
 }

@@ -1,0 +1,340 @@
+package io.iotarget.frontend.nvmetcp.reservation;
+
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.cluster.EtcdClient;
+import io.iotarget.cluster.Fence;
+import io.iotarget.cluster.Membership;
+import io.iotarget.model.Clock;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Reservations in the cluster's etcd ({@code cluster.store = etcd://...}), shared by every node
+ * that serves the namespace:
+ *
+ * <pre>
+ *  /iotarget/resv/&lt;nqn&gt;/&lt;nsid&gt;   lines: the state ({@link ReservationState#encode}, version first), the node
+ *                                 that made the change, its notices (HOSTID:TYPE, space-separated),
+ *                                 and "abort" after a preempt-and-abort
+ * </pre>
+ *
+ * <h2>1. Compare-and-swap on the key's revision</h2>
+ * {@link #read} remembers the key's mod revision; {@link #replace} is one transaction that puts
+ * the next state only if the key has not changed since (etcd's revision compare), and then
+ * it is committed by a majority of the members, each of which has it in its fsynced WAL:
+ * an acknowledged change survives any one member's loss and a restart of all ({@link
+ * #persistent} true).
+ *
+ * <h2>2. Changes heard by a watch</h2>
+ * One watch on {@code /iotarget/resv/} from the last revision this node has seen: each other
+ * node's change reaches the {@link Listener} in revision order; a watch that ends is started
+ * again from the next revision, so none is missed while the store answers.
+ *
+ * <h2>3. A change holds on every node before it completes</h2>
+ * <pre>
+ *  /iotarget/resv-ack/&lt;nqn&gt;/&lt;nsid&gt;/&lt;node&gt;   the version this node has installed and drained ("0": opened, not read
+ *                                         yet; "closed": no longer followed), on the node's lease
+ * </pre>
+ * A node opening a namespace puts its key before it reads the state, so a change made meanwhile
+ * waits for it. After each copy it installs (and drains, {@link NamespaceReservation#drain}) it
+ * puts the version. The node that commits a change waits ({@link #awaitAcknowledged}) until
+ * every other node's key holds that version or more, or is gone: its lease expired in etcd, and
+ * by its own {@link Fence} deadline, which runs out first, it refused the namespace's IO.
+ *
+ * <h2>4. A stale read fences, it is not installed</h2>
+ * Per key the store remembers the highest revision this node has seen (read, heard). A read
+ * (linearizable) that returns one older than what was seen before it was sent (a member that
+ * fell behind, a restored backup), or no key where this node had seen one (we never delete
+ * these keys: a cleared state is a state), throws {@link StaleException}: the caller fences the
+ * namespace rather than believe it.
+ *
+ * <p>Keys are ranges of etcd's (the client reads by prefix): {@code .../1} also matches
+ * {@code .../10}, so reads keep the exact key, and a compare-and-swap of namespace 1 fails (and
+ * is retried) when namespace 10 changed meanwhile. Any thread.
+ */
+public final class EtcdReservationStore implements ReservationStore {
+    static final String PREFIX = "/iotarget/resv/";
+    static final String ACK_PREFIX = "/iotarget/resv-ack/";
+    /** How often a committing node looks at the acknowledgements while it waits. */
+    static final long ACK_POLL_NS = TimeUnit.MILLISECONDS.toNanos(2);
+    /** How long after a watch ends it is started again (the members may be electing). */
+    static final long REWATCH_MS = 100;
+
+    private final EtcdClient client;
+    private final String node;
+    /** This node's lease and deadline (Membership's), or null: then nothing is acknowledged nor waited for. */
+    private final Fence fence;
+    /** Per key, the version and lease last acknowledged, so an unchanged copy is not put again every interval. */
+    private final Map<String, long[]> acknowledged = new ConcurrentHashMap<>();
+    /** The highest mod revision seen per key (section 3), and the one the last read returned, for the next replace. */
+    private final Map<String, Long> seen = new ConcurrentHashMap<>();
+    private final Map<String, Long> readAt = new ConcurrentHashMap<>();
+    /** The highest store revision heard through the watch; the next watch starts after it. */
+    private volatile long watchedRevision;
+    private final ScheduledExecutorService rewatch = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-etcd").factory());
+    private volatile EtcdClient.Watch watch;
+    private volatile Listener listener;
+    private volatile boolean closed;
+    /** What {@link #join} made for this store alone (the membership, the client), closed with it; null when the caller owns them. */
+    private AutoCloseable owned;
+
+    /** A read older than what this node has seen for the key, or a key missing that this node has seen. */
+    public static final class StaleException extends StoreException {
+        private static final long serialVersionUID = 1L;
+
+        StaleException(String message) {
+            super(message, null);
+        }
+    }
+
+    /**
+     * @param client the cluster's etcd client (this store does not close it)
+     * @param node   this node's id, which its changes carry so that it skips its own
+     * @param fence  this node's membership lease and deadline (acknowledgements hang on the lease), or null for none
+     */
+    public EtcdReservationStore(EtcdClient client, String node, Fence fence) {
+        this.client = client;
+        this.node = node;
+        this.fence = fence;
+    }
+
+    /**
+     * The server's store ({@code cluster.store = etcd://...}): a client of its own and this
+     * node's {@link Membership} (its lease, keep-alives and {@link Fence}), started here and
+     * closed with the store. Returns at once: until the first lease is granted the fence does
+     * not hold, so IO on reservation namespaces gets ANA Inaccessible. Each call to etcd is
+     * bounded by a third of the lease (at least 100 ms): a keep-alive that took longer would
+     * leave no time to try another member before the deadline.
+     */
+    public static EtcdReservationStore join(ClusterSettings cluster) throws IOException {
+        EtcdClient client = EtcdClient.create(cluster.store(), cluster.access(), Duration.ofMillis(Math.max(100, cluster.leaseMs() / 3)));
+        Membership membership = new Membership(client, cluster.node(), cluster.leaseMs(), Clock.SYSTEM);
+        membership.start();
+        EtcdReservationStore store = new EtcdReservationStore(client, cluster.node(), membership.fence());
+        store.owned = () -> {
+            membership.close();
+            client.close();
+        };
+        return store;
+    }
+
+    /** The lease fence the IO path also checks, or null. */
+    public Fence fence() {
+        return fence;
+    }
+
+    private String ackKey(String key) {
+        return ACK_PREFIX + key + "/" + node;
+    }
+
+    private void putAck(String key, String value) throws StoreException {
+        long lease = fence.lease();
+        if (lease == 0) throw new StoreException("no membership lease (fenced): cannot acknowledge " + key, null);
+        try {
+            client.put(ackKey(key), value.getBytes(StandardCharsets.UTF_8), lease);
+        } catch (IOException e) {
+            throw new StoreException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void opened(String key) throws StoreException {
+        if (fence == null) return;
+        acknowledged.remove(key);
+        putAck(key, "0");
+    }
+
+    @Override
+    public void acknowledge(String key, long version) throws StoreException {
+        if (fence == null) return;
+        long lease = fence.lease();
+        long[] last = acknowledged.get(key);
+        if (last != null && last[0] == version && last[1] == lease) return;
+        putAck(key, Long.toString(version));
+        acknowledged.put(key, new long[] {version, lease});
+    }
+
+    @Override
+    public void closed(String key) {
+        if (fence == null) return;
+        acknowledged.remove(key);
+        try {
+            putAck(key, "closed");
+        } catch (StoreException e) {
+            // Its lease ends anyway; until then a change waits for it at most its timeout.
+        }
+    }
+
+    @Override
+    public boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        if (fence == null) return true;
+        String prefix = ACK_PREFIX + key + "/";
+        long deadlineNs = System.nanoTime() + timeoutNs;
+        for (;;) {
+            EtcdClient.Range acks;
+            try {
+                acks = client.range(prefix);
+            } catch (IOException e) {
+                throw new StoreException(e.getMessage(), e);
+            }
+            boolean pending = false;
+            for (EtcdClient.KeyValue kv : acks.kvs()) {
+                String other = kv.key().substring(prefix.length());
+                if (other.equals(node) || other.contains("/")) continue;
+                String v = text(kv);
+                if (v.equals("closed")) continue;
+                try {
+                    if (Long.parseLong(v) >= version) continue;
+                } catch (NumberFormatException e) {
+                    continue;                            // not one of ours
+                }
+                pending = true;
+            }
+            if (!pending) return true;
+            if (System.nanoTime() - deadlineNs >= 0) return false;
+            java.util.concurrent.locks.LockSupport.parkNanos(ACK_POLL_NS);
+        }
+    }
+
+    @Override
+    public ReservationState read(String key) throws StoreException {
+        String full = PREFIX + key;
+        // What was seen before the read is sent: a linearizable read must return at least that.
+        // (A change heard while the read is on its way may be newer than what it returns.)
+        long seenRevision = seen.getOrDefault(key, 0L);
+        EtcdClient.Range range;
+        try {
+            range = client.range(full);
+        } catch (IOException e) {
+            throw new StoreException(e.getMessage(), e);
+        }
+        EtcdClient.KeyValue kv = null;
+        for (EtcdClient.KeyValue k : range.kvs()) if (k.key().equals(full)) kv = k;
+        if (kv == null) {
+            if (seenRevision > 0) throw new StaleException(full + " is missing, but this node has seen it at revision " + seenRevision);
+            readAt.put(key, 0L);
+            return ReservationState.EMPTY;
+        }
+        if (kv.modRevision() < seenRevision) {
+            throw new StaleException(full + " read at revision " + kv.modRevision() + ", older than the " + seenRevision + " this node has seen");
+        }
+        try {
+            ReservationState s = ReservationState.decode(text(kv).split("\n", -1)[0]);
+            seen.merge(key, kv.modRevision(), Math::max);
+            readAt.put(key, kv.modRevision());
+            return s;
+        } catch (IllegalArgumentException e) {
+            throw new StoreException(full + " holds no reservation state: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices) throws StoreException {
+        return replace(key, next, notices, false);
+    }
+
+    @Override
+    public boolean replace(String key, ReservationState next, List<ReservationState.Notice> notices, boolean abort) throws StoreException {
+        Long revision = readAt.get(key);
+        if (revision == null) return false;              // never read here: read first (the caller retries)
+        HexFormat hex = HexFormat.of();
+        StringBuilder value = new StringBuilder(next.encode()).append('\n').append(node).append('\n');
+        for (ReservationState.Notice n : notices) {
+            value.append(hex.toHexDigits(n.hostHigh())).append(hex.toHexDigits(n.hostLow())).append(':').append(n.type()).append(' ');
+        }
+        if (abort) value.append("\nabort");
+        try {
+            return client.txn(List.of(PREFIX + key), revision, List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)));
+        } catch (IOException e) {
+            throw new StoreException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean shared() {
+        return true;
+    }
+
+    /** etcd commits a change on a majority of members, each fsyncing its WAL first: it outlives a member's loss and a restart. */
+    @Override
+    public boolean persistent() {
+        return true;
+    }
+
+    @Override
+    public void listen(Listener listener) {
+        this.listener = listener;
+        startWatch();
+    }
+
+    private void startWatch() {
+        if (closed) return;
+        long from = watchedRevision + 1;
+        if (watchedRevision == 0) {
+            try {
+                from = client.range(PREFIX).revision() + 1;     // what is there now is read by the namespaces themselves
+            } catch (IOException e) {
+                if (!closed) rewatch.schedule(this::startWatch, REWATCH_MS, TimeUnit.MILLISECONDS);
+                return;
+            }
+        }
+        watch = client.watch(PREFIX, from, this::heard, why -> {
+            if (!closed) rewatch.schedule(this::startWatch, REWATCH_MS, TimeUnit.MILLISECONDS);
+        });
+    }
+
+    /** One change the watch saw: remembered as seen; another node's passed on with its notices. The watch's thread. */
+    private void heard(EtcdClient.Event e) {
+        EtcdClient.KeyValue kv = e.kv();
+        watchedRevision = Math.max(watchedRevision, kv.modRevision());
+        if (!e.put() || !kv.key().startsWith(PREFIX)) return;
+        String key = kv.key().substring(PREFIX.length());
+        String[] lines = text(kv).split("\n", -1);
+        try {
+            ReservationState s = ReservationState.decode(lines[0]);
+            seen.merge(key, kv.modRevision(), Math::max);
+            if (lines.length >= 2 && lines[1].equals(node)) return;
+            List<ReservationState.Notice> notices = new ArrayList<>();
+            if (lines.length >= 3) {
+                for (String n : lines[2].split(" ")) {
+                    if (n.length() < 34 || n.charAt(32) != ':') continue;
+                    notices.add(new ReservationState.Notice(HexFormat.fromHexDigitsToLong(n, 0, 16), HexFormat.fromHexDigitsToLong(n, 16, 32),
+                                                            Integer.parseInt(n.substring(33))));
+                }
+            }
+            Listener l = listener;
+            if (l != null) l.changed(key, s.version(), notices, lines.length >= 4 && lines[3].equals("abort"));
+        } catch (IllegalArgumentException ignored) {
+            // Not one of ours: the next interval's re-read still sees any change.
+        }
+    }
+
+    private static String text(EtcdClient.KeyValue kv) {
+        return new String(kv.value(), StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        rewatch.shutdownNow();
+        EtcdClient.Watch w = watch;
+        if (w != null) w.close();
+        if (owned != null) {
+            try {
+                owned.close();
+            } catch (Exception e) {
+                // closing: the lease runs out in etcd by itself
+            }
+        }
+    }
+}
