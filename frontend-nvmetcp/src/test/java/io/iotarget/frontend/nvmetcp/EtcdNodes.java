@@ -36,13 +36,20 @@ final class EtcdNodes implements AutoCloseable {
     private final List<AutoCloseable> closing = new ArrayList<>();
 
     /** A node: its target, membership, and the relays between it and each etcd member. */
-    record Node(String name, TargetFixture fixture, Membership membership, List<TcpRelay> relays) {
+    record Node(String name, TargetFixture fixture, Membership membership, List<TcpRelay> relays, List<TcpRelay> storeRelays) {
         /** Black-holes this node's every connection to etcd. */
         void cut() {
             for (TcpRelay r : relays) r.cut();
+            for (TcpRelay r : storeRelays) r.cut();
         }
 
         void restore() {
+            restoreMembership();
+            for (TcpRelay r : storeRelays) r.restore();
+        }
+
+        /** Heals the membership's connections only (a node whose reservation store has a client of its own). */
+        void restoreMembership() {
             for (TcpRelay r : relays) r.restore();
         }
 
@@ -63,7 +70,37 @@ final class EtcdNodes implements AutoCloseable {
 
     /** Starts node {@code name}, waits until it holds its lease and has read namespace 1's state. */
     Node node(String name) throws Exception {
+        return node(name, false);
+    }
+
+    /**
+     * {@link #node(String)}; with {@code ownStoreClient} the reservation store has an etcd client
+     * (and relays) of its own instead of sharing the membership's, so that a test can heal one
+     * before the other.
+     */
+    Node node(String name, boolean ownStoreClient) throws Exception {
         List<TcpRelay> relays = new ArrayList<>();
+        EtcdClient client = client(relays);
+        List<TcpRelay> storeRelays = new ArrayList<>();
+        EtcdClient storeClient = ownStoreClient ? client(storeRelays) : client;
+        Membership membership = new Membership(client, name, leaseMs, Clock.SYSTEM);
+        closing.add(membership);
+        membership.start();
+        Await.until(Duration.ofSeconds(20), () -> membership.fence().holds(), () -> name + " holds its lease");
+        TargetFixture f = new TargetFixture();
+        closing.add(f);
+        f.engine.addDevice("file", FileBackend.open(file, 512, false, false), null, Engine.DEFAULT_QUEUE_DEPTH);
+        f.target.reservations().use(new EtcdReservationStore(storeClient, name, membership.fence()), intervalMs, leaseMs);
+        f.tree.write(NS + "/enable", "0");
+        f.tree.write(NS + "/device_path", "file");
+        f.tree.write(NS + "/resv_enable", "1");
+        f.tree.write(NS + "/enable", "1");
+        f.awaitReservationRead();
+        return new Node(name, f, membership, relays, storeRelays);
+    }
+
+    /** A client reaching every member through a relay of its own, added to {@code relays}. */
+    private EtcdClient client(List<TcpRelay> relays) throws Exception {
         List<String> hostPorts = new ArrayList<>();
         for (int i = 0; i < etcd.size(); i++) {
             TcpRelay r = TcpRelay.start("127.0.0.1", etcd.clientPort(i));
@@ -75,20 +112,7 @@ final class EtcdNodes implements AutoCloseable {
         EtcdClient client = EtcdClient.create("etcd://" + String.join(",", hostPorts), EtcdClient.Access.NONE,
                                               Duration.ofMillis(Math.max(100, leaseMs / 3)));
         closing.add(client);
-        Membership membership = new Membership(client, name, leaseMs, Clock.SYSTEM);
-        closing.add(membership);
-        membership.start();
-        Await.until(Duration.ofSeconds(20), () -> membership.fence().holds(), () -> name + " holds its lease");
-        TargetFixture f = new TargetFixture();
-        closing.add(f);
-        f.engine.addDevice("file", FileBackend.open(file, 512, false, false), null, Engine.DEFAULT_QUEUE_DEPTH);
-        f.target.reservations().use(new EtcdReservationStore(client, name, membership.fence()), intervalMs, leaseMs);
-        f.tree.write(NS + "/enable", "0");
-        f.tree.write(NS + "/device_path", "file");
-        f.tree.write(NS + "/resv_enable", "1");
-        f.tree.write(NS + "/enable", "1");
-        f.awaitReservationRead();
-        return new Node(name, f, membership, relays);
+        return client;
     }
 
     /** A host connected to {@code node}; closed with the cluster. */

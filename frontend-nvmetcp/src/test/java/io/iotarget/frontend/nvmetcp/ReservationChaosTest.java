@@ -245,6 +245,47 @@ class ReservationChaosTest {
         assertTrue(violations.isEmpty(), violations.size() + " violations, the first: " + String.join("\n", violations.subList(0, Math.min(10, violations.size()))));
     }
 
+    /**
+     * The re-join window without the race: node 1's reservation store has a client of its own.
+     * Both are cut off; B preempts A through node 2, which completes once node 1's lease expired;
+     * then only node 1's membership is healed, so it re-joins with a new lease while its copy of
+     * the reservation is still the one from before the preempt. A's writes through node 1 must
+     * not succeed: a node whose lease ended must re-read every state before serving again.
+     */
+    @Test
+    void shouldServeNothingFromTheCopyBeforeALostLeaseOnceTheNodeRejoins() throws Exception {
+        cluster = new EtcdNodes(dir, LEASE_MS, INTERVAL_MS);
+        EtcdNodes.Node node1 = cluster.node("n1", true), node2 = cluster.node("n2");
+        ReservationHost a = cluster.host(node2, ID[0]), b = cluster.host(node2, ID[1]), aOn1 = cluster.host(node1, ID[0]);
+        assertEquals(0, a.register(KEY[0]));
+        assertEquals(0, a.acquire(0, WE, KEY[0], 0));
+        assertEquals(0, b.register(KEY[1]));
+        long joins = node1.membership().joins();
+        node1.cut();
+        try {
+            assertEquals(0, b.acquire(1, WE, KEY[1], KEY[0]), "B preempts A through node 2");
+            long doneNs = System.nanoTime();
+            node1.restoreMembership();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (node1.membership().joins() == joins || !node1.membership().fence().holds()) {
+                assertTrue(System.nanoTime() < deadline, "node 1 re-joins");
+                Thread.sleep(5);
+            }
+            long rejoinedMs = ms(System.nanoTime() - doneNs);
+            for (int i = 0; i < 50; i++) {
+                long sentNs = System.nanoTime();
+                int s = write(0, 0, aOn1, i % BLOCKS);
+                if (s == 0) violations.add("A's write sent " + ms(sentNs - doneNs) + " ms after B's preempt completed succeeded through node 1"
+                                           + " (re-joined " + rejoinedMs + " ms after it)");
+                if (i == 0) System.out.printf("re-join: node 1 re-joined %d ms after B's preempt; A's first write through it: 0x%x%n", rejoinedMs, s);
+                Thread.sleep(10);
+            }
+        } finally {
+            node1.restore();
+        }
+        assertTrue(violations.isEmpty(), violations.size() + " violations, the first: " + String.join("\n", violations.subList(0, Math.min(5, violations.size()))));
+    }
+
     // ---------------------------------------------------------------- the rounds
 
     /** Cuts one node off from etcd for up to 1.5 leases; mostly a change through the other node meanwhile. */
