@@ -33,6 +33,8 @@ final class EtcdNodes implements AutoCloseable {
     final Path file;
     final long leaseMs;
     final long intervalMs;
+    /** The reservation store's own contact lease (Reservations.use); serve gives it leaseMs. */
+    final long contactLeaseMs;
     private final List<AutoCloseable> closing = new ArrayList<>();
 
     /** A node: its target, membership, and the relays between it and each etcd member. */
@@ -59,8 +61,14 @@ final class EtcdNodes implements AutoCloseable {
     }
 
     EtcdNodes(Path dir, long leaseMs, long intervalMs) throws Exception {
+        this(dir, leaseMs, intervalMs, leaseMs);
+    }
+
+    /** With the store's contact lease {@code contactLeaseMs} instead of serve's (the membership lease). */
+    EtcdNodes(Path dir, long leaseMs, long intervalMs, long contactLeaseMs) throws Exception {
         this.leaseMs = leaseMs;
         this.intervalMs = intervalMs;
+        this.contactLeaseMs = contactLeaseMs;
         this.etcd = EtcdCluster.start(dir.resolve("etcd"));
         this.file = dir.resolve("disk");
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
@@ -90,7 +98,7 @@ final class EtcdNodes implements AutoCloseable {
         TargetFixture f = new TargetFixture();
         closing.add(f);
         f.engine.addDevice("file", FileBackend.open(file, 512, false, false), null, Engine.DEFAULT_QUEUE_DEPTH);
-        f.target.reservations().use(new EtcdReservationStore(storeClient, name, membership.fence()), intervalMs, leaseMs);
+        f.target.reservations().use(new EtcdReservationStore(storeClient, name, membership.fence()), intervalMs, contactLeaseMs);
         f.tree.write(NS + "/enable", "0");
         f.tree.write(NS + "/device_path", "file");
         f.tree.write(NS + "/resv_enable", "1");

@@ -254,7 +254,29 @@ class ReservationChaosTest {
      */
     @Test
     void shouldServeNothingFromTheCopyBeforeALostLeaseOnceTheNodeRejoins() throws Exception {
-        cluster = new EtcdNodes(dir, LEASE_MS, INTERVAL_MS);
+        rejoinWithTheStoreStillCut(LEASE_MS);
+    }
+
+    /**
+     * The same with the store's contact fence out of the way (its lease 60 s, as
+     * ReservationAcknowledgementTest sets it): only the membership lease fences. Every write of
+     * A through node 1 after it re-joined succeeded (50 of 50; re-joined 32 ms after B's preempt
+     * completed): nothing re-reads the copies when the membership re-joins (Reservations is no
+     * Membership listener). Under serve's settings (contact lease = lease_ms, the test above)
+     * the contact fence hid it in every run here, but only when the store's last answer is
+     * older than lease_ms by the time of the re-join; etcd may expire a lease up to a third of
+     * it earlier than that (the last keep-alive went before the cut), which these runs did not
+     * show.
+     */
+    @Test
+    @org.junit.jupiter.api.Disabled("violation: a node re-joined with a new lease serves IO from its copy from before the lease ended"
+                                    + " (issue 31 item 2: re-read every state before serving again); the re-join helper's change")
+    void shouldServeNothingFromTheCopyBeforeALostLeaseOnceTheNodeRejoinsWithOnlyTheMembershipFence() throws Exception {
+        rejoinWithTheStoreStillCut(60_000);
+    }
+
+    private void rejoinWithTheStoreStillCut(long contactLeaseMs) throws Exception {
+        cluster = new EtcdNodes(dir, LEASE_MS, INTERVAL_MS, contactLeaseMs);
         EtcdNodes.Node node1 = cluster.node("n1", true), node2 = cluster.node("n2");
         ReservationHost a = cluster.host(node2, ID[0]), b = cluster.host(node2, ID[1]), aOn1 = cluster.host(node1, ID[0]);
         assertEquals(0, a.register(KEY[0]));
