@@ -33,10 +33,10 @@
  * Each node keeps a copy of every enabled namespace's state
  * ({@link io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation}); the access check
  * (nvmet's table: who may read, who may write) reads it with one volatile load and no lock, so
- * no IO waits for the store. The copy is replaced after each change this node makes; the store
- * publishes every change (key, version, notices) and the other nodes re-read the key on
- * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a lost message,
- * a restarted store).
+ * no IO waits for the store. The copy is replaced after each change this node makes; etcd's
+ * watch reports every change (key, version, notices) and the other nodes re-read the key on
+ * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a watch that
+ * broke and is being started again).
  * Enabling a namespace only queues its first read in its lane: until it answers, the copy is
  * unknown and IO on the namespace gets ANA Inaccessible (a path error the host retries), and
  * its reservation commands wait in the lane behind the read.
