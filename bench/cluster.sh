@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 for longer than ClusterTest does: redis-server and three `bin/iotarget serve` nodes on
+# Issue 13 for longer than ClusterTest does: one etcd member and three `bin/iotarget serve` nodes on
 # loopback hold one tenant's riops=9000 (io.max.global); fio (nbd engine, 4 KiB random reads,
 # QD16) runs SECONDS per scenario: all three loaded, node 1 alone, and p50 latency at a share of
 # 3000 against a node alone with io.max riops=3000. Prints one line per scenario.
@@ -17,9 +17,18 @@ cleanup() {
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-rport="$(free_port)"
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" > "$work/redis.log" 2>&1 &
+# One etcd member is enough for the shares (ClusterTest runs three); --unsafe-no-fsync is not
+# used: the bench measures the store as it is deployed.
+eport="$(free_port)"; pport="$(free_port)"
+etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$eport" \
+     --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$pport" \
+     --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "bench=http://127.0.0.1:$pport" \
+     > "$work/etcd.log" 2>&1 &
 pids+=($!)
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$eport/health" | grep -q '"health":"true"' && break
+  sleep 0.1
+done
 "$here/bin/iotarget" help > /dev/null          # build once, before the nodes start
 
 # serve NAME LIMITS [CLUSTER]: starts a node, echoes its NBD port.
@@ -54,7 +63,7 @@ p50() { read_json "$1" 'r["clat_ns"]["percentile"]["50.000000"]/1000'; }
 ports=()
 for i in 1 2 3; do
   ports+=("$(serve "n$i" '"io.max.global": "disk riops=9000"' \
-    "\"cluster\": { \"node\": \"n$i\", \"store\": \"redis://127.0.0.1:$rport\", \"nodes\": 3, \"interval_ms\": 200, \"lease_ms\": 1000 },")")
+    "\"cluster\": { \"node\": \"n$i\", \"store\": \"etcd://127.0.0.1:$eport\", \"nodes\": 3, \"interval_ms\": 200, \"lease_ms\": 1000 },")")
 done
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); ${secs} s per scenario"
 

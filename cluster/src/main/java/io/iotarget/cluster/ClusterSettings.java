@@ -4,8 +4,7 @@ package io.iotarget.cluster;
  * The config's {@code cluster} section (docs/cluster.md).
  *
  * @param node       this node's id, the same on every restart and different on every node
- * @param store      where the nodes meet: {@code etcd://HOST:PORT[,HOST:PORT...]}, or (until
- *                   reservations move to etcd) {@code redis://HOST:PORT} (Redis or Valkey)
+ * @param store      where the nodes meet: {@code etcd://HOST:PORT[,HOST:PORT...]}
  * @param nodes      how many nodes share every io.max.global; limit / nodes is what each holds without the store
  * @param intervalMs how often a node reports its demand and takes its shares, in ms
  * @param leaseMs    how long a share holds without the store, in ms; then limit / nodes
@@ -18,10 +17,5 @@ public record ClusterSettings(String node, String store, int nodes, long interva
     /** Settings without TLS or authentication. */
     public ClusterSettings(String node, String store, int nodes, long intervalMs, long leaseMs) {
         this(node, store, nodes, intervalMs, leaseMs, EtcdClient.Access.NONE);
-    }
-
-    /** Whether the store is etcd. */
-    public boolean etcd() {
-        return store.startsWith("etcd://");
     }
 }

@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The store on etcd: the rebalancing of the package documentation's section 2 (what
- * {@code rebalance.lua} does in Redis), computed in Java between a read and a conditional write.
+ * The store on etcd: the rebalancing of the package documentation's section 2, computed in
+ * Java between a read and a conditional write.
  *
  * <h2>Keys</h2>
  * One key per (tenant limit, node): {@code /iotarget/shares/LIMIT/NODE}, LIMIT being the
@@ -24,10 +24,10 @@ import java.util.Map;
  * <ol>
  *   <li>a keep-alive of the node's share lease (a lease of {@code leaseMs} rounded up to seconds,
  *       granted anew when etcd no longer has it): its entries live as long as it exchanges, and
- *       go one lease after its last exchange, as the Lua script's expiry times do — plus up to
+ *       go one lease after its last exchange, as the package documentation's leases say — plus up to
  *       500 ms, etcd's sweep for expired leases;</li>
  *   <li>one transaction of ranges reads every limit's entries at one revision;</li>
- *   <li>the shares are computed as the script does (floors, water-filling, the others' holdings);</li>
+ *   <li>the shares are computed as section 2 says (floors, water-filling, the others' holdings);</li>
  *   <li>one transaction writes the node's entries, on its share lease, if no entry of those limits
  *       changed after that revision; else it reads again ({@link #ATTEMPTS} times at most).</li>
  * </ol>

@@ -7,21 +7,17 @@ import java.util.List;
 /**
  * Where the nodes of a cluster meet: each reports its demand per tenant limit and receives its
  * share, the store rebalancing atomically (package documentation, section 2): etcd
- * ({@link EtcdShareStore}), or Redis or Valkey ({@link RedisShareStore}) until reservations move
- * to etcd. Called by the coordinator's one thread.
+ * ({@link EtcdShareStore}). Called by the coordinator's one thread.
  */
 public interface ShareStore extends AutoCloseable {
     /** The store {@code settings} name, every call at most {@code timeout}. */
     static ShareStore open(ClusterSettings settings, Duration timeout) throws IOException {
-        if (settings.etcd()) return EtcdShareStore.connect(settings.store(), settings.access(), timeout);
-        return new RedisShareStore(settings.store(), timeout);
+        return EtcdShareStore.connect(settings.store(), settings.access(), timeout);
     }
 
     /** Why {@code uri} names no store this build can use; null when it names one. */
     static String problem(String uri) {
-        if (uri.startsWith("etcd://")) return EtcdClient.problem(uri);
-        if (uri.startsWith("redis://") || uri.startsWith("rediss://")) return RedisShareStore.problem(uri);
-        return "another scheme";
+        return EtcdClient.problem(uri);
     }
 
     /**

@@ -16,9 +16,8 @@
  * {@code SATURATED_PCT} (90 %) of its share (it would take more), else its use plus a quarter
  * ({@code HEADROOM_PCT}), so that a node below its share is not taken for a saturated one
  * next time, together with the share it enforces now. The store records the demand with a
- * lease and answers the share, atomically for all of the node's limits: in Redis one Lua script
- * ({@code rebalance.lua}) in one round trip; in etcd ({@link io.iotarget.cluster.EtcdShareStore})
- * a read at one revision, the same computation in Java, and a transaction that writes only if
+ * lease and answers the share, atomically for all of the node's limits: in etcd
+ * ({@link io.iotarget.cluster.EtcdShareStore}) a read at one revision, the same computation in Java, and a transaction that writes only if
  * no entry changed since:
  * <ol>
  *   <li>entries whose lease ran out (a node that stopped reporting) are dropped, so their share
@@ -31,17 +30,17 @@
  *   <li>the answer is at most the limit minus what the other live nodes may hold. The store
  *       counts for a node the larger of its last answer and the share the node said it held
  *       then: an answer may reach the node late or never (an exchange that timed out after
- *       the script ran), and until the node says it applied one, it may still enforce the
+ *       the store applied it), and until the node says it applied one, it may still enforce the
  *       share before. So no more than the limit is ever enforced in sum. A node whose share
  *       must shrink applies the answer at once, and the store counts it at the node's next
  *       exchange; the node that grows takes it at its own next one, within three intervals.</li>
  * </ol>
- * Leases run on the store's clock (Redis's {@code TIME}, etcd's leases), so the nodes' clocks
+ * Leases run on the store's clock (etcd's leases), so the nodes' clocks
  * need not agree. etcd's leases are whole seconds, and it removes expired ones every 500 ms: an
  * entry goes up to half a second after its lease.
  *
  * <h2>2a. Membership and the fence</h2>
- * With etcd, {@link io.iotarget.cluster.Membership} keeps a lease per node life and a
+ * {@link io.iotarget.cluster.Membership} keeps a lease per node life and a
  * {@link io.iotarget.cluster.Fence} that is false before the store can expire it (docs/ha.md).
  *
  * <h2>3. Without the store</h2>
@@ -49,8 +48,7 @@
  * interval before its lease runs out (the store drops its entry then) the node holds
  * limit / nodes (a fallback, counted), which holds the limit during a partition of the store
  * from everyone. When the
- * store answers again but no longer knew the node (a restart lost its data, or the node's
- * entry expired), the others' holdings it reports are incomplete: for one lease the node
+ * store answers again but no longer knew the node (the node's entry expired), the others' holdings it reports are incomplete: for one lease the node
  * does not grow above what it held when it came back (or limit / nodes, which it would hold
  * without the store, if that is more: a node just started holds only its floor), by which
  * time every live node has reported again.

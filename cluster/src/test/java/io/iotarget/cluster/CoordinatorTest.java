@@ -20,9 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The loop on its own time against a scripted store: lease, fallback, the cap after a store that forgot the node. */
 class CoordinatorTest {
     private static final long MS = 1_000_000L;
-    private static final ClusterSettings SETTINGS = new ClusterSettings("n1", "redis://unused:1", 3, 200, 1000);
+    private static final ClusterSettings SETTINGS = new ClusterSettings("n1", "etcd://unused:1", 3, 200, 1000);
 
-    /** Answers what the test says, or fails while {@link #down}; {@link #answerLost}: takes the report, then fails (a timeout after the script ran). */
+    /** Answers what the test says, or fails while {@link #down}; {@link #answerLost}: takes the report, then fails (a timeout after the store applied it). */
     private static final class ScriptedStore implements ShareStore {
         boolean down;
         boolean answerLost;

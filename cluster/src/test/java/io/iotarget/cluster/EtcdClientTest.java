@@ -36,7 +36,7 @@ class EtcdClientTest {
     void shouldNameWhatIsWrongWithAnEtcdUri() {
         assertNull(EtcdClient.problem("etcd://10.0.0.1:2379,10.0.0.2:2379"));
         assertNull(EtcdClient.problem("etcd://[::1]:2379"));
-        assertEquals("another scheme", EtcdClient.problem("redis://h:1"));
+        assertEquals("another scheme", EtcdClient.problem("http://h:1"));
         assertEquals("no endpoint", EtcdClient.problem("etcd://"));
         assertEquals("'h' is not HOST:PORT", EtcdClient.problem("etcd://h"));
         assertEquals("'h:99999' has no port 1-65535", EtcdClient.problem("etcd://h:99999"));

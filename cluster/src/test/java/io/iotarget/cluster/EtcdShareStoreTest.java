@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The rebalancing on a real three-member etcd cluster: the numbers of the package documentation's example, as RedisShareStoreTest has them for rebalance.lua. */
+/** The rebalancing on a real three-member etcd cluster: the numbers of the package documentation's example. */
 class EtcdShareStoreTest {
     private static final long LIMIT = 9000;
     private static final long LEASE_MS = 1000;
@@ -55,7 +55,7 @@ class EtcdShareStoreTest {
         return share;
     }
 
-    /** One exchange of {@code node} whose answer never reaches it (a timeout after the script ran): it goes on holding what it held. */
+    /** One exchange of {@code node} whose answer never reaches it (a timeout after the store applied it): it goes on holding what it held. */
     private Share exchangeLost(String node, long demand, long leaseMs) throws Exception {
         List<Share> shares = store.exchange(node, 3, leaseMs, List.of(new Report(KEY, LIMIT, demand, held.getOrDefault(node, FLOOR), FLOOR)));
         assertEquals(1, shares.size());

@@ -23,7 +23,6 @@ import io.iotarget.frontend.nbd.NbdServer;
 import io.iotarget.frontend.nvmetcp.NvmeTarget;
 import io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore;
 import io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore;
-import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
 import io.iotarget.model.ConfigTree;
 import io.iotarget.model.Device;
 import io.iotarget.transport.Pem;
@@ -181,7 +180,7 @@ public final class Server implements AutoCloseable {
         }
     }
 
-    /** The cluster's store for io.max.global (etcd or Redis); a store that cannot be set up (its TLS files) stops the start. */
+    /** The cluster's etcd for io.max.global; a store that cannot be set up (its TLS files) stops the start. */
     private static ShareStore shareStore(ClusterSettings cluster, NbdServer nbd, NvmeTarget nvme, Transport transport, Engine engine) throws ConfigException {
         try {
             return ShareStore.open(cluster, Duration.ofMillis(cluster.intervalMs()));
@@ -197,22 +196,17 @@ public final class Server implements AutoCloseable {
     /**
      * Where nvmet's reservations live (docs/reservations.md): in the cluster's store, shared by
      * the nodes; else in the server, those with PTPL set in {@code server.state}'s sibling
-     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces. With
-     * etcd this node joins the cluster's membership here: its lease fences its IO on
+     * {@code NAME.reservations}; else only in memory. Before the trees enable namespaces. In a
+     * cluster this node joins the cluster's membership here: its lease fences its IO on
      * reservation namespaces, and changes wait for every live node's acknowledgement.
      */
     private static void reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
-        if (cluster != null && cluster.etcd()) {
+        if (cluster != null) {
             try {
                 nvme.reservations().use(EtcdReservationStore.join(cluster), cluster.intervalMs(), cluster.leaseMs());
             } catch (IOException e) {
                 throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
             }
-            return;
-        }
-        if (cluster != null) {
-            nvme.reservations().use(new RedisReservationStore(cluster.store(), cluster.node(), Duration.ofMillis(cluster.intervalMs())),
-                                    cluster.intervalMs(), cluster.leaseMs());
             return;
         }
         if (state == null) return;

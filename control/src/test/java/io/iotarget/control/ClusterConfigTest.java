@@ -11,7 +11,6 @@ import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.testkit.Await;
 import io.iotarget.testkit.EtcdCluster;
-import io.iotarget.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,17 +35,16 @@ class ClusterConfigTest {
 
     @Test
     void shouldNameTheKeyOfEveryMistake() {
-        String ok = "\"node\": \"a\", \"store\": \"redis://127.0.0.1:6379\", \"nodes\": 3";
-        assertEquals("cluster.node: missing (this node's id, different on every node)", refusal("{ \"store\": \"redis://h:1\", \"nodes\": 3 }"));
+        String ok = "\"node\": \"a\", \"store\": \"etcd://127.0.0.1:2379\", \"nodes\": 3";
+        assertEquals("cluster.node: missing (this node's id, different on every node)", refusal("{ \"store\": \"etcd://h:1\", \"nodes\": 3 }"));
         assertEquals("cluster.node = \"a b\": expected 1 to 64 letters, digits or ._:@+- as a string",
-                     refusal("{ \"node\": \"a b\", \"store\": \"redis://h:1\", \"nodes\": 3 }"));
-        assertEquals("cluster.store = \"http://h:1\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
-                     + "(Redis or Valkey): another scheme",
+                     refusal("{ \"node\": \"a b\", \"store\": \"etcd://h:1\", \"nodes\": 3 }"));
+        assertEquals("cluster.store = \"http://h:1\": expected etcd://HOST:PORT[,HOST:PORT...]: another scheme",
                      refusal("{ \"node\": \"a\", \"store\": \"http://h:1\", \"nodes\": 3 }"));
         assertEquals("cluster.nodes: missing (how many nodes share the io.max.global limits)",
-                     refusal("{ \"node\": \"a\", \"store\": \"redis://h:1\" }"));
+                     refusal("{ \"node\": \"a\", \"store\": \"etcd://h:1\" }"));
         assertEquals("cluster.nodes = 0: expected an integer from 1 to 1000 (nodes that share the limits)",
-                     refusal("{ \"node\": \"a\", \"store\": \"redis://h:1\", \"nodes\": 0 }"));
+                     refusal("{ \"node\": \"a\", \"store\": \"etcd://h:1\", \"nodes\": 0 }"));
         assertEquals("cluster.interval_ms = \"200\": expected an integer from 10 to 60000 (milliseconds between exchanges)",
                      refusal("{ " + ok + ", \"interval_ms\": \"200\" }"));
         assertEquals("cluster.lease_ms = 300: expected an integer from 400 to 3600000 (milliseconds a share holds without the store; "
@@ -58,15 +56,19 @@ class ClusterConfigTest {
     }
 
     @Test
+    void shouldRefuseARedisStoreAndNameEtcdInstead() {
+        assertEquals("cluster.store = \"redis://127.0.0.1:6379\": Redis is no longer supported; use etcd://HOST:PORT[,HOST:PORT...] (docs/cluster.md)",
+                     refusal("{ \"node\": \"a\", \"store\": \"redis://127.0.0.1:6379\", \"nodes\": 3 }"));
+        assertEquals("cluster.store = \"rediss://h:6380\": Redis is no longer supported; use etcd://HOST:PORT[,HOST:PORT...] (docs/cluster.md)",
+                     refusal("{ \"node\": \"a\", \"store\": \"rediss://h:6380\", \"nodes\": 3 }"));
+    }
+
+    @Test
     void shouldNameTheKeyOfEveryEtcdMistake() throws Exception {
         String etcd = "\"node\": \"a\", \"nodes\": 3, \"store\": ";
-        assertEquals("cluster.store = \"etcd://h\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
-                     + "(Redis or Valkey): 'h' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h\" }"));
-        assertEquals("cluster.store = \"etcd://h:1,\": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or rediss://HOST:PORT "
-                     + "(Redis or Valkey): '' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h:1,\" }"));
+        assertEquals("cluster.store = \"etcd://h\": expected etcd://HOST:PORT[,HOST:PORT...]: 'h' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h\" }"));
+        assertEquals("cluster.store = \"etcd://h:1,\": expected etcd://HOST:PORT[,HOST:PORT...]: '' is not HOST:PORT", refusal("{ " + etcd + "\"etcd://h:1,\" }"));
         Path ca = Files.writeString(dir.resolve("ca.pem"), "x");
-        assertEquals("cluster.store_ca: only for an etcd:// store (a redis:// URI carries its own TLS and password)",
-                     refusal("{ " + etcd + "\"redis://h:1\", \"store_ca\": \"" + ca + "\" }"));
         assertEquals("cluster.store_ca = \"/nonexistent/ca.pem\": not a readable file",
                      refusal("{ " + etcd + "\"etcd://h:1\", \"store_ca\": \"/nonexistent/ca.pem\" }"));
         assertEquals("cluster.store_cert and cluster.store_key: give both (a client certificate and its key) or neither",
@@ -76,7 +78,6 @@ class ClusterConfigTest {
         ClusterSettings s = ConfigLoader.clusterSettings(json.readTree("{ \"cluster\": { " + etcd + "\"etcd://h:1,h:2\", \"store_ca\": \"" + ca
                                                                        + "\", \"store_user\": \"u\", \"store_password_file\": \"" + ca + "\" } }"));
         assertEquals(new EtcdClient.Access(ca, null, null, "u", ca), s.access());
-        assertTrue(s.etcd());
     }
 
     @Test
@@ -107,14 +108,14 @@ class ClusterConfigTest {
 
     @Test
     void shouldSaveTheSectionAndIoMaxGlobalAndComeBackTheSame() throws Exception {
-        try (RedisServer redis = RedisServer.start(dir)) {
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd"))) {
             String config = """
                     { "server": { "control": "127.0.0.1:0" },
-                      "cluster": { "node": "n1", "store": "%s", "nodes": 3, "interval_ms": 100, "lease_ms": 500 },
+                      "cluster": { "node": "n1", "store": "%s", "nodes": 3, "interval_ms": 100, "lease_ms": 1000 },
                       "backends": { "disk": { "type": "null", "size": "64M", "enable": 1 } },
                       "cgroup": { "tenants": { "cgroup.subtree_control": "+io",
                                                "a": { "io.max": "disk wiops=500", "io.max.global": "disk riops=9000 wbps=1048576" } } } }
-                    """.formatted(redis.uri());
+                    """.formatted(etcd.uri());
             String saved;
             try (Server server = Server.start(json.readTree(config), dir)) {
                 saved = save(server);
@@ -127,7 +128,7 @@ class ClusterConfigTest {
             assertEquals("disk rbps=max wbps=1048576 riops=9000 wiops=max", tree.at("/cgroup/tenants/a/io.max.global").textValue());
             try (Server server = Server.start(tree, dir)) {
                 assertEquals(saved, save(server));
-                assertTrue(server.summary().stream().anyMatch(l -> l.startsWith("cluster node n1 of 3, store " + redis.uri())), server.summary().toString());
+                assertTrue(server.summary().stream().anyMatch(l -> l.startsWith("cluster node n1 of 3, store " + etcd.uri())), server.summary().toString());
             }
         }
     }

@@ -1,8 +1,8 @@
 package io.iotarget.control;
 
 import io.iotarget.control.http.ControlToken;
+import io.iotarget.testkit.EtcdCluster;
 import io.iotarget.testkit.GuestVm;
-import io.iotarget.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -309,7 +309,7 @@ class HighAvailabilityTest {
 
     /**
      * 20.4 with io.max.global (src/test/vm/ha-global.sh): tenant a's riops held across both
-     * nodes through a redis-server while the host reads round-robin over both paths; node 1
+     * nodes through a three-member etcd cluster while the host reads round-robin over both paths; node 1
      * SIGKILLed: node 2 takes the whole limit (but node 1's floor) within one lease and the
      * host's reads, all through node 2 now, run at it.
      */
@@ -317,11 +317,11 @@ class HighAvailabilityTest {
     void ioMaxGlobalHoldsAcrossBothPathsAndMovesToTheSurvivor() throws Exception {
         GuestVm.require();
         createImage();
-        try (RedisServer redis = RedisServer.start(dir)) {
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd"))) {
             Node[] nodes = new Node[3];
             for (int i = 1; i <= 2; i++) {
                 String cluster = """
-                        "cluster": { "node": "n%d", "store": "%s", "nodes": 2, "interval_ms": %d, "lease_ms": %d },""".formatted(i, redis.uri(), INTERVAL_MS, LEASE_MS);
+                        "cluster": { "node": "n%d", "store": "%s", "nodes": 2, "interval_ms": %d, "lease_ms": %d },""".formatted(i, etcd.uri(), INTERVAL_MS, LEASE_MS);
                 nodes[i] = new Node(i, i * 100 - 99, i * 100, "optimized", cluster, "\"io.max.global\": \"shared riops=" + GLOBAL_RIOPS + "\"");
                 nodes[i].start();
             }

@@ -1,9 +1,10 @@
 package io.iotarget.control;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
+import io.iotarget.cluster.EtcdClient;
+import io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore;
 import io.iotarget.frontend.nvmetcp.reservation.ReservationState;
-import io.iotarget.testkit.RedisServer;
+import io.iotarget.testkit.EtcdCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * {@code serve} puts nvmet's reservations where docs/reservations.md says: with
  * {@code server.state}, a PTPL reservation in its sibling file, back after a restart; with a
- * {@code cluster} section, in the cluster's store.
+ * {@code cluster} section, in the cluster's etcd.
  */
 class ReservationServeTest {
     private static final String NQN = "nqn.2026-11.io.iotarget:resv";
@@ -29,6 +30,8 @@ class ReservationServeTest {
     private static final int CPTPL_SET = 3 << 30, WRITE_EXCLUSIVE = 1 << 8;
     private static final long KEY = 0x1234, OTHER_KEY = 0x5678;
     private static final int CONFLICT = 0x4083;
+    /** A path error, no DNR: the host would retry elsewhere. */
+    private static final int ANA_INACCESSIBLE = 0x302;
 
     @TempDir
     Path dir;
@@ -89,18 +92,26 @@ class ReservationServeTest {
 
     @Test
     void shouldKeepReservationsInTheClusterStore() throws Exception {
-        try (RedisServer redis = RedisServer.start(dir)) {
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd"))) {
             int port = freePort();
-            String config = config(port, "", ", \"cluster\": { \"node\": \"a\", \"store\": \"" + redis.uri() + "\", \"nodes\": 1 }");
+            String config = config(port, "", ", \"cluster\": { \"node\": \"a\", \"store\": \"" + etcd.uri() + "\", \"nodes\": 1 }");
             Server server = Server.start(new ObjectMapper().readTree(config), dir);
             try {
                 SocketChannel[] q = connect(port);
-                assertEquals(0, RawClients.nvmeReservation(q[1], 10, REGISTER, 0, 0, KEY));
+                // Until its first membership lease is granted the node serves nothing on the namespace (ANA Inaccessible).
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                int status;
+                int cid = 10;
+                while ((status = RawClients.nvmeReservation(q[1], cid++, REGISTER, 0, 0, KEY)) == ANA_INACCESSIBLE && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                assertEquals(0, status);
                 for (SocketChannel c : q) c.close();
             } finally {
                 server.close();
             }
-            try (RedisReservationStore store = new RedisReservationStore(redis.uri(), "probe", Duration.ofSeconds(2))) {
+            try (EtcdClient client = EtcdClient.create(etcd.uri(), EtcdClient.Access.NONE, Duration.ofSeconds(2));
+                 EtcdReservationStore store = new EtcdReservationStore(client, "probe", null)) {
                 ReservationState s = store.read(NQN + "/1");
                 assertEquals(1, s.registrants().size());
                 assertEquals(KEY, s.registrants().getFirst().key());

@@ -285,12 +285,13 @@ public final class ConfigLoader {
         }
         JsonNode store = cluster.get("store");
         if (store == null) throw new ConfigException("cluster.store: missing (expected e.g. \"etcd://127.0.0.1:2379\")");
-        String storeProblem = store.isTextual() ? ShareStore.problem(store.textValue()) : "not a string";
-        if (storeProblem != null) {
-            throw new ConfigException("cluster.store = " + store + ": expected etcd://HOST:PORT[,HOST:PORT...] (etcd), or redis://HOST:PORT or "
-                                      + "rediss://HOST:PORT (Redis or Valkey): " + storeProblem);
+        if (store.isTextual() && (store.textValue().startsWith("redis://") || store.textValue().startsWith("rediss://"))) {
+            // Redis lost acknowledged writes and split in two (docs/decisions.md, "Redis removed"): say what replaced it.
+            throw new ConfigException("cluster.store = " + store + ": Redis is no longer supported; use etcd://HOST:PORT[,HOST:PORT...] (docs/cluster.md)");
         }
-        EtcdClient.Access access = storeAccess(cluster, store.textValue().startsWith("etcd://"));
+        String storeProblem = store.isTextual() ? ShareStore.problem(store.textValue()) : "not a string";
+        if (storeProblem != null) throw new ConfigException("cluster.store = " + store + ": expected etcd://HOST:PORT[,HOST:PORT...]: " + storeProblem);
+        EtcdClient.Access access = storeAccess(cluster);
         if (!cluster.has("nodes")) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
         int nodes = (int) count("cluster", cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
         long interval = count("cluster", cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
@@ -304,14 +305,14 @@ public final class ConfigLoader {
      * a client certificate, both or neither) and user ({@code store_user} with
      * {@code store_password_file}, both or neither); each file must be readable now.
      */
-    private static EtcdClient.Access storeAccess(JsonNode cluster, boolean etcd) throws ConfigException {
-        java.nio.file.Path ca = storeFile(cluster, "store_ca", etcd);
-        java.nio.file.Path cert = storeFile(cluster, "store_cert", etcd);
-        java.nio.file.Path key = storeFile(cluster, "store_key", etcd);
-        java.nio.file.Path password = storeFile(cluster, "store_password_file", etcd);
+    private static EtcdClient.Access storeAccess(JsonNode cluster) throws ConfigException {
+        java.nio.file.Path ca = storeFile(cluster, "store_ca");
+        java.nio.file.Path cert = storeFile(cluster, "store_cert");
+        java.nio.file.Path key = storeFile(cluster, "store_key");
+        java.nio.file.Path password = storeFile(cluster, "store_password_file");
         JsonNode user = cluster.get("store_user");
-        if (user != null && (!etcd || !user.isTextual() || user.textValue().isEmpty())) {
-            throw new ConfigException("cluster.store_user = " + user + ": expected etcd's user name as a string, with an etcd:// store");
+        if (user != null && (!user.isTextual() || user.textValue().isEmpty())) {
+            throw new ConfigException("cluster.store_user = " + user + ": expected etcd's user name as a string");
         }
         if ((cert == null) != (key == null)) throw new ConfigException("cluster.store_cert and cluster.store_key: give both (a client certificate and its key) or neither");
         if (cert != null && ca == null) throw new ConfigException("cluster.store_cert: a client certificate needs TLS: give cluster.store_ca too");
@@ -319,10 +320,9 @@ public final class ConfigLoader {
         return new EtcdClient.Access(ca, cert, key, user == null ? null : user.textValue(), password);
     }
 
-    private static java.nio.file.Path storeFile(JsonNode cluster, String name, boolean etcd) throws ConfigException {
+    private static java.nio.file.Path storeFile(JsonNode cluster, String name) throws ConfigException {
         JsonNode v = cluster.get(name);
         if (v == null) return null;
-        if (!etcd) throw new ConfigException("cluster." + name + ": only for an etcd:// store (a redis:// URI carries its own TLS and password)");
         if (!v.isTextual() || v.textValue().isEmpty()) throw new ConfigException("cluster." + name + " = " + v + ": expected a file's path as a string");
         java.nio.file.Path file = java.nio.file.Path.of(v.textValue());
         if (!java.nio.file.Files.isReadable(file)) throw new ConfigException("cluster." + name + " = " + v + ": not a readable file");

@@ -219,6 +219,13 @@ public final class ControlEndpoint implements AutoCloseable {
     /** The content type of a watch's stream. */
     public static final String EVENT_STREAM = "text/event-stream";
     private static final System.Logger LOG = System.getLogger(ControlEndpoint.class.getName());
+
+    static {
+        // Netty's own logs go where the JDK's go, before any Netty class makes its logger: left to
+        // itself Netty picks SLF4J whenever an slf4j-api is on the class path (a test's is, through
+        // ArchUnit) and, without a provider, SLF4J prints its warnings into the server's output.
+        io.netty.util.internal.logging.InternalLoggerFactory.setDefaultFactory(io.netty.util.internal.logging.JdkLoggerFactory.INSTANCE);
+    }
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Requests that failed unexpectedly (a bug a client may trigger over and over): this many lines a second, the rest counted. */
     static final int REQUEST_FAILURE_LINES_PER_SECOND = 5;

@@ -1,8 +1,9 @@
 package io.iotarget.frontend.nvmetcp;
 
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore;
 import io.iotarget.frontend.nvmetcp.wire.Status;
-import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
-import io.iotarget.testkit.RedisServer;
+import io.iotarget.testkit.EtcdCluster;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -11,7 +12,6 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -22,11 +22,13 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Reservations kept in a real redis-server and shared by two nodes (two targets serving the
- * same subsystem and namespace, each with its own store client): a reservation taken through
+ * Reservations kept in a real three-member etcd cluster and shared by two nodes (two targets
+ * serving the same subsystem and namespace, each joined as the server joins,
+ * {@link EtcdReservationStore#join}: its own client, membership lease and fence): a reservation taken through
  * node 1 holds on node 2, a preempt through node 2 reaches node 1 and its notice the preempted
  * host there, the reservation outlives node 1, and a node that cannot reach the store grants
- * nothing and, after the lease, serves no IO on the namespace.
+ * nothing and, after the lease, serves no IO on the namespace (every member stopped), and serves
+ * again once the store answers.
  */
 class ReservationClusterTest {
     private static final String NS = "subsystems/" + TargetFixture.NQN + "/namespaces/1";
@@ -35,25 +37,25 @@ class ReservationClusterTest {
     private static final long KEY_A = 0xAAAA, KEY_B = 0xBBBB, KEY_C = 0xCCCC;
     private static final long INTERVAL_MS = 100, LEASE_MS = 1500;
 
-    private RedisServer redis;
+    private EtcdCluster etcd;
     private final List<TargetFixture> nodes = new ArrayList<>();
 
     @BeforeEach
     void start(@TempDir Path dir) throws Exception {
-        redis = RedisServer.start(dir);
+        etcd = EtcdCluster.start(dir);
     }
 
     @AfterEach
     void stop() throws Exception {
         for (TargetFixture f : nodes) f.close();
-        redis.close();
+        etcd.close();
     }
 
     /** A node: a target whose namespace 1 has resv_enable, its reservations in the store. */
     private TargetFixture node(String name) throws Exception {
         TargetFixture f = new TargetFixture();
         nodes.add(f);
-        f.target.reservations().use(new RedisReservationStore(redis.uri(), name, Duration.ofMillis(200)), INTERVAL_MS, LEASE_MS);
+        f.target.reservations().use(EtcdReservationStore.join(new ClusterSettings(name, etcd.uri(), 2, INTERVAL_MS, LEASE_MS)), INTERVAL_MS, LEASE_MS);
         f.tree.write(NS + "/enable", "0");
         f.tree.write(NS + "/resv_enable", "1");
         f.tree.write(NS + "/enable", "1");
@@ -69,7 +71,7 @@ class ReservationClusterTest {
         int status() throws Exception;
     }
 
-    /** Repeats {@code command} until it answers {@code expected}, for up to 10 s (a change reaches the other node by pub/sub, or at its next interval). */
+    /** Repeats {@code command} until it answers {@code expected}, for up to 10 s (a change reaches the other node by etcd's watch, or at its next interval; a node serves once its first lease is granted). */
     private static void await(int expected, Command command, String what) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         int status;
@@ -81,7 +83,7 @@ class ReservationClusterTest {
     void shouldHoldAReservationTakenThroughOneNodeOnTheOther() throws Exception {
         TargetFixture node1 = node("n1"), node2 = node("n2");
         try (ReservationHost a = host(node1, 0xA1); ReservationHost b = host(node2, 0xB2)) {
-            assertEquals(0, b.write(), "nobody holds it yet");
+            await(0, b::write, "nobody holds it yet");
             assertEquals(0, a.register(KEY_A));
             assertEquals(0, a.acquire(0, WE, KEY_A, 0));
             ByteBuffer report = b.report(4096, true);
@@ -142,7 +144,7 @@ class ReservationClusterTest {
             assertEquals(0, a.register(KEY_A));
             assertEquals(0, a.acquire(0, WE, KEY_A, 0));
             await(CONFLICT, c::write, "node 2 knows");
-            redis.pause();
+            for (int i = 0; i < etcd.size(); i++) etcd.stop(i);   // the whole store answers nothing
             try {
                 assertEquals(Status.ANA_INACCESSIBLE, c.register(KEY_C), "no registration without the store");
                 assertEquals(Status.ANA_INACCESSIBLE, c.acquire(1, WE, KEY_C, KEY_A), "no preempt without the store");
@@ -150,7 +152,7 @@ class ReservationClusterTest {
                 await(Status.ANA_INACCESSIBLE, c::read, "after the lease node 2 serves no IO on the namespace");
                 await(Status.ANA_INACCESSIBLE, a::write, "nor does node 1, even to the holder");
             } finally {
-                redis.resume();
+                for (int i = 0; i < etcd.size(); i++) etcd.cont(i);
             }
             await(0, a::write, "the store answers again: the holder writes");
             await(CONFLICT, c::write, "and C is refused again");

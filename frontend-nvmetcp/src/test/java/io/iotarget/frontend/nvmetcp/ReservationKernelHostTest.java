@@ -1,9 +1,10 @@
 package io.iotarget.frontend.nvmetcp;
 
-import io.iotarget.frontend.nvmetcp.reservation.RedisReservationStore;
+import io.iotarget.cluster.ClusterSettings;
+import io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore;
 import io.iotarget.model.ConfigTree;
+import io.iotarget.testkit.EtcdCluster;
 import io.iotarget.testkit.GuestVm;
-import io.iotarget.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -15,7 +16,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -24,17 +24,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /**
  * Reservations across two nodes, judged by the Linux host (6.1, native multipath) and nvme-cli
  * 2.3 (src/test/vm/resv-host.sh): two host identities take turns on one multipath device whose
- * paths are two targets sharing one file and one redis-server; the holder writes, the other
+ * paths are two targets sharing one file and one three-member etcd cluster; the holder writes, the other
  * gets Reservation Conflict, before and after node 1 is killed, and a preempt through node 2
  * moves the reservation. One guest boot.
  */
 class ReservationKernelHostTest {
     private static final String NS = "subsystems/" + TargetFixture.NQN + "/namespaces/1";
 
-    /** One node: the fixture's target serving {@code disk} as namespace 1 with the identity both nodes share, reservations in {@code redis}. */
-    private static TargetFixture node(RedisServer redis, String name, Path disk, int cntlidMin) throws Exception {
+    /** One node: the fixture's target serving {@code disk} as namespace 1 with the identity both nodes share, reservations in {@code etcd}, joined as the server joins. */
+    private static TargetFixture node(EtcdCluster etcd, String name, Path disk, int cntlidMin) throws Exception {
         TargetFixture f = new TargetFixture();
-        f.target.reservations().use(new RedisReservationStore(redis.uri(), name, Duration.ofMillis(200)), 200, 1000);
+        f.target.reservations().use(EtcdReservationStore.join(new ClusterSettings(name, etcd.uri(), 2, 200, 1000)), 200, 1000);
         ConfigTree t = f.tree;
         String s = "subsystems/" + TargetFixture.NQN;
         t.write(s + "/attr_serial", "resv0123456789");
@@ -58,9 +58,9 @@ class ReservationKernelHostTest {
         try (RandomAccessFile f = new RandomAccessFile(disk.toFile(), "rw")) {
             f.setLength(TargetFixture.DEVICE_BYTES);
         }
-        try (RedisServer redis = RedisServer.start(dir); TargetFixture node2 = node(redis, "n2", disk, 101);
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd")); TargetFixture node2 = node(etcd, "n2", disk, 101);
              ServerSocket control = new ServerSocket(0, 4, InetAddress.getLoopbackAddress())) {
-            TargetFixture node1 = node(redis, "n1", disk, 1);
+            TargetFixture node1 = node(etcd, "n1", disk, 1);
             java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
             Thread.ofVirtual().start(() -> {
                 // The guest's one command: kill node 1 (its target closes: every connection drops), answered "ok".

@@ -4,8 +4,8 @@ import java.util.List;
 
 /**
  * Where the namespaces' reservations live: in this server ({@link LocalReservationStore}) or in
- * the cluster's store, shared by every node that serves the same namespace ({@code
- * RedisReservationStore}). A namespace is a key, {@code SUBSYSTEM-NQN/NSID}. Any thread:
+ * the cluster's etcd, shared by every node that serves the same namespace
+ * ({@link EtcdReservationStore}). A namespace is a key, {@code SUBSYSTEM-NQN/NSID}. Any thread:
  * {@link #read} and {@link #replace} may block (a round trip, an fsync), so only the
  * reservation threads call them (several namespaces' at once), never an event loop nor a
  * thread holding the configuration lock.

@@ -17,15 +17,15 @@
  * The state lives in a {@link io.iotarget.frontend.nvmetcp.reservation.ReservationStore}, keyed
  * {@code SUBSYSTEM-NQN/NSID}: in the server ({@link io.iotarget.frontend.nvmetcp.reservation.LocalReservationStore};
  * with a {@code server.state}, the PTPL states also in a file beside it), or in the cluster's
- * etcd ({@link io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore}) or Redis/Valkey,
+ * etcd ({@link io.iotarget.frontend.nvmetcp.reservation.EtcdReservationStore}),
  * which every node serving the namespace shares. A command runs off the event
  * loops in its namespace's turn ({@link io.iotarget.frontend.nvmetcp.reservation.Reservations}:
  * per namespace, one lane of commands and one of store steps, on virtual threads, so no
  * namespace's commands wait for another's): read the state from the store, apply, store the
- * result only if the version is unchanged (one Lua script; else read again). Nothing is granted
+ * result only if the version is unchanged (a transaction on the key's revision; else read again). Nothing is granted
  * that the store has not taken: a node that cannot reach it answers reservation commands with
  * ANA Inaccessible, a path error, and grants nothing. The new copy is then installed here and
- * the change waits for its drain (section 3), with etcd also for every live node's
+ * the change waits for its drain (section 3), and in a cluster for every live node's
  * acknowledgement; preempt-and-abort first drops what a policy still holds of the preempted
  * hosts here.
  *
@@ -33,10 +33,10 @@
  * Each node keeps a copy of every enabled namespace's state
  * ({@link io.iotarget.frontend.nvmetcp.reservation.NamespaceReservation}); the access check
  * (nvmet's table: who may read, who may write) reads it with one volatile load and no lock, so
- * no IO waits for the store. The copy is replaced after each change this node makes; the store
- * publishes every change (key, version, notices) and the other nodes re-read the key on
- * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a lost message,
- * a restarted store).
+ * no IO waits for the store. The copy is replaced after each change this node makes; etcd's
+ * watch reports every change (key, version, notices) and the other nodes re-read the key on
+ * hearing it; every {@code interval_ms} each node re-reads all its keys anyway (a watch that
+ * broke and is being started again).
  * Enabling a namespace only queues its first read in its lane: until it answers, the copy is
  * unknown and IO on the namespace gets ANA Inaccessible (a path error the host retries), and
  * its reservation commands wait in the lane behind the read.
@@ -48,12 +48,9 @@
  * the epoch and waits for the old one to drain (the class comment of NamespaceReservation).
  *
  * <h2>4. What a stale copy may allow, and fencing</h2>
- * With etcd, nothing: a change completes once every live node acknowledged it (installed and
+ * Nothing: a change completes once every live node acknowledged it (installed and
  * drained) or lost its lease, and a node fences itself by its lease's own deadline before the
- * store can expire it. With Redis, between a change in the store and another node's re-read
- * (the message's delivery, normally well under a millisecond; at most {@code interval_ms} while
- * the node reaches the store), that node still decides IO with the state before: a preempted
- * host's write may pass there. A node
+ * store can expire it. A node
  * that has not heard from the store for {@code lease_ms} (cluster section) can no longer vouch
  * for its copy: it is fenced, and every command on its reservation namespaces gets ANA
  * Inaccessible (a multipath host tries another node) until the store answers again. So a
