@@ -42,7 +42,7 @@ import java.util.function.IntConsumer;
  * <p>Re-join: a node whose membership lease ended holds a new one only after {@link Membership}
  * re-joined; from the moment the old one was lost until every open namespace has been read
  * again with a read sent after the re-join, {@link #fenced} stays true, so no copy from before
- * is used (section "Re-join" of docs/reservations.md).
+ * is used (docs/reservations.md, "The invariant", item 7).
  *
  * <p>It knows hosts by their identifiers only: the target's controllers are behind
  * {@link Hosts}, which the target implements, so this package decides and the target delivers.
