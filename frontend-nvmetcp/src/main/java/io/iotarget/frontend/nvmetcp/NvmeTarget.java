@@ -113,7 +113,7 @@ public final class NvmeTarget implements AutoCloseable {
     /** The commands the queues route to (package command, found through {@link CommandSet#load}). */
     private final CommandSet commands = CommandSet.load();
     /** Persistent reservations: their store and threads (package reservation), which reach controllers through {@link #deliver}. */
-    private final Reservations reservations = new Reservations(this::deliver);
+    private final Reservations reservations = new Reservations(this::deliver, this::reservationAnaChanged);
 
     /** A target whose ports are carried by {@code transport} (shared with other front ends; closed by its owner). */
     public NvmeTarget(Engine engine, Transport transport) {
@@ -418,6 +418,21 @@ public final class NvmeTarget implements AutoCloseable {
             unlock();
         }
         return CompletableFuture.allOf(cancelled.toArray(CompletableFuture<?>[]::new));
+    }
+
+    /**
+     * The reservations' side of the ANA log page changed here (this node fenced or no longer, a
+     * namespace's copy known or not): like a written ana_state, the change count moves and every
+     * controller hears of it (ANA change AEN). A reservation thread.
+     */
+    private void reservationAnaChanged() {
+        lock();
+        try {
+            anaChangeCount++;
+            for (Subsystem s : subsystems.values()) for (Controller c : controllers(s).all()) c.anaChanged();
+        } finally {
+            unlock();
+        }
     }
 
     /** A controller's admin queue closed. */

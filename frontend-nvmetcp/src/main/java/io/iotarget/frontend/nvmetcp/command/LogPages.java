@@ -1,5 +1,6 @@
 package io.iotarget.frontend.nvmetcp.command;
 
+import io.iotarget.frontend.nvmetcp.wire.AnaState;
 import io.iotarget.frontend.nvmetcp.wire.Sqe;
 import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
@@ -194,13 +195,28 @@ public final class LogPages {
                 b.putInt(at, grpid);
                 b.putInt(at + ANA_DESC_NNSIDS, nsids);
                 b.putLong(at + ANA_DESC_CHGCNT, changeCount);
-                b.put(at + ANA_DESC_STATE, (byte) c.port.anaState(grpid).code);
+                b.put(at + ANA_DESC_STATE, (byte) anaState(c, table, grpid).code);
                 at += ANA_DESCRIPTOR_BYTES + 4 * nsids;
             }
             return b;
         } finally {
             c.target.unlock();
         }
+    }
+
+    /**
+     * The group's state as this node serves it: the port's, but Inaccessible where it would be
+     * optimized or non-optimized while a reservation namespace of the group cannot be vouched
+     * for here (this node fenced, or the copy unknown), which its IO gets anyway. Lock held.
+     */
+    private static AnaState anaState(Controller c, NamespaceTable table, int grpid) {
+        AnaState configured = c.port.anaState(grpid);
+        if (configured != AnaState.OPTIMIZED && configured != AnaState.NON_OPTIMIZED) return configured;
+        for (int i = 0; i < table.size(); i++) {
+            var ns = table.get(i);
+            if (ns.anaGroup() == grpid && ns.reservation() != null && ns.reservation().unavailable()) return AnaState.INACCESSIBLE;
+        }
+        return configured;
     }
 
     private static ByteBuffer firmwareSlot(Controller c) {

@@ -74,6 +74,8 @@ public final class EtcdReservationStore implements ReservationStore {
     private final String node;
     /** This node's lease and deadline (Membership's), or null: then nothing is acknowledged nor waited for. */
     private final Fence fence;
+    /** The membership the fence belongs to, when given: {@link Reservations} listens to it for a lost lease and a re-join. */
+    private final Membership membership;
     /** Per key, the version and lease last acknowledged, so an unchanged copy is not put again every interval. */
     private final Map<String, long[]> acknowledged = new ConcurrentHashMap<>();
     /** The highest mod revision seen per key (section 3), and the one the last read returned, for the next replace. */
@@ -103,9 +105,23 @@ public final class EtcdReservationStore implements ReservationStore {
      * @param fence  this node's membership lease and deadline (acknowledgements hang on the lease), or null for none
      */
     public EtcdReservationStore(EtcdClient client, String node, Fence fence) {
+        this(client, node, fence, null);
+    }
+
+    /**
+     * As {@link #EtcdReservationStore(EtcdClient, String, Fence)} with {@code membership}'s fence;
+     * the reservations also hear at once when the lease ends and when the node re-joins (without
+     * it their timer notices, an interval later).
+     */
+    public static EtcdReservationStore following(EtcdClient client, String node, Membership membership) {
+        return new EtcdReservationStore(client, node, membership.fence(), membership);
+    }
+
+    private EtcdReservationStore(EtcdClient client, String node, Fence fence, Membership membership) {
         this.client = client;
         this.node = node;
         this.fence = fence;
+        this.membership = membership;
     }
 
     /**
@@ -120,12 +136,17 @@ public final class EtcdReservationStore implements ReservationStore {
         EtcdClient client = EtcdClient.create(cluster.store(), cluster.access(), Duration.ofMillis(Math.max(100, cluster.leaseMs() / 3)));
         Membership membership = new Membership(client, cluster.node(), cluster.leaseMs(), Clock.SYSTEM);
         membership.start();
-        EtcdReservationStore store = new EtcdReservationStore(client, cluster.node(), membership.fence());
+        EtcdReservationStore store = following(client, cluster.node(), membership);
         store.owned = () -> {
             membership.close();
             client.close();
         };
         return store;
+    }
+
+    /** The membership whose lease and re-joins the reservations follow, or null. */
+    public Membership membership() {
+        return membership;
     }
 
     /** The lease fence the IO path also checks, or null. */

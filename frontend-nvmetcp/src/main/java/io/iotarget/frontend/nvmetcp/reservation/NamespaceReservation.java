@@ -67,6 +67,15 @@ public final class NamespaceReservation {
         return s.allows(hostIdHigh, hostIdLow, write) ? Status.SUCCESS : Status.RESERVATION_CONFLICT | Status.DNR;
     }
 
+    /**
+     * Whether this node cannot vouch for the namespace now (fenced, or its copy unknown): the
+     * ANA log page then shows the namespace's group Inaccessible here, as the IO path answers.
+     * Any thread; a few volatile reads.
+     */
+    public boolean unavailable() {
+        return state == null || service.fenced();
+    }
+
     /** This node's copy, null while unknown (not yet read since enable, or the store failed every read since). Any thread. */
     public ReservationState state() {
         return state;
@@ -143,9 +152,11 @@ public final class NamespaceReservation {
      */
     int publish(ReservationState s) {
         if (s.equals(state)) return -1;
+        boolean wasUnknown = state == null;
         int old = epoch;
         state = s;
         epoch = old + 1;
+        if (wasUnknown) service.copyKnownChanged();
         return old;
     }
 
@@ -159,6 +170,7 @@ public final class NamespaceReservation {
         int old = epoch;
         state = null;
         epoch = old + 1;
+        service.copyKnownChanged();
         return old;
     }
 

@@ -1,17 +1,20 @@
 package io.iotarget.frontend.nvmetcp.reservation;
 
 import io.iotarget.cluster.Fence;
+import io.iotarget.cluster.Membership;
 import io.iotarget.frontend.nvmetcp.wire.Status;
 import io.iotarget.model.CountedErrorHandler;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -28,6 +31,18 @@ import java.util.function.IntConsumer;
  * call, a change's drain). A timer thread, with a
  * shared store, has the open namespaces re-read every interval and decides whether this node
  * may still vouch for its copies ({@link #fenced}). Any thread may call the public methods.
+ *
+ * <p>ANA: while this node cannot vouch for a namespace's copy (fenced, or the copy unknown),
+ * the ANA log page shows the namespace's group Inaccessible here ({@link
+ * NamespaceReservation#unavailable}), and the controllers are told of each start and end of
+ * that (an ANA change AEN, through {@code anaChanged}) so that a multipath host moves to
+ * another path instead of retrying this one. The per-command check stays the safety; the page
+ * and the event only tell the host where to go.
+ *
+ * <p>Re-join: a node whose membership lease ended holds a new one only after {@link Membership}
+ * re-joined; from the moment the old one was lost until every open namespace has been read
+ * again with a read sent after the re-join, {@link #fenced} stays true, so no copy from before
+ * is used (docs/reservations.md, "The invariant", item 7).
  *
  * <p>It knows hosts by their identifiers only: the target's controllers are behind
  * {@link Hosts}, which the target implements, so this package decides and the target delivers.
@@ -49,9 +64,13 @@ public final class Reservations implements AutoCloseable {
     static final long ACK_WAIT_MS = 30_000;
     /** The longest preempt-and-abort waits for the queues' loops to drop the held commands (a loop answers in microseconds). */
     static final long CANCEL_WAIT_MS = 1_000;
+    /** How often the lease's deadline is looked at again for the ANA change event (it only moves forward while held). */
+    static final long DEADLINE_LOOK_MS = 100;
     private static final System.Logger LOG = System.getLogger(Reservations.class.getName());
 
     private final Hosts hosts;
+    /** Tells the controllers that the ANA log page changed (ANA change AEN); run on {@link #threads}. */
+    private final Runnable anaChanged;
     /** Runs the lanes' tasks: a store call may block (a shared store's round trip, a PTPL file's fsync), so on virtual threads, never a loop. */
     private final ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("nvmet-resv-", 0).factory());
     /** A shared store's interval: it only hands work to {@link #threads}. */
@@ -66,8 +85,26 @@ public final class Reservations implements AutoCloseable {
     private final AtomicLong lastContactNs = new AtomicLong();
     /** The membership lease's fence of an etcd store, checked with every command; null for other stores. */
     private volatile Fence leaseFence;
-    /** This node has not heard from the shared store for longer than the lease: IO on its reservation namespaces is refused. */
+    /**
+     * The IO path's flag: {@link #contactLost} or {@link #rejoining}, folded into one volatile
+     * read. Written under {@code this} ({@link #refence}).
+     */
     private volatile boolean fenced;
+    /** This node has not heard from the shared store for longer than the lease. Timer and lanes. */
+    private volatile boolean contactLost = true;
+    /**
+     * This node's membership lease ended, and not every open namespace has been read again since
+     * it re-joined ({@link #rereads}): the copies from before are not used. Under {@code this}.
+     */
+    private volatile boolean rejoining;
+    /** The lease the copies are vouched for under: the one this node last joined with (0: none yet). Under {@code this}. */
+    private long servedLease;
+    /** When the last re-join was seen (System.nanoTime()): only a read sent after it counts as the re-read. */
+    private volatile long rejoinedNs;
+    /** The keys of the open namespaces still to be read again after the last re-join. */
+    private final Set<String> rereads = ConcurrentHashMap.newKeySet();
+    /** Whether this node was fenced when the controllers were last told (ANA change AEN). Under {@code this}. */
+    private boolean announcedFenced;
     /** Whether the store failed last time (logged once per outage). */
     private volatile boolean lost;
 
@@ -87,7 +124,17 @@ public final class Reservations implements AutoCloseable {
     }
 
     public Reservations(Hosts hosts) {
+        this(hosts, () -> { });
+    }
+
+    /**
+     * @param anaChanged tells this node's controllers that the ANA log page changed (bumps the
+     *                   change count, raises the ANA change AEN); a reservation thread, may take
+     *                   the configuration lock
+     */
+    public Reservations(Hosts hosts, Runnable anaChanged) {
         this.hosts = hosts;
+        this.anaChanged = anaChanged;
     }
 
     /**
@@ -105,9 +152,51 @@ public final class Reservations implements AutoCloseable {
         leaseFence = store instanceof EtcdReservationStore etcd ? etcd.fence() : null;
         leaseNs = TimeUnit.MILLISECONDS.toNanos(leaseMs);
         lastContactNs.set(System.nanoTime() - leaseNs - 1);
-        fenced = true;
+        synchronized (this) {
+            contactLost = true;
+            servedLease = leaseFence == null ? 0 : leaseFence.lease();
+            announcedFenced = true;
+            refence();
+        }
+        if (store instanceof EtcdReservationStore etcd && etcd.membership() != null) {
+            // Told on the membership thread before it grants the next lease: no copy from before is used under it.
+            etcd.membership().addListener(new Membership.Listener() {
+                @Override
+                public void fenced(long lease, String why) {
+                    leaseLost();
+                }
+
+                @Override
+                public void joined(long lease, boolean rejoin) {
+                    joinedWith(lease);
+                }
+            });
+        }
         store.listen(this::heard);
         timer.scheduleWithFixedDelay(errors.guard(this::tick), 0, intervalMs, TimeUnit.MILLISECONDS);
+        if (leaseFence != null) timer.execute(this::watchDeadline);
+    }
+
+    /**
+     * On the timer: tells the controllers when the lease's deadline passes (the fence turns by
+     * itself; the membership thread may notice only after a keep-alive times out), looking again
+     * at the deadline, which keep-alives move, at most every {@link #DEADLINE_LOOK_MS}.
+     */
+    private void watchDeadline() {
+        try {
+            announce();
+        } catch (RuntimeException e) {
+            errors.report(e);
+        }
+        Fence f = leaseFence;
+        long leftNs = f.validUntilNs() - System.nanoTime();
+        long lookNs = TimeUnit.MILLISECONDS.toNanos(DEADLINE_LOOK_MS);
+        long delayNs = leftNs > 0 ? Math.clamp(leftNs + 1, TimeUnit.MILLISECONDS.toNanos(1), lookNs) : lookNs;
+        try {
+            timer.schedule(this::watchDeadline, delayNs, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            // closing
+        }
     }
 
     /** Whether a state with PTPL set outlives this server (Identify Namespace RESCAP bit 0). */
@@ -123,6 +212,14 @@ public final class Reservations implements AutoCloseable {
     boolean fenced() {
         Fence f = leaseFence;
         return fenced || f != null && !f.holds();
+    }
+
+    /**
+     * Whether this node's ANA log page shows the groups of its reservation namespaces
+     * Inaccessible: fenced ({@link #fenced}). Any thread.
+     */
+    public boolean anaFenced() {
+        return fenced();
     }
 
     /** What the reservation threads survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
@@ -159,6 +256,7 @@ public final class Reservations implements AutoCloseable {
     /** The namespace was disabled. Configuration thread. */
     void close(NamespaceReservation r) {
         open.remove(r.key, r);
+        if (rereads.remove(r.key)) rereadDone();
         r.copy.execute(errors.guard(() -> store.closed(r.key)));
     }
 
@@ -312,12 +410,28 @@ public final class Reservations implements AutoCloseable {
 
     /** Every interval, on the timer: fence when the lease ran out, and have the open namespaces re-read. */
     private void tick() {
-        boolean wasFenced = fenced;
-        fenced = System.nanoTime() - lastContactNs.get() > leaseNs;
-        if (fenced && !wasFenced) {
+        boolean lostNow = System.nanoTime() - lastContactNs.get() > leaseNs;
+        if (lostNow && !contactLost) {
             LOG.log(System.Logger.Level.WARNING, "reservation store unreachable for " + TimeUnit.NANOSECONDS.toMillis(leaseNs)
                                                  + " ms: IO on namespaces with resv_enable is refused here (ANA Inaccessible) until it answers");
         }
+        if (lostNow != contactLost) {
+            synchronized (this) {
+                contactLost = lostNow;
+                refence();
+            }
+        }
+        Fence f = leaseFence;
+        if (f != null) {
+            // Without the membership's listener (a store made from a fence alone) the timer sees the lease change.
+            long lease = f.lease();
+            if (!f.holds() && lease == 0) {
+                leaseLost();
+            } else if (lease != 0) {
+                joinedWith(lease);
+            }
+        }
+        announce();
         for (NamespaceReservation r : open.values()) {
             if (r.refreshQueued.compareAndSet(false, true)) r.copy.execute(errors.guard(() -> refresh(r)));
         }
@@ -332,6 +446,7 @@ public final class Reservations implements AutoCloseable {
             ReservationState s = store.read(r.key);
             contact(startNs);
             install(r, s);
+            if (startNs - rejoinedNs > 0 && rereads.remove(r.key)) rereadDone();
         } catch (ReservationStore.StoreException e) {
             failed(r, e);
         }
@@ -353,9 +468,95 @@ public final class Reservations implements AutoCloseable {
     private void contact(long sentNs) {
         if (!store.shared()) return;
         lastContactNs.accumulateAndGet(sentNs, Math::max);
-        if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (fenced ? ": IO on namespaces with resv_enable is served again" : ""));
-        fenced = false;
+        if (lost) LOG.log(System.Logger.Level.INFO, "reservation store reachable again" + (contactLost ? ": IO on namespaces with resv_enable is served again" : ""));
         lost = false;
+        if (contactLost) {
+            synchronized (this) {
+                contactLost = false;
+                refence();
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- fencing, re-join and ANA
+
+    /** Sets the IO path's flag from its parts, and tells the controllers when the ANA page changed. Under {@code this}. */
+    private void refence() {
+        assert Thread.holdsLock(this);
+        fenced = contactLost || rejoining;
+        announce();
+    }
+
+    /**
+     * The membership lease ended (the membership thread, before it asks for a new one; or the
+     * timer): until every open namespace has been read again under a new lease, nothing is served.
+     */
+    private synchronized void leaseLost() {
+        if (servedLease == 0 && !rejoining) return;                 // never joined: nothing was vouched for
+        if (!rejoining) LOG.log(System.Logger.Level.WARNING, "membership lease lost: IO on namespaces with resv_enable is refused here (ANA Inaccessible)"
+                                                            + " until this node has re-joined and read every state again");
+        rejoining = true;
+        refence();
+    }
+
+    /**
+     * This node holds {@code lease} (the membership thread when it re-joined, or the timer):
+     * after a lost one, every open namespace's copy becomes unknown and is read again in its copy
+     * lane; {@link #rejoining} ends once all have been ({@link #rereadDone}).
+     */
+    private void joinedWith(long lease) {
+        List<NamespaceReservation> again;
+        synchronized (this) {
+            if (lease == servedLease) return;
+            boolean first = servedLease == 0 && !rejoining;
+            servedLease = lease;
+            if (first) return;
+            rejoining = true;
+            rejoinedNs = System.nanoTime();
+            again = List.copyOf(open.values());
+            for (NamespaceReservation r : again) rereads.add(r.key);
+            refence();
+        }
+        LOG.log(System.Logger.Level.INFO, "re-joined with a new membership lease: reading the state of " + again.size() + " namespace(s) again before serving");
+        for (NamespaceReservation r : again) {
+            r.copy.execute(errors.guard(() -> {
+                drain(r, r.fence());                                // the copy from before the lease ended is not believed
+                refresh(r);
+            }));
+        }
+        rereadDone();                                               // none open
+    }
+
+    /** A namespace was read again after the re-join (or closed): the last one ends {@link #rejoining}. */
+    private synchronized void rereadDone() {
+        if (!rejoining || !rereads.isEmpty() || servedLease == 0) return;
+        Fence f = leaseFence;
+        if (f != null && f.lease() != servedLease) return;          // lost again meanwhile: the next join starts over
+        rejoining = false;
+        LOG.log(System.Logger.Level.INFO, "every namespace read again after the re-join: IO on namespaces with resv_enable is served again");
+        refence();
+    }
+
+    /** Tells the controllers when whether this node is fenced changed since they were last told. Any thread. */
+    private synchronized void announce() {
+        boolean now = fenced();
+        if (now == announcedFenced) return;
+        announcedFenced = now;
+        anaNotice();
+    }
+
+    /** The ANA log page may read differently now: the controllers hear of it (ANA change AEN) on a reservation thread. */
+    void anaNotice() {
+        try {
+            threads.execute(errors.guard(anaChanged));
+        } catch (RejectedExecutionException e) {
+            // closing
+        }
+    }
+
+    /** A namespace's copy became known or unknown (the copy lane): its group's ANA state here changed, unless the node is fenced anyway. */
+    void copyKnownChanged() {
+        if (!fenced()) anaNotice();
     }
 
     /**
