@@ -98,7 +98,7 @@ final class EtcdNodes implements AutoCloseable {
         TargetFixture f = new TargetFixture();
         closing.add(f);
         f.engine.addDevice("file", FileBackend.open(file, 512, false, false), null, Engine.DEFAULT_QUEUE_DEPTH);
-        f.target.reservations().use(new EtcdReservationStore(storeClient, name, membership.fence()), intervalMs, contactLeaseMs);
+        f.target.reservations().use(EtcdReservationStore.following(storeClient, name, membership), intervalMs, contactLeaseMs);
         f.tree.write(NS + "/enable", "0");
         f.tree.write(NS + "/device_path", "file");
         f.tree.write(NS + "/resv_enable", "1");

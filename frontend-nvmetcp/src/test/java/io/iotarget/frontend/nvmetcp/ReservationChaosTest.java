@@ -259,18 +259,12 @@ class ReservationChaosTest {
 
     /**
      * The same with the store's contact fence out of the way (its lease 60 s, as
-     * ReservationAcknowledgementTest sets it): only the membership lease fences. Every write of
-     * A through node 1 after it re-joined succeeded (50 of 50; re-joined 32 ms after B's preempt
-     * completed): nothing re-reads the copies when the membership re-joins (Reservations is no
-     * Membership listener). Under serve's settings (contact lease = lease_ms, the test above)
-     * the contact fence hid it in every run here, but only when the store's last answer is
-     * older than lease_ms by the time of the re-join; etcd may expire a lease up to a third of
-     * it earlier than that (the last keep-alive went before the cut), which these runs did not
-     * show.
+     * ReservationAcknowledgementTest sets it): only the membership lease fences. Before a
+     * re-join re-read every copy, every write of A through node 1 after it re-joined succeeded
+     * (50 of 50; re-joined 32 ms after B's preempt completed); under serve's settings (the test
+     * above) the contact fence hid it, but only by timing.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("violation: a node re-joined with a new lease serves IO from its copy from before the lease ended"
-                                    + " (issue 31 item 2: re-read every state before serving again); the re-join helper's change")
     void shouldServeNothingFromTheCopyBeforeALostLeaseOnceTheNodeRejoinsWithOnlyTheMembershipFence() throws Exception {
         rejoinWithTheStoreStillCut(60_000);
     }

@@ -438,7 +438,7 @@ public final class Reservations implements AutoCloseable {
         if (open.isEmpty() && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
     }
 
-    /** Reads one open namespace: its first read at enable, then a change whose message was lost, a store that restarted. Its copy lane. */
+    /** Reads one open namespace: its first read at enable, then, every interval, a change the watch may have missed (a watch that ended and started again). Its copy lane. */
     private void refresh(NamespaceReservation r) {
         r.refreshQueued.set(false);
         long startNs = System.nanoTime();
