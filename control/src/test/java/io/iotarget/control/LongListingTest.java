@@ -163,7 +163,7 @@ class LongListingTest {
         assertTrue(watch.out.contains("iotarget watch tenants/a/io.pressure \"some 150000 1000000\""), watch.out);
         Result serve = cli("help", "serve");
         assertTrue(serve.out.startsWith("usage: iotarget serve [--config FILE]\n"), serve.out);
-        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, watch, calibrate, web, help)\n"),
+        assertEquals(new Result(2, "", "iotarget: help frobnicate: no such command (commands: serve, read, write, mkdir, rmdir, ls, ln, unlink, devices, save, top, watch, calibrate, web, batch, help)\n"),
                 cli("help", "frobnicate"));
         assertEquals(new Result(2, "", "usage: iotarget ln TARGET LINK   (iotarget help ln tells more)\n"), cli("ln", "x"));
     }
