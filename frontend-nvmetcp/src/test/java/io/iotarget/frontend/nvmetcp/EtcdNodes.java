@@ -132,11 +132,7 @@ final class EtcdNodes implements AutoCloseable {
 
     /** Block {@code lba} as it is on the file now. */
     byte[] onDisk(long lba) throws Exception {
-        ByteBuffer b = ByteBuffer.allocate(512);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            ch.read(b, lba * 512);
-        }
-        return b.array();
+        return DiskBlocks.onDisk(file, lba);
     }
 
     /** Writes {@code block} at {@code lba} through {@code host}'s IO queue; the status. */

@@ -22,7 +22,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -109,20 +108,6 @@ class ReservationAcknowledgementTest {
         return h;
     }
 
-    private byte[] onDisk(long lba) throws Exception {
-        ByteBuffer b = ByteBuffer.allocate(512);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            ch.read(b, lba * 512);
-        }
-        return b.array();
-    }
-
-    private static byte[] block(byte fill) {
-        byte[] b = new byte[512];
-        Arrays.fill(b, fill);
-        return b;
-    }
-
     @Test
     void shouldKeepWritesHeldOnAnotherNodeOffTheDiskOncePreemptAndAbortCompletes() throws Exception {
         Node node1 = node("n1", etcd.uri()), node2 = node("n2", etcd.uri());
@@ -146,18 +131,18 @@ class ReservationAcknowledgementTest {
                                                                      && ca.busyOn(1) && reservation.inBackend() == 0,
                         () -> "A's write was answered or io.max holds it");
         } while (held.isDone());
-        assertNotEquals(fill, onDisk(0)[0], "A's last write is held");
+        assertNotEquals(fill, DiskBlocks.onDisk(file, 0)[0], "A's last write is held");
 
         assertEquals(0, b.acquire(2, WE, KEY_B, KEY_A), "B preempts and aborts A through node 2");
-        assertNotEquals(fill, onDisk(0)[0], "A's held write is not on the disk when B is answered");
+        assertNotEquals(fill, DiskBlocks.onDisk(file, 0)[0], "A's held write is not on the disk when B is answered");
         ReservationHost a2 = host(node1, 0xA1);                      // A's other controller: the first is busy with the held write
         assertEquals(Status.RESERVATION_CONFLICT | Status.DNR, a2.write(1, (byte) 0x77), "node 1 refuses A at once: it acknowledged");
         // Node 1 dropped it before acknowledging: its answer is on its way (io.max would hold it for seconds more).
         assertEquals(Status.ABORT_REQUESTED, held.get(5, TimeUnit.SECONDS), "node 1 aborted A's held write");
         node1.fixture.engine.controller().write("a/io.max", node1.fixture.engine.device("file").number() + " wbps=max");
         assertEquals(0, b.write(0, (byte) 0x5B));
-        assertArrayEquals(block((byte) 0x5B), onDisk(0), "B's data");
-        assertNotEquals((byte) 0x77, onDisk(1)[0]);
+        assertArrayEquals(DiskBlocks.filled((byte) 0x5B), DiskBlocks.onDisk(file, 0), "B's data");
+        assertNotEquals((byte) 0x77, DiskBlocks.onDisk(file, 1)[0]);
     }
 
     @Test
@@ -198,7 +183,7 @@ class ReservationAcknowledgementTest {
         }
         assertEquals(Status.ANA_INACCESSIBLE, a.write(0, (byte) 0x66), "node 1 is fenced: a path error");
         assertEquals(0, b.write(0, (byte) 0x5B), "B writes through node 2");
-        assertArrayEquals(block((byte) 0x5B), onDisk(0), "B's data");
+        assertArrayEquals(DiskBlocks.filled((byte) 0x5B), DiskBlocks.onDisk(file, 0), "B's data");
     }
 
     private static boolean sleep(long ms) {

@@ -17,7 +17,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -84,20 +83,6 @@ class ReservationGateTest {
         return h;
     }
 
-    private byte[] onDisk(long lba) throws Exception {
-        ByteBuffer b = ByteBuffer.allocate(512);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            ch.read(b, lba * 512);
-        }
-        return b.array();
-    }
-
-    private static byte[] block(byte fill) {
-        byte[] b = new byte[512];
-        Arrays.fill(b, fill);
-        return b;
-    }
-
     @Test
     void shouldKeepThePreemptedHostsHeldWritesOffTheDiskAfterPreemptAndAbortWithoutWaitingForIoMax() throws Exception {
         preemptWhileWritesAreHeld(2);
@@ -149,13 +134,13 @@ class ReservationGateTest {
             fills[i] += (byte) (16 * i);
             parked.add(write);
         }
-        for (int i = 0; i < HELD; i++) assertNotEquals(fills[i], onDisk(i)[0], "write " + i + " is held, not on the disk");
+        for (int i = 0; i < HELD; i++) assertNotEquals(fills[i], DiskBlocks.onDisk(file, i)[0], "write " + i + " is held, not on the disk");
 
         long startNs = System.nanoTime();
         assertEquals(0, b.acquire(action, WE, KEY_B, KEY_A), "preempt");
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
         for (int i = 0; i < HELD; i++) {
-            assertNotEquals(fills[i], onDisk(i)[0], "A's write " + i + ", held by io.max, is not on the disk when B is answered");
+            assertNotEquals(fills[i], DiskBlocks.onDisk(file, i)[0], "A's write " + i + ", held by io.max, is not on the disk when B is answered");
         }
         assertTrue(tookMs < 4000, "the preempt took " + tookMs + " ms: it must not wait for io.max (" + 512 / WBPS + " s a write)");
 
@@ -168,7 +153,7 @@ class ReservationGateTest {
             assertEquals(expected, status, "A's held write " + i + ": " + (action == 2 ? "aborted" : "refused when io.max let it go"));
         }
         // Every write of A is answered, none with success: nothing of A's can reach the disk any more.
-        for (int i = 0; i < HELD; i++) assertArrayEquals(block((byte) 0x5B), onDisk(i), "B's data at LBA " + i);
+        for (int i = 0; i < HELD; i++) assertArrayEquals(DiskBlocks.filled((byte) 0x5B), DiskBlocks.onDisk(file, i), "B's data at LBA " + i);
         assertEquals(0, subsystem.table.find(1).reservation().inBackend(), "nothing left in the backend");
     }
 }
