@@ -575,7 +575,7 @@ public final class Reservations implements AutoCloseable {
 
     private void failed(ReservationStore.StoreException e) {
         if (!lost) LOG.log(System.Logger.Level.WARNING, "reservation store failed (" + e.getMessage() + "): reservation commands are refused (ANA Inaccessible)"
-                                                        + " and IO keeps this node's copies for up to the lease");
+                                                        + " and IO goes on with this node's copies only while its lease holds");
         lost = true;
     }
 
