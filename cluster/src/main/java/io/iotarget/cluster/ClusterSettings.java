@@ -9,13 +9,14 @@ package io.iotarget.cluster;
  * @param intervalMs how often a node reports its demand and takes its shares, in ms
  * @param leaseMs    how long a share holds without the store, in ms; then limit / nodes
  * @param access     etcd's TLS files and user ({@link EtcdClient.Access#NONE}: plain, no authentication)
+ * @param group      the gateway group this node serves shared subsystems with (docs/ha.md), or null for none
  */
-public record ClusterSettings(String node, String store, int nodes, long intervalMs, long leaseMs, EtcdClient.Access access) {
+public record ClusterSettings(String node, String store, int nodes, long intervalMs, long leaseMs, EtcdClient.Access access, String group) {
     public static final long DEFAULT_INTERVAL_MS = 200;
     public static final long DEFAULT_LEASE_MS = 1000;
 
-    /** Settings without TLS or authentication. */
+    /** Settings without TLS, authentication or a gateway group. */
     public ClusterSettings(String node, String store, int nodes, long intervalMs, long leaseMs) {
-        this(node, store, nodes, intervalMs, leaseMs, EtcdClient.Access.NONE);
+        this(node, store, nodes, intervalMs, leaseMs, EtcdClient.Access.NONE, null);
     }
 }

@@ -263,7 +263,7 @@ public final class ConfigLoader {
     public static final long DEFAULT_WARM_UP_MS = 1000;
 
     /** The cluster section's keys, in the order docs/cluster.md lists them. */
-    private static final List<String> CLUSTER_KEYS = List.of("node", "store", "nodes", "interval_ms", "lease_ms", "store_ca", "store_cert",
+    private static final List<String> CLUSTER_KEYS = List.of("node", "group", "store", "nodes", "interval_ms", "lease_ms", "store_ca", "store_cert",
                                                              "store_key", "store_user", "store_password_file");
 
     /**
@@ -283,6 +283,10 @@ public final class ConfigLoader {
         if (!node.isTextual() || !node.textValue().matches("[A-Za-z0-9._:@+-]{1,64}")) {
             throw new ConfigException("cluster.node = " + node + ": expected 1 to 64 letters, digits or ._:@+- as a string");
         }
+        JsonNode group = cluster.get("group");
+        if (group != null && (!group.isTextual() || !group.textValue().matches("[A-Za-z0-9._:@+-]{1,64}"))) {
+            throw new ConfigException("cluster.group = " + group + ": expected 1 to 64 letters, digits or ._:@+- as a string");
+        }
         JsonNode store = cluster.get("store");
         if (store == null) throw new ConfigException("cluster.store: missing (expected e.g. \"etcd://127.0.0.1:2379\")");
         if (store.isTextual() && (store.textValue().startsWith("redis://") || store.textValue().startsWith("rediss://"))) {
@@ -297,7 +301,7 @@ public final class ConfigLoader {
         long interval = count("cluster", cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
         long lease = count("cluster", cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,
                                   "milliseconds a share holds without the store; at least two intervals, 2 x cluster.interval_ms");
-        return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease, access);
+        return new ClusterSettings(node.textValue(), store.textValue(), nodes, interval, lease, access, group == null ? null : group.textValue());
     }
 
     /**
