@@ -8,12 +8,13 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 cd "$IOTARGET_HOME"
-[[ -n "${NVME_LOAD_BUILT:-}" ]] || MVN_ARGS="${MVN_ARGS:--o}" mvn_run test-compile -pl frontend-nvmetcp -am
+# Maven writes the generator's class path (every library of frontend-nvmetcp's test scope: Bouncy
+# Castle for TLS, HdrHistogram for the latency figures, ...) beside the build, so no jar is listed by hand.
+CP_FILE=frontend-nvmetcp/target/load-generator.classpath
+[[ -n "${NVME_LOAD_BUILT:-}" && -s "$CP_FILE" ]] || mvn_run test-compile org.apache.maven.plugins:maven-dependency-plugin:3.11.0:build-classpath \
+  -Dmdep.includeScope=test -Dmdep.outputFile=target/load-generator.classpath -pl frontend-nvmetcp -am
 CP=""
 for m in model buffers backends iocontrol dispatch engine transport frontend-nvmetcp; do CP="$CP:$m/target/classes"; done
-CP="${CP#:}:frontend-nvmetcp/target/test-classes"
-# Bouncy Castle's TLS (the transport's PSK engine, the generator's --tls-key client), from the local repository.
-BC_VERSION="$(sed -n 's:.*<bouncycastle.version>\(.*\)</bouncycastle.version>.*:\1:p' pom.xml)"
-for a in bctls bcprov bcutil; do CP="$CP:$HOME/.m2/repository/org/bouncycastle/$a-jdk18on/$BC_VERSION/$a-jdk18on-$BC_VERSION.jar"; done
+CP="${CP#:}:frontend-nvmetcp/target/test-classes:$(cat "$CP_FILE")"
 exec java --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xms1g -Xmx1g -cp "$CP" \
   io.iotarget.frontend.nvmetcp.load.NvmeLoadGenerator "$@"
