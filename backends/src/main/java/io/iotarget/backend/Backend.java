@@ -127,6 +127,24 @@ public interface Backend extends AutoCloseable {
      */
     void mapExtents(long offset, long length, ExtentSink sink) throws IOException;
 
+    /**
+     * {@link #mapExtents} for a caller that must not wait (an event loop): the sink hears the
+     * extents, then {@code done} hears the end — null, or the failure — once, on this thread or
+     * another. This default maps here and now, which suits a map that is local (a chunk table,
+     * lseek); a backend whose map is a network round trip runs it on a thread of its own.
+     */
+    default void startMapExtents(long offset, long length, ExtentSink sink, java.util.function.Consumer<IOException> done) {
+        IOException failure = null;
+        try {
+            mapExtents(offset, length, sink);
+        } catch (IOException e) {
+            failure = e;
+        } catch (RuntimeException e) {
+            failure = new IOException(e);
+        }
+        done.accept(failure);
+    }
+
     /** Receives the extents of {@link #mapExtents}. */
     @FunctionalInterface
     interface ExtentSink {

@@ -103,6 +103,11 @@ public abstract class ForwardingBackend implements Backend {
     }
 
     @Override
+    public void startMapExtents(long offset, long length, ExtentSink sink, java.util.function.Consumer<IOException> done) {
+        inner.startMapExtents(offset, length, sink, done);
+    }
+
+    @Override
     public void close() throws IOException {
         inner.close();
     }

@@ -22,7 +22,13 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -34,7 +40,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * asynchronous calls from {@link #start}, and librbd's completion callback hands each request's
  * end to the engine's {@link Completion} on librbd's own thread (no thread per request, nothing
  * blocks there); the rarer operations (verify, compare, prefetch, PREFLUSH, FUA discards) run on
- * the engine's IO threads through the synchronous calls. Block status is {@code rbd_diff_iterate2}.
+ * the engine's IO threads through the synchronous calls. Block status is {@code rbd_diff_iterate2},
+ * which has no asynchronous form: {@link #startMapExtents} runs it on this backend's own
+ * {@value #MAP_THREADS} threads, so an NBD loop never waits a round trip to the OSDs for it.
  *
  * <p>librbd's client-side cache is turned off ({@code rbd_cache = false}, whatever ceph.conf
  * says): a write then completes only once the OSDs have it, so FUA needs nothing more and a
@@ -89,6 +97,11 @@ public final class RbdBackend implements Backend {
     private final boolean readOnly;
     private volatile long sizeBytes;
     private volatile boolean closed;
+    /** Where {@link #startMapExtents} runs rbd_diff_iterate2; threads end when idle. */
+    private final ExecutorService maps;
+
+    /** Threads for block status per image: a client's in-flight limit bounds what waits for them. */
+    static final int MAP_THREADS = 2;
 
     private RbdBackend(Options options, MemorySegment cluster, MemorySegment ioctx, MemorySegment image, boolean readOnly, long sizeBytes) {
         this.options = options;
@@ -97,6 +110,10 @@ public final class RbdBackend implements Backend {
         this.image = image;
         this.readOnly = readOnly;
         this.sizeBytes = sizeBytes;
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(MAP_THREADS, MAP_THREADS, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                                                         r -> Thread.ofPlatform().daemon().name("rbd-map " + options.spec()).unstarted(r));
+        pool.allowCoreThreadTimeOut(true);
+        this.maps = pool;
     }
 
     /** Null when librbd can be used here; otherwise why not. */
@@ -399,7 +416,8 @@ public final class RbdBackend implements Backend {
      * The image's allocation from {@code rbd_diff_iterate2} (since the image's creation,
      * parents included, extent by extent): what it reports as existing is data, what it reports
      * as discarded and what it does not report are holes that read as zeroes. Blocks the calling
-     * thread for a round trip to the OSDs per object that exists in the range.
+     * thread for a round trip to the OSDs per object that exists in the range: a loop calls
+     * {@link #startMapExtents} instead.
      */
     @Override
     public void mapExtents(long offset, long length, ExtentSink sink) throws IOException {
@@ -429,6 +447,27 @@ public final class RbdBackend implements Backend {
             at = to;
         }
         if (at < end) sink.extent(end - at, true, true);
+    }
+
+    /** Maps on this backend's threads ({@link #MAP_THREADS}); after {@link #close} it fails at once. */
+    @Override
+    public void startMapExtents(long offset, long length, ExtentSink sink, Consumer<IOException> done) {
+        try {
+            maps.execute(() -> {
+                IOException failure = null;
+                try {
+                    if (closed) throw new IOException("rbd " + options.spec() + ": closed");
+                    mapExtents(offset, length, sink);
+                } catch (IOException e) {
+                    failure = e;
+                } catch (RuntimeException e) {
+                    failure = new IOException(e);
+                }
+                done.accept(failure);
+            });
+        } catch (RejectedExecutionException e) {
+            done.accept(new IOException("rbd " + options.spec() + ": closed"));
+        }
     }
 
     /** Extents of the diff iterations under way, by the number passed as the callback's arg: {offset, length, exists}. */
@@ -572,6 +611,18 @@ public final class RbdBackend implements Backend {
     public synchronized void close() throws IOException {
         if (closed) return;
         closed = true;
+        // A block status under way still uses the image: it ends (queued ones fail at once) before the image closes.
+        maps.shutdown();
+        boolean interrupted = false;
+        for (;;) {
+            try {
+                if (maps.awaitTermination(10, TimeUnit.SECONDS)) break;
+                LOG.log(System.Logger.Level.WARNING, "rbd " + options.spec() + ": closing waits for a block status the OSDs have not answered");
+            } catch (InterruptedException e) {
+                interrupted = true;                       // the image must not close under it: wait on, and say so after
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
         int result = (int) invoke(() -> (int) Librbd.RBD_CLOSE.invokeExact(image));
         invokeQuietly(() -> { Librbd.RADOS_IOCTX_DESTROY.invokeExact(ioctx); });
         invokeQuietly(() -> { Librbd.RADOS_SHUTDOWN.invokeExact(cluster); });

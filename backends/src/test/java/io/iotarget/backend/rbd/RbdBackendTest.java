@@ -134,6 +134,17 @@ class RbdBackendTest {
     }
 
     @Test
+    void blockStatusAfterCloseFailsAtOnceInsteadOfUsingTheClosedImage() throws Exception {
+        RbdBackend b = open(newImage(), 4 * MiB);
+        extents(b, 0, 4 * MiB);
+        b.close();
+        java.util.concurrent.CompletableFuture<IOException> ended = new java.util.concurrent.CompletableFuture<>();
+        b.startMapExtents(0, 4 * MiB, (n, hole, zero) -> true, ended::complete);
+        IOException failure = ended.get(60, TimeUnit.SECONDS);
+        assertTrue(failure != null && failure.getMessage().contains("closed"), String.valueOf(failure));
+    }
+
+    @Test
     void openingAMissingImageWithoutASizeFailsWithEnoent() {
         ErrnoException e = assertThrows(ErrnoException.class, () -> open("no-such-image", 0));
         assertEquals(2, e.errno(), e.getMessage());
@@ -249,17 +260,25 @@ class RbdBackendTest {
         }
     }
 
-    /** {offset, length, hole} of every extent mapExtents reports. */
-    private static List<long[]> extents(Backend b, long offset, long length) throws IOException {
+    /**
+     * {offset, length, hole} of every extent the map reports, through startMapExtents as an NBD
+     * loop calls it: the extents arrive and the end is heard on one of the image's own threads.
+     */
+    private static List<long[]> extents(Backend b, long offset, long length) throws Exception {
         List<long[]> out = new ArrayList<>();
         long[] at = {offset};
-        b.mapExtents(offset, length, (n, hole, zero) -> {
+        java.util.concurrent.CompletableFuture<String> ended = new java.util.concurrent.CompletableFuture<>();
+        b.startMapExtents(offset, length, (n, hole, zero) -> {
             assertEquals(hole, zero);
             if (!out.isEmpty() && (out.getLast()[2] == 1) == hole) out.getLast()[1] += n;
             else out.add(new long[] {at[0], n, hole ? 1 : 0});
             at[0] += n;
             return true;
+        }, failure -> {
+            if (failure != null) ended.completeExceptionally(failure);
+            else ended.complete(Thread.currentThread().getName());
         });
+        assertTrue(ended.get(60, java.util.concurrent.TimeUnit.SECONDS).startsWith("rbd-map "), "mapped on the image's own thread, not the caller's");
         assertEquals(offset + length, at[0], describe(out));
         return out;
     }

@@ -10,7 +10,6 @@ import io.iotarget.model.IoOp;
 import io.iotarget.model.IoStatus;
 import io.iotarget.model.SharedRead;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
@@ -124,8 +123,7 @@ final class NbdCommands {
                 submit(c, IoOp.WRITE_ZEROES, ioFlags, null, false);
             }
             case NbdWire.CMD_BLOCK_STATUS -> {
-                blockStatus(c);
-                return false;
+                return blockStatus(c);
             }
             default -> throw new AssertionError(c.type);
         }
@@ -141,25 +139,30 @@ final class NbdCommands {
 
     /**
      * BLOCK_STATUS reads the backend's allocation map (the memory backend's chunk table, a
-     * file's SEEK_DATA/SEEK_HOLE), never the data: like lseek(2) on a file it moves no data and
-     * is not a block IO, so it is not charged, just as the kernel's io controller does not see
-     * SEEK_HOLE. The reads a client makes because of the answer are ordinary, charged READs.
+     * file's SEEK_DATA/SEEK_HOLE, RBD's object map), never the data: like lseek(2) on a file it
+     * moves no data and is not a block IO, so it is not charged, just as the kernel's io
+     * controller does not see SEEK_HOLE. The reads a client makes because of the answer are
+     * ordinary, charged READs. A map that is a network round trip (RBD) runs on the backend's
+     * threads and ends through the connection's {@link IoCallback}, like a READ.
+     *
+     * @return true when the answer comes later through the callback, false when it is here already
      */
-    private void blockStatus(Command c) {
+    private boolean blockStatus(Command c) {
         if (!export.device().contains(c.offset, c.length)) {
             c.error = NbdWire.EINVAL;
-            return;
+            return false;
         }
         Backend backend = engine.backend(export.device());
         if (backend == null) {
             c.error = NbdWire.ESHUTDOWN;
-            return;
+            return false;
         }
         c.startExtents((c.flags & NbdWire.CMD_FLAG_REQ_ONE) != 0);
-        try {
-            backend.mapExtents(c.offset, c.length, c);
-        } catch (IOException | RuntimeException e) {
-            c.error = NbdWire.EIO;
-        }
+        c.io.callback(completion, c, 0);
+        backend.startMapExtents(c.offset, c.length, c, failure -> {
+            if (failure != null) c.error = NbdWire.EIO;
+            completion.complete(c.io);
+        });
+        return true;
     }
 }
