@@ -50,6 +50,8 @@ final class Librbd {
     static final MethodHandle RADOS_GETADDRS;
     static final MethodHandle RADOS_MON_COMMAND;
     static final MethodHandle RADOS_BUFFER_FREE;
+    static final MethodHandle RADOS_CLUSTER_FSID;
+    static final MethodHandle RADOS_WAIT_FOR_LATEST_OSDMAP;
     static final MethodHandle FREE;
 
     static final MethodHandle RBD_CREATE2;
@@ -82,7 +84,7 @@ final class Librbd {
     private static final String UNAVAILABLE;
 
     static {
-        MethodHandle[] h = new MethodHandle[32];
+        MethodHandle[] h = new MethodHandle[34];
         String why = null;
         try {
             SymbolLookup rados = SymbolLookup.libraryLookup("librados.so.2", Arena.global());
@@ -103,6 +105,8 @@ final class Librbd {
             h[i++] = bind(rados, "rados_mon_command",
                           FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
             h[i++] = bind(rados, "rados_buffer_free", FunctionDescriptor.ofVoid(ADDRESS));
+            h[i++] = bind(rados, "rados_cluster_fsid", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
+            h[i++] = bind(rados, "rados_wait_for_latest_osdmap", FunctionDescriptor.of(JAVA_INT, ADDRESS));
             h[i++] = bind(libc, "free", FunctionDescriptor.ofVoid(ADDRESS));
             h[i++] = bind(rbd, "rbd_create2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
             h[i++] = bind(rbd, "rbd_open", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
@@ -142,6 +146,8 @@ final class Librbd {
         RADOS_GETADDRS = h[i++];
         RADOS_MON_COMMAND = h[i++];
         RADOS_BUFFER_FREE = h[i++];
+        RADOS_CLUSTER_FSID = h[i++];
+        RADOS_WAIT_FOR_LATEST_OSDMAP = h[i++];
         FREE = h[i++];
         RBD_CREATE2 = h[i++];
         RBD_OPEN = h[i++];

@@ -507,14 +507,43 @@ public final class RbdBackend implements Backend {
     }
 
     /**
+     * How long a blocklist entry lasts, in seconds (30 days; Ceph's default is an hour): longer
+     * than any pause a fenced node could wake from. Nothing else is refused meanwhile: a client
+     * made later has another address (a new nonce).
+     */
+    public static final long BLOCKLIST_SECONDS = 30L * 24 * 3600;
+
+    /**
      * Blocklists {@code address} (a {@link #clientAddress}) on the whole cluster through this
-     * backend's client: the monitor command {@code osd blocklist add}, after which every OSD
-     * refuses that client's IO. Needs the monitor cap to run it ({@code allow *} or
-     * {@code profile rbd}... as the operator grants). Returns once the monitor accepted it.
+     * backend's client: the monitor command {@code osd blocklist add} for
+     * {@link #BLOCKLIST_SECONDS}, after which every OSD refuses that client's IO; then waits for
+     * the OSD map that holds it ({@link #awaitLatestOsdMap}). Needs the monitor cap to run it
+     * ({@code allow *}, or {@code profile rbd}, which grants blocklisting).
      */
     public void blocklist(String address) throws IOException {
-        String command = "{\"prefix\": \"osd blocklist\", \"blocklistop\": \"add\", \"addr\": \"" + jsonEscape(address) + "\"}";
-        monCommand(command);
+        monCommand("{\"prefix\": \"osd blocklist\", \"blocklistop\": \"add\", \"addr\": \"" + jsonEscape(address)
+                   + "\", \"expire\": " + BLOCKLIST_SECONDS + ".0}");   // a CephFloat: an integer is refused
+        awaitLatestOsdMap();
+    }
+
+    /**
+     * Waits until this client has the cluster's latest OSD map. Its IO from then on carries that
+     * map's epoch, and an OSD that has not heard of the epoch fetches it before it runs the IO:
+     * so once a blocklist is in the map, no write of the blocklisted client runs on any OSD after
+     * a write this client sends from now on (what librbd does when it breaks a lock).
+     */
+    public void awaitLatestOsdMap() throws IOException {
+        Librbd.check("rados_wait_for_latest_osdmap", (int) invoke(() -> (int) Librbd.RADOS_WAIT_FOR_LATEST_OSDMAP.invokeExact(cluster)));
+    }
+
+    /** The Ceph cluster's id (its fsid, a UUID): which monitors {@link #blocklist} reaches. */
+    public String clusterFsid() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(64);
+            int n = (int) invoke(() -> (int) Librbd.RADOS_CLUSTER_FSID.invokeExact(cluster, buf, 64L));
+            Librbd.check("rados_cluster_fsid", n);
+            return new String(buf.asSlice(0, n).toArray(JAVA_BYTE), StandardCharsets.US_ASCII);
+        }
     }
 
     /** Runs a monitor command (JSON) through this backend's client; its status text on failure. */

@@ -69,6 +69,20 @@ public final class BackendTree implements ConfigTree {
     private final Engine engine;
     private final Map<String, Spec> backends = new TreeMap<>();
     private final Attributes<Spec> attributes;
+    private volatile RbdOpened rbdOpened = backend -> { };
+
+    /** Hears each RBD image this tree opens, before it serves (the cluster's storage fence publishes its client: docs/rbd.md). */
+    @FunctionalInterface
+    public interface RbdOpened {
+        /** @throws IOException when the image must not serve: it is closed and the enable fails */
+        void opened(RbdBackend backend) throws IOException;
+    }
+
+    /** Sets what hears each RBD image opened; before the config is applied. */
+    public BackendTree onRbdOpened(RbdOpened hook) {
+        this.rbdOpened = hook;
+        return this;
+    }
 
     public BackendTree(Engine engine) {
         this.engine = engine;
@@ -299,6 +313,15 @@ public final class BackendTree implements ConfigTree {
             case "" -> throw new ControlException(Errno.EINVAL, "backend " + name + ": write type (null, memory, file or rbd) first");
             default -> throw new IllegalStateException(s.type);
         };
+        if (backend instanceof RbdBackend rbd) {
+            try {
+                rbdOpened.opened(rbd);
+            } catch (IOException e) {
+                closeQuietly(backend);
+                throw new ControlException(Errno.EIO, "backend " + name + ": its RADOS client could not be published in the cluster's store, "
+                                                      + "so no node could fence it: " + e.getMessage());
+            }
+        }
         try {
             s.device = engine.addDevice(name, backend, s.number, s.queueDepth);
         } catch (ControlException e) {
