@@ -97,6 +97,9 @@ public final class RbdBackend implements Backend {
     private final boolean readOnly;
     private volatile long sizeBytes;
     private volatile boolean closed;
+    /** Told once, the first time the OSDs refuse this client ({@link #onBlocklisted}). */
+    private volatile Runnable blocklistedListener = () -> { };
+    private final java.util.concurrent.atomic.AtomicBoolean blocklisted = new java.util.concurrent.atomic.AtomicBoolean();
     /** Where {@link #startMapExtents} runs rbd_diff_iterate2; threads end when idle. */
     private final ExecutorService maps;
 
@@ -259,7 +262,7 @@ public final class RbdBackend implements Backend {
     // ---- asynchronous IO ----
 
     /** A request between its aio call and librbd's callback; {@code bounce} is native memory for a heap buffer. */
-    private record Pending(IoRequest io, Completion done, ByteBuffer data, Arena bounce, MemorySegment bounceSegment) {
+    private record Pending(RbdBackend backend, IoRequest io, Completion done, ByteBuffer data, Arena bounce, MemorySegment bounceSegment) {
     }
 
     @Override
@@ -280,7 +283,7 @@ public final class RbdBackend implements Backend {
             }
         }
         long id = NEXT_ID.getAndIncrement();
-        Pending pending = new Pending(io, done, data, bounce, bounce == null ? null : buffer);
+        Pending pending = new Pending(this, io, done, data, bounce, bounce == null ? null : buffer);
         MemorySegment out = COMPLETION_OUT.get();
         int made = (int) invoke(() -> (int) Librbd.RBD_AIO_CREATE_COMPLETION.invokeExact(MemorySegment.ofAddress(id), COMPLETION_STUB, out));
         if (made < 0) {
@@ -358,6 +361,7 @@ public final class RbdBackend implements Backend {
             LOG.log(System.Logger.Level.ERROR, "rbd completion of " + p.io() + ": the bounce buffer failed", e);
             result = -BackendErrors.EIO;
         }
+        if (result == -Librbd.EBLOCKLISTED) p.backend().blocklisted();
         try {
             if (result < 0) p.done().failed(p.io(), new ErrnoException("rbd_aio_" + p.io().op().name().toLowerCase(java.util.Locale.ROOT),
                                                                        (int) -result));
@@ -503,6 +507,25 @@ public final class RbdBackend implements Backend {
             } finally {
                 invokeQuietly(() -> { Librbd.FREE.invokeExact(text); });
             }
+        }
+    }
+
+    /**
+     * Sets what is told (once, on a librbd thread; it must not block) when the OSDs first refuse
+     * this client with EBLOCKLISTED: another node fenced this one, and the client can never
+     * write again — serve's answer is to stop the process, so that its service manager starts
+     * it again with new clients (docs/rbd.md).
+     */
+    public void onBlocklisted(Runnable listener) {
+        this.blocklistedListener = Objects.requireNonNull(listener);
+    }
+
+    private void blocklisted() {
+        if (!blocklisted.compareAndSet(false, true)) return;
+        try {
+            blocklistedListener.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "rbd " + options.spec() + ": the blocklist listener failed", e);
         }
     }
 

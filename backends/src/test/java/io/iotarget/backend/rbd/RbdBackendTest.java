@@ -351,6 +351,8 @@ class RbdBackendTest {
         byte[] first = random(4096, 9);
         try (RbdBackend fenced = open(image, 4 * MiB); RbdBackend survivor = open(image, 0)) {
             assertEquals(IoStatus.OK, run(fenced, IoOp.WRITE, 0, 0, 4096, ByteBuffer.wrap(first)));
+            java.util.concurrent.atomic.AtomicInteger told = new java.util.concurrent.atomic.AtomicInteger();
+            fenced.onBlocklisted(told::incrementAndGet);
             String address = fenced.clientAddress();
             assertNotEquals(address, survivor.clientAddress());
             survivor.blocklist(address);
@@ -358,6 +360,8 @@ class RbdBackendTest {
                        ceph.ceph("osd", "blocklist", "ls") + " / " + address);
             IoStatus late = run(fenced, IoOp.WRITE, 0, 0, 4096, ByteBuffer.wrap(random(4096, 10)));
             assertEquals(IoStatus.IO_ERROR, late, "EBLOCKLISTED is an IO error to the initiator");
+            assertEquals(IoStatus.IO_ERROR, run(fenced, IoOp.WRITE, 0, 4096, 4096, ByteBuffer.wrap(random(4096, 12))));
+            assertEquals(1, told.get(), "the backend tells of its blocklisting once");
             IOException sync = assertThrows(IOException.class, () -> fenced.write(8192, ByteBuffer.wrap(random(4096, 11)), false));
             assertEquals(IoStatus.IO_ERROR, BackendErrors.status(BackendErrors.errno(sync)), sync.getMessage());
             assertArrayEquals(first, readAsync(survivor, 0, 4096, true));
