@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.Coordinator;
 import io.iotarget.cluster.ShareStore;
+import io.iotarget.backend.rbd.RbdBackend;
 import io.iotarget.control.config.ConfigLoader;
 import io.iotarget.control.config.ConfigLoader.ConfigException;
 import io.iotarget.control.config.ConfigLoader.Listen;
@@ -12,6 +13,7 @@ import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
 import io.iotarget.control.calibrate.Calibration;
+import io.iotarget.control.fence.RadosFence;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
@@ -56,14 +58,17 @@ public final class Server implements AutoCloseable {
     private final ControlEndpoint endpoint;
     /** This node's side of the cluster (the config's cluster section); null on a node alone. */
     private final Coordinator cluster;
+    /** This node's RADOS clients published for fencing, in a cluster (docs/rbd.md); null on a node alone. */
+    private final RadosFence storageFence;
     /** The trees kept in server.state; null without one. */
     private final PersistedTree state;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
-                   Coordinator cluster, PersistedTree state, List<String> summary) {
+                   Coordinator cluster, RadosFence storageFence, PersistedTree state, List<String> summary) {
         this.engine = engine;
         this.cluster = cluster;
+        this.storageFence = storageFence;
         this.state = state;
         this.transport = transport;
         this.nbd = nbd;
@@ -121,10 +126,13 @@ public final class Server implements AutoCloseable {
         Coordinator cluster = clusterSettings == null ? null
                 : new Coordinator(engine.controller(), clusterSettings,
                                   shareStore(clusterSettings, nbd, nvme, transport, engine), System::nanoTime);
+        RadosFence storageFence = null;
         try {
+            if (clusterSettings != null) storageFence = storageFence(clusterSettings, engine);
+            RadosFence fence = storageFence;
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
-                    .mount("backends", new BackendTree(engine))
+                    .mount("backends", new BackendTree(engine).onRbdOpened(backend -> rbdOpened(backend, fence)))
                     .mount("nbd", nbd.tree())
                     .mount("nvmet", nvme.tree());
             ConfigLoader.Trees trees = section -> mounted(mounts, section);
@@ -167,9 +175,10 @@ public final class Server implements AutoCloseable {
                 summary.add("cluster node " + clusterSettings.node() + " of " + clusterSettings.nodes() + ", store " + clusterSettings.store()
                             + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
             }
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, state, summary);
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, storageFence, state, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
             if (cluster != null) cluster.close();
+            if (storageFence != null) storageFence.close();
             if (endpoint != null) endpoint.close();
             if (state != null) state.close();
             nbd.close();
@@ -178,6 +187,42 @@ public final class Server implements AutoCloseable {
             engine.close();
             throw e;
         }
+    }
+
+    /** serve's status when another node blocklisted its RADOS client: EX_TEMPFAIL, so that the service manager starts it again. */
+    static final int EXIT_FENCED = 75;
+
+    /** The fence that publishes this node's RADOS clients; a store that cannot be set up (its TLS files) stops the start. */
+    private static RadosFence storageFence(ClusterSettings cluster, Engine engine) throws ConfigException {
+        try {
+            return RadosFence.open(cluster, () -> {
+                List<RbdBackend> rbd = new ArrayList<>();
+                for (Device d : engine.devices()) {
+                    if (engine.backend(d) instanceof RbdBackend b) rbd.add(b);
+                }
+                return rbd;
+            });
+        } catch (IOException e) {
+            throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Each RBD image this node opens, before it serves: in a cluster its RADOS client is
+     * published, so that the node that takes over from this one can blocklist it, and a
+     * blocklisting — another node took this one for dead and fenced it — stops the process at
+     * once: its clients can never write again, and a new process comes back with new ones, a new
+     * lease and every state read afresh (docs/rbd.md, "Fencing").
+     */
+    private static void rbdOpened(RbdBackend backend, RadosFence fence) throws IOException {
+        if (fence == null) return;
+        fence.published(backend);
+        backend.onBlocklisted(() -> {
+            LOG.log(System.Logger.Level.ERROR, "rbd " + backend.options().spec() + ": another node blocklisted this node's RADOS client " + "(it took this node"
+                                               + " for dead and fenced it at the storage); stopping with status " + EXIT_FENCED
+                                               + " so that the service manager starts it again with new clients");
+            Runtime.getRuntime().halt(EXIT_FENCED);
+        });
     }
 
     /** The cluster's etcd for io.max.global; a store that cannot be set up (its TLS files) stops the start. */
@@ -378,6 +423,7 @@ public final class Server implements AutoCloseable {
         endpoint.close();
         if (state != null) state.close();
         if (cluster != null) cluster.close();
+        if (storageFence != null) storageFence.close();
         engine.close();
     }
 

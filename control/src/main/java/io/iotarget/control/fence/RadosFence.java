@@ -5,11 +5,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.iotarget.backend.rbd.RbdBackend;
+import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.EtcdClient;
 import io.iotarget.cluster.StorageFence;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,7 +37,7 @@ import java.util.function.Supplier;
  *
  * <p>Any thread; {@link #published} and {@link #fence} may run at once.
  */
-public final class RadosFence implements StorageFence {
+public final class RadosFence implements StorageFence, AutoCloseable {
     static final String PREFIX = "/iotarget/storage-clients/";
     /** Clients kept per node: far more than a node opens between two restarts of its peers. */
     static final int KEPT = 64;
@@ -45,11 +47,29 @@ public final class RadosFence implements StorageFence {
     private final String node;
     /** This node's open RBD backends: their clients reach the monitors. */
     private final Supplier<List<RbdBackend>> backends;
+    private final boolean ownsStore;
 
+    /** Owns nothing: {@code store} is the caller's. */
     public RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends) {
+        this(store, node, backends, false);
+    }
+
+    private RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends, boolean ownsStore) {
         this.store = store;
         this.node = node;
         this.backends = backends;
+        this.ownsStore = ownsStore;
+    }
+
+    /** serve's fence: a client of the cluster's store of its own, closed with the fence. */
+    public static RadosFence open(ClusterSettings cluster, Supplier<List<RbdBackend>> backends) throws IOException {
+        EtcdClient client = EtcdClient.create(cluster.store(), cluster.access(), Duration.ofMillis(Math.max(1000, cluster.leaseMs())));
+        return new RadosFence(client, cluster.node(), backends, true);
+    }
+
+    @Override
+    public void close() {
+        if (ownsStore) store.close();
     }
 
     /**
