@@ -34,7 +34,7 @@ import java.util.concurrent.locks.LockSupport;
  * groups of the node's shared namespaces.
  *
  * <h2>2. Controller-ID ranges</h2>
- * At {@link #start} a node takes the slot that already names it (the same range across its
+ * At {@link #join} a node takes the slot that already names it (the same range across its
  * restarts), else the lowest slot nobody holds (a compare-and-swap on the slot key's absence),
  * else — all {@link #SLOTS} taken — a slot whose owner has no member key, compared absent in the
  * same transaction, so a range is never taken from a node whose lease lives. The node puts its
@@ -92,7 +92,8 @@ public final class GatewayGroup implements AutoCloseable {
         /**
          * Present the groups of {@code optimized} optimized on this node's ports of shared
          * subsystems, and the other groups of {@code served} non-optimized, telling the controllers
-         * whose state changed (ANA change AEN).
+         * whose state changed (ANA change AEN). Called again with the same sets every interval (ports
+         * made since get them): write only what differs.
          */
         void present(Set<Integer> served, Set<Integer> optimized);
     }
@@ -179,6 +180,11 @@ public final class GatewayGroup implements AutoCloseable {
         return s < 0 ? null : new int[] {cntlidMin(s), cntlidMax(s)};
     }
 
+    /** How many members are live as last read (at least 1: this one). Any thread. */
+    public int liveMembers() {
+        return Math.max(1, view.members().size());
+    }
+
     /** The group as last read (members, their ranges, owners, pins). Any thread. */
     public View view() {
         return view;
@@ -197,12 +203,12 @@ public final class GatewayGroup implements AutoCloseable {
     }
 
     /**
-     * Joins: waits for the membership's lease, puts the member key, takes a controller-ID range
-     * (section 2), then starts the loop. Returns the range {min, max}.
+     * Joins: waits for the membership's lease, puts the member key and takes a controller-ID
+     * range (section 2); returns it, {min, max}. {@link #start} then starts the loop.
      *
      * @throws IOException the store did not answer before {@code timeoutNs}, or every slot is held by a live node
      */
-    public int[] start(long timeoutNs) throws IOException {
+    public int[] join(long timeoutNs) throws IOException {
         long deadline = clock.nanoTime() + timeoutNs;
         IOException last = null;
         while (clock.nanoTime() - deadline < 0) {
@@ -217,10 +223,10 @@ public final class GatewayGroup implements AutoCloseable {
                 if (taken >= 0) {
                     slot = taken;
                     putMember(lease);
+                    EtcdClient.Range now = client.range(base());
+                    view = parse(now.revision(), read(now));
                     LOG.log(System.Logger.Level.INFO, "cluster: " + node + " joined gateway group " + group + " with controller ids "
                                                       + cntlidMin(taken) + ".." + cntlidMax(taken));
-                    thread.start();
-                    fenceThread.start();
                     return range();
                 }
                 last = new IOException("every controller-ID range (" + SLOTS + ") is held by a live member of group " + group);
@@ -230,6 +236,13 @@ public final class GatewayGroup implements AutoCloseable {
             LockSupport.parkNanos(Membership.RETRY_NS);
         }
         throw new IOException("could not join gateway group " + group + ": " + (last == null ? "no membership lease" : last.getMessage()), last);
+    }
+
+    /** Starts deciding and presenting, once the target's config is in place ({@link #join} first). */
+    public void start() {
+        if (slot < 0) throw new IllegalStateException("join first");
+        thread.start();
+        fenceThread.start();
     }
 
     /** Section 2: the slot to use, or -1 when all are held by live nodes; IOException when the store failed. */
@@ -326,7 +339,7 @@ public final class GatewayGroup implements AutoCloseable {
             long nowNs = clock.nanoTime();
             if (!fence.holds(nowNs)) {
                 synchronized (this) {
-                    if (presentedServed != null && !presentedOptimized.isEmpty()) present(presentedServed, Set.of());
+                    if (presentedServed != null && !presentedOptimized.isEmpty()) present(presentedServed, Set.of(), false);
                 }
                 LockSupport.parkNanos(intervalNs);
             } else {
@@ -341,7 +354,7 @@ public final class GatewayGroup implements AutoCloseable {
         long lease = fence.lease();
         if (!fence.holds(nowNs) || lease == 0) {
             synchronized (this) {
-                present(presentedServed == null ? local.anaGroups() : presentedServed, Set.of());
+                present(presentedServed == null ? local.anaGroups() : presentedServed, Set.of(), false);
             }
             return;
         }
@@ -356,17 +369,20 @@ public final class GatewayGroup implements AutoCloseable {
             Set<Integer> served = new TreeSet<>(local.anaGroups());
             Set<Integer> optimized = new TreeSet<>();
             for (Owner o : now.owners().values()) if (node.equals(o.node()) && o.next() == null && served.contains(o.grpid())) optimized.add(o.grpid());
-            present(served, optimized);                                     // checks the fence again: the read took time
+            present(served, optimized, true);                               // checks the fence again: the read took time
         } catch (IOException | RuntimeException e) {
             // The store failed: what is presented stays until the fence's deadline (then nothing optimized).
             LOG.log(System.Logger.Level.DEBUG, "cluster: gateway group " + group + ": " + e.getMessage());
         }
     }
 
-    /** Presents {@code optimized} only while the fence holds (checked under the lock the fence's thread takes). */
-    private synchronized void present(Set<Integer> served, Set<Integer> optimized) {
+    /**
+     * Presents {@code optimized} only while the fence holds (checked under the lock the fence's
+     * thread takes). {@code again}: even if unchanged, so that ports made since get the states.
+     */
+    private synchronized void present(Set<Integer> served, Set<Integer> optimized, boolean again) {
         if (!optimized.isEmpty() && !membership.fence().holds(clock.nanoTime())) optimized = Set.of();
-        if (served.equals(presentedServed) && optimized.equals(presentedOptimized)) return;
+        if (!again && served.equals(presentedServed) && optimized.equals(presentedOptimized)) return;
         local.present(Collections.unmodifiableSet(new TreeSet<>(served)), Collections.unmodifiableSet(new TreeSet<>(optimized)));
         presentedServed = Set.copyOf(served);
         presentedOptimized = Set.copyOf(optimized);
@@ -523,7 +539,7 @@ public final class GatewayGroup implements AutoCloseable {
             if (!node.equals(o.node()) || o.next() == null) continue;
             synchronized (this) {
                 Set<Integer> optimized = new TreeSet<>(presentedOptimized == null ? Set.of() : presentedOptimized);
-                if (optimized.remove(o.grpid())) present(presentedServed, optimized);      // presentedServed is set: it held the group
+                if (optimized.remove(o.grpid())) present(presentedServed, optimized, false); // presentedServed is set: it held the group
             }
             String key = base() + "owners/" + o.grpid();
             EtcdClient.KeyValue kv = keys.get(key);

@@ -105,7 +105,8 @@ class GatewayGroupTest {
         n.membership.start();
         n.group = new GatewayGroup(client, n.membership, "g", TimeUnit.MILLISECONDS.toNanos(INTERVAL_MS), Clock.SYSTEM, n);
         closing.add(n.group);
-        n.group.start(TimeUnit.SECONDS.toNanos(20));
+        n.group.join(TimeUnit.SECONDS.toNanos(20));
+        n.group.start();
         return n;
     }
 
