@@ -16,6 +16,7 @@ import io.iotarget.control.config.PersistedTree;
 import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
+import io.iotarget.control.metrics.GatewayMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
@@ -177,6 +178,7 @@ public final class Server implements AutoCloseable {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
                 if (cluster != null) metrics.register(new ClusterMetrics(cluster));
+                if (gateway != null) metrics.register(new GatewayMetrics(gateway, etcdStore.membership().fence()));
                 endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save,
                                               (device, options) -> Calibration.prepare(engine, device, options));
             } catch (BindException e) {

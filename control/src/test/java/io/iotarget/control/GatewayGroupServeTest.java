@@ -155,6 +155,23 @@ class GatewayGroupServeTest {
             System.out.println("ls /cluster/members: " + view.list("/cluster/members") + ", ranges "
                                + ranges.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()[0] + ".." + e.getValue()[1]).toList());
 
+            // /metrics says the same.
+            int controlPort = a.server().controlAddress().getPort();
+            String token = Files.readString(dir.resolve("control-127.0.0.1-" + controlPort + ".token")).strip();
+            String metrics = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + controlPort + "/metrics"))
+                            .header("Authorization", "Bearer " + token).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            for (Node n : all) {
+                int[] r = ranges.get(n.name());
+                assertTrue(metrics.lines().anyMatch(l -> l.startsWith("iotarget_gateway_member_info{") && l.contains("node=\"" + n.name() + "\"")
+                                                         && l.contains("cntlid_min=\"" + r[0] + "\"") && l.contains("cntlid_max=\"" + r[1] + "\"")),
+                           "no member line for " + n.name() + " in\n" + metrics);
+                String owns = view.read("/cluster/members/" + n.name() + "/ana_groups");
+                assertTrue(metrics.lines().anyMatch(l -> l.startsWith("iotarget_gateway_ana_group_owner_info{") && l.contains("ana_group=\"" + owns + "\"")
+                                                         && l.contains("node=\"" + n.name() + "\"")),
+                           "no owner line for group " + owns + " in\n" + metrics);
+            }
+
             // The cut node's group: the survivors' hosts wait for the event.
             int moving = Integer.parseInt(view.read("/cluster/members/gw3/ana_groups"));
             Map<String, SocketChannel> hosts = new TreeMap<>();
