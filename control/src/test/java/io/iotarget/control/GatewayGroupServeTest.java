@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Three {@code serve} nodes (in this process) of one gateway group over one etcd cluster: each
  * starts with only {@code cluster.store}, {@code node} and {@code group}, its controllers take ids
- * from a range of its own, the three ANA groups of the shared subsystem get one owner each, and
+ * from a range of its own, the three ANA groups of the shared subsystem (namespaces 1-3 with
+ * {@code ana_grpid auto}: groups 1-3) get one owner each, and
  * when a node is cut off from etcd its group moves to a survivor once its lease is gone: the
  * survivor's host gets the ANA change event and reads the group optimized.
  */
@@ -83,8 +84,8 @@ class GatewayGroupServeTest {
             if (!Files.exists(file)) Files.write(file, new byte[1 << 20]);
             backends.append(g > 1 ? ", " : "").append("\"d%d\": { \"type\": \"file\", \"path\": \"%s\", \"enable\": 1 }".formatted(g, file));
             namespaces.append(g > 1 ? ", " : "").append("""
-                    "%d": { "device_path": "d%d", "device_uuid": "5a1e0c3d-9b7f-4e21-8c4a-0d6f2e8b1c9%d", "ana_grpid": %d, "enable": 1 }"""
-                    .formatted(g, g, g, g));
+                    "%d": { "device_path": "d%d", "device_uuid": "5a1e0c3d-9b7f-4e21-8c4a-0d6f2e8b1c9%d", "ana_grpid": "auto", "enable": 1 }"""
+                    .formatted(g, g, g));
         }
         String config = """
                 { "server": { "control": "127.0.0.1:0", "nbd": "127.0.0.1:0" },
