@@ -5,7 +5,8 @@ package io.iotarget.cluster;
  *
  * @param node       this node's id, the same on every restart and different on every node
  * @param store      where the nodes meet: {@code etcd://HOST:PORT[,HOST:PORT...]}
- * @param nodes      how many nodes share every io.max.global; limit / nodes is what each holds without the store
+ * @param nodes      how many nodes share every io.max.global; limit / nodes is what each holds without the store;
+ *                   0 with a {@code group} that does not say: the group's live members are the count
  * @param intervalMs how often a node reports its demand and takes its shares, in ms
  * @param leaseMs    how long a share holds without the store, in ms; then limit / nodes
  * @param access     etcd's TLS files and user ({@link EtcdClient.Access#NONE}: plain, no authentication)

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 
 /**
  * This node's side of the coordination loop (package documentation): every interval it
@@ -42,6 +43,8 @@ public final class Coordinator implements AutoCloseable {
     private final IoController controller;
     private final ThrottlePolicy throttle;
     private final ClusterSettings settings;
+    /** How many nodes share the limits: cluster.nodes, or a gateway group's live members. Read on the coordinator's thread. */
+    private final IntSupplier nodes;
     private final ShareStore store;
     private final Clock clock;
     private final ScheduledExecutorService thread;
@@ -89,6 +92,15 @@ public final class Coordinator implements AutoCloseable {
      * reserves no more for a node it has not heard from. {@link #start} begins the loop.
      */
     public Coordinator(IoController controller, ClusterSettings settings, ShareStore store, Clock clock) {
+        this(controller, settings, store, clock, settings::nodes);
+    }
+
+    /**
+     * As above, with the number of nodes that share the limits read from {@code nodes} at each
+     * exchange (at least 1): a gateway group's live members when the config has no {@code cluster.nodes}.
+     */
+    public Coordinator(IoController controller, ClusterSettings settings, ShareStore store, Clock clock, IntSupplier nodes) {
+        this.nodes = nodes;
         this.controller = controller;
         this.throttle = throttle(controller);
         this.settings = settings;
@@ -99,7 +111,12 @@ public final class Coordinator implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        throttle.startingDivisor((long) settings.nodes() * FLOOR_PARTS);
+        throttle.startingDivisor((long) nodes() * FLOOR_PARTS);
+    }
+
+    /** How many nodes share the limits now (package documentation, section 2). */
+    private int nodes() {
+        return Math.max(1, nodes.getAsInt());
     }
 
     /** What every configured node keeps of {@code limit}, live or not (package documentation, section 2). */
@@ -109,7 +126,7 @@ public final class Coordinator implements AutoCloseable {
 
     /** What this node holds of {@code limit} without the store: limit / nodes. */
     private long fallback(long limit) {
-        return Math.max(1, limit / settings.nodes());
+        return Math.max(1, limit / nodes());
     }
 
     /** The controller's io.max policy. */
@@ -183,11 +200,11 @@ public final class Coordinator implements AutoCloseable {
     /** Reports and takes the shares; without the store past the lease, limit / nodes. */
     private void exchange(List<Tenant> active, long nowNs) {
         List<ShareStore.Report> reports = new ArrayList<>(active.size());
-        for (Tenant t : active) reports.add(new ShareStore.Report(t.key, t.globalLimit, t.demand, t.share, floor(t.globalLimit, settings.nodes())));
+        for (Tenant t : active) reports.add(new ShareStore.Report(t.key, t.globalLimit, t.demand, t.share, floor(t.globalLimit, nodes())));
         long startNs = clock.nanoTime();
         List<ShareStore.Share> answers;
         try {
-            answers = store.exchange(settings.node(), settings.nodes(), settings.leaseMs(), reports);
+            answers = store.exchange(settings.node(), nodes(), settings.leaseMs(), reports);
         } catch (ShareStore.StoreException e) {
             failures++;
             if (!lost) LOG.log(System.Logger.Level.WARNING, "cluster store failed (" + e.getMessage() + "): shares kept until the lease runs out");
@@ -198,7 +215,7 @@ public final class Coordinator implements AutoCloseable {
                 if (!fallback) {
                     fallbacks++;
                     LOG.log(System.Logger.Level.WARNING, "cluster store unreachable for " + TimeUnit.NANOSECONDS.toMillis(nowNs - lastContactNs)
-                            + " ms: this node holds limit / " + settings.nodes() + " of every io.max.global");
+                            + " ms: this node holds limit / " + nodes() + " of every io.max.global");
                 }
                 fallback = true;
                 for (Tenant t : active) t.share = fallback(t.globalLimit);

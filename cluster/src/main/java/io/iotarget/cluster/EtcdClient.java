@@ -283,6 +283,50 @@ public final class EtcdClient implements AutoCloseable {
         return call("/v3/kv/txn", body).path("succeeded").asBoolean(false);
     }
 
+    /**
+     * A condition of {@link #txn(List, List, List)} on one key (exactly that key, not a prefix):
+     * its create revision ({@code create} true; 0 = the key does not exist) or its mod revision
+     * equals {@code revision}.
+     */
+    public record Compare(String key, boolean create, long revision) {
+        /** The key does not exist. */
+        public static Compare absent(String key) {
+            return new Compare(key, true, 0);
+        }
+
+        /** The key was last changed at {@code modRevision} (and so exists, unchanged since it was read). */
+        public static Compare unchanged(String key, long modRevision) {
+            return new Compare(key, false, modRevision);
+        }
+    }
+
+    /**
+     * Puts all of {@code puts} and deletes every key of {@code deletes} atomically if every
+     * compare holds; false when one does not (nothing is written then): a compare-and-swap on
+     * single keys, where {@link #txn(List, long, List)} compares whole prefixes.
+     */
+    public boolean txn(List<Compare> compares, List<Put> puts, List<String> deletes) throws IOException {
+        ObjectNode body = JSON.createObjectNode();
+        ArrayNode compare = body.putArray("compare");
+        for (Compare c : compares) {
+            ObjectNode o = compare.addObject().put("key", b64(c.key())).put("result", "EQUAL");
+            if (c.create()) o.put("target", "CREATE").put("create_revision", Long.toString(c.revision()));
+            else o.put("target", "MOD").put("mod_revision", Long.toString(c.revision()));
+        }
+        ArrayNode success = body.putArray("success");
+        for (Put p : puts) {
+            ObjectNode put = success.addObject().putObject("request_put").put("key", b64(p.key())).put("value", B64.encodeToString(p.value()));
+            if (p.lease() != 0) put.put("lease", Long.toString(p.lease()));
+        }
+        for (String key : deletes) success.addObject().putObject("request_delete_range").put("key", b64(key));
+        return call("/v3/kv/txn", body).path("succeeded").asBoolean(false);
+    }
+
+    /** Deletes {@code key} (exactly that key); a key that does not exist is not an error. */
+    public void delete(String key) throws IOException {
+        call("/v3/kv/deleterange", JSON.createObjectNode().put("key", b64(key)));
+    }
+
     private static List<KeyValue> kvs(JsonNode array) {
         List<KeyValue> out = new ArrayList<>();
         for (JsonNode kv : array) out.add(keyValue(kv));

@@ -3,6 +3,8 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.Coordinator;
+import io.iotarget.cluster.EtcdClient;
+import io.iotarget.cluster.GatewayGroup;
 import io.iotarget.cluster.ShareStore;
 import io.iotarget.backend.rbd.RbdBackend;
 import io.iotarget.control.config.ConfigLoader;
@@ -16,9 +18,11 @@ import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.fence.RadosFence;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
+import io.iotarget.control.metrics.GatewayMetrics;
 import io.iotarget.control.metrics.ServerMetrics;
 import io.iotarget.control.tree.BackendTree;
 import io.iotarget.control.tree.CgroupTree;
+import io.iotarget.control.tree.ClusterTree;
 import io.iotarget.control.tree.MountTable;
 import io.iotarget.engine.Engine;
 import io.iotarget.frontend.nbd.NbdServer;
@@ -60,13 +64,19 @@ public final class Server implements AutoCloseable {
     private final Coordinator cluster;
     /** This node's RADOS clients published for fencing, in a cluster (docs/rbd.md); null on a node alone. */
     private final RadosFence storageFence;
+    /** This node's gateway group (cluster.group) and the etcd client it alone uses; null without a group. */
+    private final GatewayGroup gateway;
+    private final EtcdClient gatewayClient;
     /** The trees kept in server.state; null without one. */
     private final PersistedTree state;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
-                   Coordinator cluster, RadosFence storageFence, PersistedTree state, List<String> summary) {
+                   Coordinator cluster, RadosFence storageFence, GatewayGroup gateway, EtcdClient gatewayClient, PersistedTree state,
+                   List<String> summary) {
         this.engine = engine;
+        this.gateway = gateway;
+        this.gatewayClient = gatewayClient;
         this.cluster = cluster;
         this.storageFence = storageFence;
         this.state = state;
@@ -112,9 +122,21 @@ public final class Server implements AutoCloseable {
         NvmeTarget nvme = new NvmeTarget(engine, transport);
         engine.controller().tree().onLegacyHostGroup(Server::warnOfLegacyHostGroup);
         ControlEndpoint endpoint = null;
+        EtcdReservationStore etcdStore;
+        GatewayGroup gateway = null;
+        EtcdClient gatewayClient = null;
         try {
-            reservations(nvme, clusterSettings, settings.state());
+            etcdStore = reservations(nvme, clusterSettings, settings.state());
+            if (clusterSettings != null && clusterSettings.group() != null) {
+                gatewayClient = etcdClient(clusterSettings);
+                gateway = new GatewayGroup(gatewayClient, etcdStore.membership(), clusterSettings.group(),
+                                           java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(clusterSettings.intervalMs()),
+                                           io.iotarget.model.Clock.SYSTEM, new GatewayPorts(nvme.tree()));
+                joinGroup(gateway, clusterSettings, nvme);
+            }
         } catch (ConfigException e) {
+            if (gateway != null) gateway.close();
+            if (gatewayClient != null) gatewayClient.close();
             nbd.close();
             nvme.close();
             transport.close();
@@ -123,9 +145,11 @@ public final class Server implements AutoCloseable {
         }
         PersistedTree state = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
+        GatewayGroup members = gateway;
         Coordinator cluster = clusterSettings == null ? null
                 : new Coordinator(engine.controller(), clusterSettings,
-                                  shareStore(clusterSettings, nbd, nvme, transport, engine), System::nanoTime);
+                                  shareStore(clusterSettings, nbd, nvme, transport, engine), System::nanoTime,
+                                  clusterSettings.nodes() == 0 && members != null ? members::liveMembers : clusterSettings::nodes);
         RadosFence storageFence = null;
         try {
             if (clusterSettings != null) storageFence = storageFence(clusterSettings, engine);
@@ -135,6 +159,7 @@ public final class Server implements AutoCloseable {
                     .mount("backends", new BackendTree(engine).onRbdOpened(backend -> rbdOpened(backend, fence)))
                     .mount("nbd", nbd.tree())
                     .mount("nvmet", nvme.tree());
+            if (gateway != null) mounts.mount("cluster", new ClusterTree(gateway, etcdStore.membership().fence()));
             ConfigLoader.Trees trees = section -> mounted(mounts, section);
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
             if (settings.state() != null) {
@@ -162,6 +187,7 @@ public final class Server implements AutoCloseable {
                 PrometheusRegistry metrics = new PrometheusRegistry();
                 metrics.register(new ServerMetrics(engine, nbd, nvme));
                 if (cluster != null) metrics.register(new ClusterMetrics(cluster));
+                if (gateway != null) metrics.register(new GatewayMetrics(gateway, etcdStore.membership().fence()));
                 endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save,
                                               (device, options) -> Calibration.prepare(engine, device, options));
             } catch (BindException e) {
@@ -172,11 +198,20 @@ public final class Server implements AutoCloseable {
             if (state != null) summary.add("every change kept in " + settings.state() + (state.restored() ? " (restored from it)" : ""));
             if (cluster != null) {
                 cluster.start();
-                summary.add("cluster node " + clusterSettings.node() + " of " + clusterSettings.nodes() + ", store " + clusterSettings.store()
-                            + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
+                summary.add("cluster node " + clusterSettings.node() + " of "
+                            + (clusterSettings.nodes() == 0 ? "the group's live members" : Integer.toString(clusterSettings.nodes()))
+                            + ", store " + clusterSettings.store() + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
             }
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, storageFence, state, summary);
+            if (gateway != null) {
+                gateway.start();
+                int[] range = gateway.range();
+                summary.add("gateway group " + clusterSettings.group() + ": controller ids " + range[0] + ".." + range[1]
+                            + " for shared subsystems; ANA group owners in the store (ls /cluster/members)");
+            }
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, storageFence, gateway, gatewayClient, state, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
+            if (gateway != null) gateway.close();
+            if (gatewayClient != null) gatewayClient.close();
             if (cluster != null) cluster.close();
             if (storageFence != null) storageFence.close();
             if (endpoint != null) endpoint.close();
@@ -245,16 +280,17 @@ public final class Server implements AutoCloseable {
      * cluster this node joins the cluster's membership here: its lease fences its IO on
      * reservation namespaces, and changes wait for every live node's acknowledgement.
      */
-    private static void reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
+    private static EtcdReservationStore reservations(NvmeTarget nvme, ClusterSettings cluster, Path state) throws ConfigException {
         if (cluster != null) {
             try {
-                nvme.reservations().use(EtcdReservationStore.join(cluster), cluster.intervalMs(), cluster.leaseMs());
+                EtcdReservationStore store = EtcdReservationStore.join(cluster);
+                nvme.reservations().use(store, cluster.intervalMs(), cluster.leaseMs());
+                return store;
             } catch (IOException e) {
                 throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
             }
-            return;
         }
-        if (state == null) return;
+        if (state == null) return null;
         Path file = state.resolveSibling(state.getFileName() + ".reservations");
         try {
             if (java.nio.file.Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
@@ -263,6 +299,34 @@ public final class Server implements AutoCloseable {
             nvme.reservations().use(new LocalReservationStore(file), 0, 0);
         } catch (IOException e) {
             throw new ConfigException("server.state = \"" + state + "\": its reservations: " + e.getMessage(), e);
+        }
+        return null;
+    }
+
+    /** How long a node waits at start for the store to give it a controller-ID range: this many leases. */
+    static final int GROUP_JOIN_LEASES = 10;
+
+    /** A client of the gateway group's own, each call bounded like the membership's (a third of the lease). */
+    private static EtcdClient etcdClient(ClusterSettings cluster) throws ConfigException {
+        try {
+            return EtcdClient.create(cluster.store(), cluster.access(), Duration.ofMillis(Math.max(100, cluster.leaseMs() / 3)));
+        } catch (IOException e) {
+            throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Joins the gateway group before the trees are replayed: the shared subsystems' controllers
+     * take ids from the range the store gives this node (docs/ha.md, "Gateway groups"). Waits for
+     * the store up to {@link #GROUP_JOIN_LEASES} leases (at least 10 s), then refuses to start.
+     */
+    private static void joinGroup(GatewayGroup gateway, ClusterSettings cluster, NvmeTarget nvme) throws ConfigException {
+        long waitMs = Math.max(10_000, GROUP_JOIN_LEASES * cluster.leaseMs());
+        try {
+            int[] range = gateway.join(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(waitMs));
+            nvme.gatewayCntlids(range[0], range[1]);
+        } catch (IOException e) {
+            throw new ConfigException("cluster.group = \"" + cluster.group() + "\": " + e.getMessage() + " (waited " + waitMs + " ms for " + cluster.store() + ")", e);
         }
     }
 
@@ -414,9 +478,15 @@ public final class Server implements AutoCloseable {
     }
 
 
-    /** Front ends first (they answer what they accepted), their transport, then the control endpoint, the cluster loop, then the engine. */
+    /**
+     * The gateway group's loop first (it writes ANA states into the NVMe tree), then the front ends
+     * (they answer what they accepted; the membership, and so the member key, goes with nvmet's
+     * reservations), their transport, the control endpoint, the cluster loop, then the engine.
+     */
     @Override
     public void close() {
+        if (gateway != null) gateway.close();
+        if (gatewayClient != null) gatewayClient.close();
         nbd.close();
         nvme.close();
         transport.close();

@@ -45,6 +45,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * that one key acts at once, and drawn on the alternate screen with plain ANSI sequences; the
  * saved {@code stty -g} settings and the main screen come back however top ends: q, end of input,
  * an error, or Ctrl-C (a signal: the JVM's shutdown hook restores them).
+ * With a gateway group ({@code cluster.group}) a last block says which node serves what: each live
+ * member, the ANA groups it presents optimized and its controller ids ({@code /cluster/members}).
  * Threads: the CLI thread samples and draws; one daemon thread reads keys from the terminal.
  */
 final class Top {
@@ -85,6 +87,7 @@ final class Top {
             out.print(ENTER);
             Map<String, Reads> before = samples(groups(""));
             List<Row> rows = List.of();
+            String serves = gatewayGroup();
             char sort = 'r';
             long next = System.nanoTime() + interval.toNanos();
             while (true) {
@@ -95,9 +98,10 @@ final class Top {
                     Map<String, Reads> now = samples(groups(""));
                     rows = rows(before, now);
                     before = now;
+                    serves = gatewayGroup();
                     next = System.nanoTime() + interval.toNanos();
                 }
-                out.print(HOME_CLEAR + screen(rows, sort));        // a key redraws at once, in its order
+                out.print(HOME_CLEAR + screen(rows, sort) + serves);   // a key redraws at once, in its order
                 out.flush();
             }
         } finally {
@@ -105,6 +109,25 @@ final class Top {
             out.flush();
             tty.restore();
         }
+    }
+
+    /**
+     * With a gateway group ({@code /cluster}), which node serves what: one line per live member,
+     * {@code NODE optimized for ANA groups 1 4, cntlids 1..1000}; empty without one.
+     */
+    private String gatewayGroup() throws IOException {
+        Reply members = client.get("list", "/cluster/members");
+        if (!members.ok()) return "";
+        StringBuilder sb = new StringBuilder(String.format("%ngateway group %s (this node: %s)%n",
+                LongListing.read(client, "/cluster", "group").strip(), LongListing.read(client, "/cluster", "node").strip()));
+        for (String m : members.body().lines().toList()) {
+            String node = m.endsWith("/") ? m.substring(0, m.length() - 1) : m;
+            String dir = "/cluster/members/" + node;
+            String owns = LongListing.read(client, dir, "ana_groups").strip();
+            sb.append(String.format("  %-16s optimized for ANA groups %s, cntlids %s%n", node, owns.isEmpty() ? "-" : owns,
+                    LongListing.read(client, dir, "cntlid_range").strip().replace(' ', '-')));
+        }
+        return sb.toString();
     }
 
     /** {@code group} and every group below it, parents first. */

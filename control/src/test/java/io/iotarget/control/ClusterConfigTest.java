@@ -49,10 +49,19 @@ class ClusterConfigTest {
                      refusal("{ " + ok + ", \"interval_ms\": \"200\" }"));
         assertEquals("cluster.lease_ms = 300: expected an integer from 400 to 3600000 (milliseconds a share holds without the store; "
                      + "at least two intervals, 2 x cluster.interval_ms)", refusal("{ " + ok + ", \"lease_ms\": 300 }"));
-        assertEquals("cluster.leases: unknown setting (expected: node, store, nodes, interval_ms, lease_ms, store_ca, store_cert, store_key, "
+        assertEquals("cluster.leases: unknown setting (expected: node, group, store, nodes, interval_ms, lease_ms, store_ca, store_cert, store_key, "
                      + "store_user, store_password_file)",
                      refusal("{ " + ok + ", \"leases\": 1 }"));
         assertEquals("cluster: expected an object", refusal("[]"));
+    }
+
+    @Test
+    void shouldLeaveNodesToTheGatewayGroupWhenTheConfigNamesOne() throws Exception {
+        ClusterSettings s = ConfigLoader.clusterSettings(json.readTree("{ \"cluster\": { \"node\": \"a\", \"store\": \"etcd://h:1\", \"group\": \"ha\" } }"));
+        assertEquals(0, s.nodes(), "no cluster.nodes: the group's live members count");
+        assertEquals("ha", s.group());
+        assertEquals("cluster.group = \"a b\": expected 1 to 64 letters, digits or ._:@+- as a string",
+                     refusal("{ \"node\": \"a\", \"store\": \"etcd://h:1\", \"group\": \"a b\" }"));
     }
 
     @Test

@@ -20,6 +20,7 @@ final class RawClients {
     private static final int IC_REQ = 0x00, IC_RESP = 0x01, CAPSULE_CMD = 0x04, CAPSULE_RESP = 0x05;
     private static final int IC_LEN = 128, CAPSULE_CMD_HLEN = 72, CAPSULE_RESP_LEN = 24;
     private static final int FABRICS = 0x7F, CONNECT = 0x01, PROPERTY_SET = 0x00, NVM_READ = 0x02;
+    private static final int GET_LOG_PAGE = 0x02, SET_FEATURES = 0x09, ASYNC_EVENT_REQUEST = 0x0C, C2H_DATA = 0x07, DATA_SUCCESS = 0x08;
     /** CC with EN and the Linux host's queue entry sizes (IOSQES 6, IOCQES 4). */
     private static final long CC_ENABLE = 0x460001;
 
@@ -121,6 +122,66 @@ final class RawClients {
         ByteBuffer resp = readFully(c, CAPSULE_RESP_LEN).order(ByteOrder.LITTLE_ENDIAN);
         if (resp.get(0) != CAPSULE_RESP) throw new IOException("expected a response capsule, got PDU type " + resp.get(0));
         return (resp.getShort(8 + 14) & 0xFFFF) >>> 1;
+    }
+
+    /** Set Features {@code fid} (CDW11 {@code value}) on an admin queue; returns the status. */
+    static int nvmeSetFeatures(SocketChannel c, int commandId, int fid, int value) throws IOException {
+        ByteBuffer sqe = sqe(SET_FEATURES, commandId, 0);
+        sqe.put(39, (byte) 0x5A).putInt(40, fid).putInt(44, value);
+        writeFully(c, capsule(sqe, null));
+        return nvmeCompletion(c)[1];
+    }
+
+    /** Sends an Asynchronous Event Request; it completes when an event comes ({@link #nvmeCompletion} reads it). */
+    static void nvmeAsyncEventRequest(SocketChannel c, int commandId) throws IOException {
+        ByteBuffer sqe = sqe(ASYNC_EVENT_REQUEST, commandId, 0);
+        sqe.put(39, (byte) 0x5A);
+        writeFully(c, capsule(sqe, null));
+    }
+
+    /** The next response capsule on {@code c}: {command id, status, DW0}. */
+    static int[] nvmeCompletion(SocketChannel c) throws IOException {
+        ByteBuffer resp = readFully(c, CAPSULE_RESP_LEN).order(ByteOrder.LITTLE_ENDIAN);
+        if (resp.get(0) != CAPSULE_RESP) throw new IOException("expected a response capsule, got PDU type " + resp.get(0));
+        return new int[] {resp.getShort(8 + 12) & 0xFFFF, (resp.getShort(8 + 14) & 0xFFFF) >>> 1, resp.getInt(8)};
+    }
+
+    /** Get Log Page 0Ch (ANA), {@code bytes} long, without RAE (it unmasks the ANA change event); the page, status checked. */
+    static ByteBuffer nvmeAnaLog(SocketChannel c, int commandId, int bytes) throws IOException {
+        ByteBuffer sqe = sqe(GET_LOG_PAGE, commandId, 0xFFFFFFFF);
+        int numd = bytes / 4 - 1;
+        sqe.putInt(32, bytes).put(39, (byte) 0x5A).putInt(40, 0x0C | (numd & 0xFFFF) << 16).putInt(44, numd >>> 16);
+        writeFully(c, capsule(sqe, null));
+        ByteBuffer page = le(bytes);
+        while (true) {
+            ByteBuffer header = readFully(c, 8).order(ByteOrder.LITTLE_ENDIAN);
+            int type = header.get(0), flags = header.get(1), hlen = header.get(2) & 0xFF, pdo = header.get(3) & 0xFF, plen = header.getInt(4);
+            if (type != C2H_DATA) {
+                ByteBuffer rest = readFully(c, plen - 8).order(ByteOrder.LITTLE_ENDIAN);
+                if (type != CAPSULE_RESP) throw new IOException("expected C2HData or a response, got PDU type " + type);
+                int status = (rest.getShort(14) & 0xFFFF) >>> 1;
+                if (status != 0) throw new IOException("Get Log Page failed: status 0x" + Integer.toHexString(status));
+                return page;
+            }
+            ByteBuffer rest = readFully(c, hlen - 8).order(ByteOrder.LITTLE_ENDIAN);
+            int offset = rest.getInt(4), length = rest.getInt(8);
+            readFully(c, pdo - hlen);
+            ByteBuffer data = readFully(c, plen - pdo);
+            page.put(offset, data, 0, length);
+            if ((flags & DATA_SUCCESS) != 0) return page;
+        }
+    }
+
+    /** The state of ANA group {@code grpid} on an ANA log page, 0 if the page does not list it. */
+    static int anaState(ByteBuffer page, int grpid) {
+        int groups = page.getShort(8) & 0xFFFF;
+        int at = 16;
+        for (int i = 0; i < groups; i++) {
+            int nsids = page.getInt(at + 4);
+            if (page.getInt(at) == grpid) return page.get(at + 16) & 0x0F;
+            at += 32 + 4 * nsids;
+        }
+        return 0;
     }
 
     private static ByteBuffer sqe(int opcode, int commandId, int nsid) {

@@ -296,7 +296,8 @@ public final class ConfigLoader {
         String storeProblem = store.isTextual() ? ShareStore.problem(store.textValue()) : "not a string";
         if (storeProblem != null) throw new ConfigException("cluster.store = " + store + ": expected etcd://HOST:PORT[,HOST:PORT...]: " + storeProblem);
         EtcdClient.Access access = storeAccess(cluster);
-        if (!cluster.has("nodes")) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
+        // With a gateway group the live members are the count (ClusterSettings.nodes 0); without one it must be given.
+        if (!cluster.has("nodes") && group == null) throw new ConfigException("cluster.nodes: missing (how many nodes share the io.max.global limits)");
         int nodes = (int) count("cluster", cluster, "nodes", 0, 1, 1000, "nodes that share the limits");
         long interval = count("cluster", cluster, "interval_ms", ClusterSettings.DEFAULT_INTERVAL_MS, 10, 60_000, "milliseconds between exchanges");
         long lease = count("cluster", cluster, "lease_ms", Math.max(ClusterSettings.DEFAULT_LEASE_MS, 2 * interval), 2 * interval, 3_600_000,

@@ -154,6 +154,19 @@ public final class NvmeTarget implements AutoCloseable {
         return engine;
     }
 
+    /**
+     * The controller ids this node's gateway group gave it ({@code cluster.group}): shared
+     * subsystems that do not set attr_cntlid_min/max hand out these. Before namespaces enable.
+     */
+    public void gatewayCntlids(int min, int max) {
+        lock();
+        try {
+            config.gatewayCntlids(min, max);
+        } finally {
+            unlock();
+        }
+    }
+
     /** Persistent reservations; {@link Reservations#use} moves them to a shared store before namespaces are enabled. */
     public Reservations reservations() {
         return reservations;

@@ -141,10 +141,22 @@ final class NamespaceAttributes {
         }
     }
 
-    /** nvmet's ana_grpid: any group id 1..128; the subsystem's controllers are told. */
+    /**
+     * ANA groups {@code ana_grpid auto} spreads namespaces over: 8, so that up to 8 members of a
+     * gateway group each own one and a move shifts an eighth of the namespaces (docs/ha.md).
+     */
+    public static final int AUTO_ANA_GROUPS = 8;
+
+    /**
+     * nvmet's ana_grpid: any group id 1..128; the subsystem's controllers are told. iotarget's
+     * {@code auto}: group (nsid − 1) mod {@link #AUTO_ANA_GROUPS} + 1, a function of the nsid alone,
+     * so every node of a gateway group puts the namespace in the same group without asking the
+     * others; it reads back as the number.
+     */
     private static void writeAnaGroup(ConfigEvents events, Namespace ns, String value) throws ControlException {
-        long grpid = KernelText.unsigned("ana_grpid", value, 0xFFFFFFFFL, "a group id 1.." + Port.MAX_ANA_GROUPS);
-        if (grpid < Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) throw KernelParse.invalid("ana_grpid", value, "a group id 1.." + Port.MAX_ANA_GROUPS);
+        long grpid = value.strip().equals("auto") ? Integer.remainderUnsigned(ns.nsid - 1, AUTO_ANA_GROUPS) + 1
+                : KernelText.unsigned("ana_grpid", value, 0xFFFFFFFFL, "a group id 1.." + Port.MAX_ANA_GROUPS + ", or auto");
+        if (grpid < Port.DEFAULT_ANA_GROUP || grpid > Port.MAX_ANA_GROUPS) throw KernelParse.invalid("ana_grpid", value, "a group id 1.." + Port.MAX_ANA_GROUPS + ", or auto");
         ns.anaGroup((int) grpid);
         ns.subsystem.publishTable();
         events.anaChanged();

@@ -298,7 +298,9 @@ public final class NvmetTree implements ConfigTree {
                     if (name.equals(Subsystem.WELL_KNOWN_DISCOVERY_NQN) || name.equals(target.discovery.nqn)) {
                         throw new ControlException(Errno.EINVAL, "subsystems/" + name + ": the discovery subsystem cannot be created");
                     }
-                    target.subsystems.put(name, new Subsystem(name, false));
+                    Subsystem made = new Subsystem(name, false);
+                    made.config = target;
+                    target.subsystems.put(name, made);
                 }
                 case Collection c -> {
                     int id = (int) KernelText.unsigned("ports/" + name, name, 0xFFFF, "a port id 0..65535");

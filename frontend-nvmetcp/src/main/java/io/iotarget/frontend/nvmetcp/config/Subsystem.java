@@ -42,6 +42,8 @@ public final class Subsystem {
     public int version = DEFAULT_VERSION;
     int cntlidMin = 1;
     int cntlidMax = CNTLID_MAX;
+    /** The target's configuration (its gateway group's controller-ID range); null for the discovery subsystem. */
+    NvmetConfig config;
     /**
      * iotarget's {@code shared}: other nodes serve this subsystem too (the same NQN, serial and
      * namespace ids over one backend), so its namespaces enable only where that can be safe
@@ -91,6 +93,7 @@ public final class Subsystem {
      */
     String unshareable() {
         if (!serialWritten) return "attr_serial is not set (expected: the same attr_serial on every node)";
+        if (usesGatewayCntlids()) return null;
         if (cntlidMin == 1 && cntlidMax == CNTLID_MAX) {
             return "attr_cntlid_min..attr_cntlid_max is the whole range 1.." + CNTLID_MAX + " (expected: a range of its own on every node, e.g. 1..1000 and 1001..2000)";
         }
@@ -109,7 +112,19 @@ public final class Subsystem {
 
     /** A controller id in [attr_cntlid_min, attr_cntlid_max] that {@code taken} says is free, or -1. Lock held. */
     public int allocateCntlid(IntPredicate taken) {
-        for (int id = cntlidMin; id <= cntlidMax; id++) if (!taken.test(id)) return id;
+        boolean gateway = usesGatewayCntlids();
+        int min = gateway ? config.gatewayCntlidMin : cntlidMin;
+        int max = gateway ? config.gatewayCntlidMax : cntlidMax;
+        for (int id = min; id <= max; id++) if (!taken.test(id)) return id;
         return -1;
+    }
+
+    /**
+     * Whether this subsystem's controllers take their ids from the node's gateway group range: it is
+     * shared, its own attr_cntlid_min..attr_cntlid_max is the whole range (not written), and the node
+     * is in a group ({@code cluster.group}). Lock held.
+     */
+    public boolean usesGatewayCntlids() {
+        return shared && cntlidMin == 1 && cntlidMax == CNTLID_MAX && config != null && config.gatewayCntlidMin != 0;
     }
 }
