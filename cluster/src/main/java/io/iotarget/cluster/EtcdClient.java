@@ -246,6 +246,16 @@ public final class EtcdClient implements AutoCloseable {
         return new Range(r.path("header").path("revision").asLong(), kvs(r.path("kvs")));
     }
 
+    /**
+     * The one key {@code key}, read linearizably: etcd's range without a range end, so a key that
+     * {@code key} is a prefix of ({@code .../1} of {@code .../10}) is not read with it. The range
+     * holds that key or nothing.
+     */
+    public Range get(String key) throws IOException {
+        JsonNode r = call("/v3/kv/range", JSON.createObjectNode().put("key", b64(key)));
+        return new Range(r.path("header").path("revision").asLong(), kvs(r.path("kvs")));
+    }
+
     /** Every key under each of {@code prefixes}, all at one revision (one transaction of ranges). */
     public List<Range> ranges(List<String> prefixes) throws IOException {
         ObjectNode body = JSON.createObjectNode();
@@ -275,6 +285,23 @@ public final class EtcdClient implements AutoCloseable {
             compare.addObject().put("key", b64(p)).put("range_end", b64End(p)).put("target", "MOD").put("result", "LESS")
                     .put("mod_revision", Long.toString(revision + 1));
         }
+        ArrayNode success = body.putArray("success");
+        for (Put p : puts) {
+            ObjectNode put = success.addObject().putObject("request_put").put("key", b64(p.key())).put("value", B64.encodeToString(p.value()));
+            if (p.lease() != 0) put.put("lease", Long.toString(p.lease()));
+        }
+        return call("/v3/kv/txn", body).path("succeeded").asBoolean(false);
+    }
+
+    /**
+     * Puts all of {@code puts} atomically if the one key {@code key} was last changed at
+     * {@code modRevision} (0: it does not exist); false when it changed since (nothing is written
+     * then). Only that key is compared: a key it is a prefix of may change meanwhile.
+     */
+    public boolean putIfUnchanged(String key, long modRevision, List<Put> puts) throws IOException {
+        ObjectNode body = JSON.createObjectNode();
+        body.putArray("compare").addObject().put("key", b64(key)).put("target", "MOD").put("result", "EQUAL")
+                .put("mod_revision", Long.toString(modRevision));
         ArrayNode success = body.putArray("success");
         for (Put p : puts) {
             ObjectNode put = success.addObject().putObject("request_put").put("key", b64(p.key())).put("value", B64.encodeToString(p.value()));
