@@ -246,6 +246,16 @@ public final class EtcdClient implements AutoCloseable {
         return new Range(r.path("header").path("revision").asLong(), kvs(r.path("kvs")));
     }
 
+    /**
+     * The one key {@code key}, read linearizably: etcd's range without a range end, so a key that
+     * {@code key} is a prefix of ({@code .../1} of {@code .../10}) is not read with it. The range
+     * holds that key or nothing.
+     */
+    public Range get(String key) throws IOException {
+        JsonNode r = call("/v3/kv/range", JSON.createObjectNode().put("key", b64(key)));
+        return new Range(r.path("header").path("revision").asLong(), kvs(r.path("kvs")));
+    }
+
     /** Every key under each of {@code prefixes}, all at one revision (one transaction of ranges). */
     public List<Range> ranges(List<String> prefixes) throws IOException {
         ObjectNode body = JSON.createObjectNode();

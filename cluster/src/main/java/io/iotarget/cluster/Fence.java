@@ -26,8 +26,10 @@ import java.util.concurrent.TimeUnit;
  * checking thread between the check and the backend's submission (GC, SIGSTOP, a VM freeze):
  * only fencing at the storage closes it (the RBD issue).
  *
- * <p>Written by the membership thread only ({@link #extend}, {@link #renew}, {@link #fence});
- * read by any thread.
+ * <p>Written by the membership thread ({@link #extend}, {@link #renew}, {@link #fence}) and by
+ * any thread that gives the lease up ({@link #giveUp}, through {@link Membership#relinquish}):
+ * the writers hold the fence's monitor, so a keep-alive's late answer cannot move a deadline
+ * forward after the lease was given up; read by any thread without it.
  */
 public final class Fence {
     /** Clock-rate error allowed between this node and etcd's leader, in parts per million of the TTL: 2 %. */
@@ -86,7 +88,7 @@ public final class Fence {
      * passed at {@code nowNs} (the node was fenced meanwhile and must re-join with a new lease,
      * whatever this late answer says) or {@code lease} is not the current one.
      */
-    boolean extend(long lease, long sentNs, long ttlNs, long nowNs) {
+    synchronized boolean extend(long lease, long sentNs, long ttlNs, long nowNs) {
         if (lease != this.lease || lease == 0 || !holds(nowNs)) return false;
         long next = deadlineNs(sentNs, ttlNs);
         if (next - validUntilNs > 0) validUntilNs = next;
@@ -94,15 +96,22 @@ public final class Fence {
     }
 
     /** A new lease, granted by a request sent at {@code sentNs} with {@code ttlNs}: the deadline starts from it. */
-    void renew(long lease, long sentNs, long ttlNs) {
+    synchronized void renew(long lease, long sentNs, long ttlNs) {
         this.validUntilNs = sentNs - 1;           // fenced until the lease is published with its deadline
         this.lease = lease;
         this.validUntilNs = deadlineNs(sentNs, ttlNs);
     }
 
     /** Fenced from {@code nowNs} on: the lease is lost or given up. */
-    void fence(long nowNs) {
+    synchronized void fence(long nowNs) {
         this.validUntilNs = nowNs - 1;
         this.lease = 0;
+    }
+
+    /** Fenced from {@code nowNs} on, if a lease is held; returns the lease given up, 0 when none was. Any thread. */
+    synchronized long giveUp(long nowNs) {
+        long held = lease;
+        if (held != 0) fence(nowNs);
+        return held;
     }
 }

@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -37,6 +38,11 @@ import java.util.concurrent.locks.LockSupport;
  * lease: a late keep-alive answer of the old one never un-fences it. The listeners hear
  * {@link Listener#joined} with the new lease once the member key is in place and the fence holds
  * again: state read before must be read again before it is trusted.
+ *
+ * <p>A node may also give its lease up ({@link #relinquish}): a part of it that cannot do what
+ * the lease vouches for (the reservations, when a copy cannot be installed and drained in time)
+ * fences the node at once, and the lease thread then revokes the lease and joins again, as for
+ * a lost one.
  *
  * <h2>3. Live members</h2>
  * A range of {@code /iotarget/members/} and a watch from its revision give the live nodes and
@@ -85,6 +91,12 @@ public final class Membership implements AutoCloseable {
     private final Thread watchThread;
     private volatile boolean running = true;
 
+    /** A lease given up by {@link #relinquish}, and why, for the lease thread to tell and revoke. */
+    private record GivenUp(long lease, String why) {
+    }
+
+    /** Set by {@link #relinquish} (any thread), taken by the lease thread. */
+    private final AtomicReference<GivenUp> givenUp = new AtomicReference<>();
     /** Published by the watch thread: an immutable map, node name → member. */
     private volatile Map<String, Member> members = Map.of();
     /** Times this node lost its lease; joins (the first and every re-join). Membership thread writes. */
@@ -147,9 +159,30 @@ public final class Membership implements AutoCloseable {
         return node;
     }
 
+    /**
+     * Gives this node's lease up, because something it vouches for cannot be done in time: the
+     * fence stops holding before this returns (nothing governed is admitted after it); then the
+     * lease thread tells the listeners ({@link Listener#fenced}), revokes the lease so that its
+     * keys go at once (when etcd cannot be reached, they go when it expires, after the fence's
+     * deadline would have passed anyway), and joins again with a new lease. Any thread; false
+     * when no lease was held (fenced already).
+     */
+    public boolean relinquish(String why) {
+        long lease = fence.giveUp(clock.nanoTime());
+        if (lease == 0) return false;
+        givenUp.set(new GivenUp(lease, why));
+        LockSupport.unpark(leaseThread);
+        return true;
+    }
+
     private void leaseLoop() {
         long nextKeepAliveNs = 0;
         while (running) {
+            GivenUp given = givenUp.getAndSet(null);
+            if (given != null) {
+                lost(given.lease(), "given up: " + given.why());
+                continue;
+            }
             long lease = fence.lease();
             if (lease == 0) {
                 if (!join()) pause(RETRY_NS);
@@ -176,6 +209,7 @@ public final class Membership implements AutoCloseable {
                 continue;
             }
             long answeredNs = clock.nanoTime();
+            if (fence.lease() != lease) continue;                      // given up meanwhile: told at the top
             if (ttl <= 0) {
                 lose(lease, answeredNs, "etcd no longer has the lease");
             } else if (!fence.extend(lease, sentNs, TimeUnit.SECONDS.toNanos(ttl), answeredNs)) {
@@ -224,6 +258,12 @@ public final class Membership implements AutoCloseable {
 
     private void lose(long lease, long nowNs, String why) {
         fence.fence(nowNs);
+        GivenUp given = givenUp.getAndSet(null);                       // given up meanwhile: told once
+        lost(lease, given == null ? why : "given up: " + given.why());
+    }
+
+    /** The lease is gone from the fence already: the listeners hear it and etcd is asked to revoke it. The lease thread. */
+    private void lost(long lease, String why) {
         losses++;
         LOG.log(System.Logger.Level.WARNING, "cluster: " + node + " fenced, lease " + Long.toHexString(lease) + " lost: " + why);
         for (Listener l : listeners) l.fenced(lease, why);

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -100,6 +101,30 @@ class MembershipTest {
         });
         closing.add(t::interrupt);
         return firstFalseNs;
+    }
+
+    @Test
+    void aLeaseGivenUpFencesAtOnceTakesItsKeysWithItAndTheNodeRejoinsWithANewOne() throws Exception {
+        Membership m = join("a", etcd.uri(), 10_000);                // a TTL of 10 s: keys gone sooner were revoked, not expired
+        long lease = m.fence().lease();
+        observer.put("/test/ack/a", "7".getBytes(java.nio.charset.StandardCharsets.UTF_8), lease);   // as a reservation acknowledgement
+        long startNs = System.nanoTime();
+
+        assertTrue(m.relinquish("test"));
+
+        assertFalse(m.fence().holds(), "fenced before relinquish returned");
+        Await.until(Duration.ofSeconds(5), () -> {
+            try {
+                return observer.range("/test/ack/a").kvs().isEmpty();
+            } catch (java.io.IOException e) {
+                return false;
+            }
+        }, () -> "the key on the given-up lease is still there");
+        long goneMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
+        assertTrue(goneMs < 5_000, "revoked, not expired: gone after " + goneMs + " ms");
+        awaitRejoin(m, lease);
+        assertTrue(heard.contains("fenced " + Long.toHexString(lease)), "the listeners heard it: " + heard);
+        assertEquals(1, m.losses());
     }
 
     @Test

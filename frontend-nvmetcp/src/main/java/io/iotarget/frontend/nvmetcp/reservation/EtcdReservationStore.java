@@ -13,10 +13,12 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Reservations in the cluster's etcd ({@code cluster.store = etcd://...}), shared by every node
@@ -48,8 +50,19 @@ import java.util.concurrent.TimeUnit;
  * A node opening a namespace puts its key before it reads the state, so a change made meanwhile
  * waits for it. After each copy it installs (and drains, {@link NamespaceReservation#drain}) it
  * puts the version. The node that commits a change waits ({@link #awaitAcknowledged}) until
- * every other node's key holds that version or more, or is gone: its lease expired in etcd, and
- * by its own {@link Fence} deadline, which runs out first, it refused the namespace's IO.
+ * every other node's key holds that version or more, or is gone: its lease expired in etcd or
+ * was given up ({@link Membership#relinquish}), and by its own {@link Fence} deadline, which
+ * runs out first, it refused the namespace's IO. Nothing else ends the wait with success: a
+ * wait that outlasts its bound, or this node's own lease, ends without proof ({@link
+ * ReservationStore.Acknowledged}).
+ *
+ * <p>The waiter learns of the keys from one watch on {@code /iotarget/resv-ack/} (started with
+ * {@link #listen}; its events wake the waiters of the key they belong to) on top of one read of
+ * its own prefix, merged by mod revision, so an event and a read may arrive in either order.
+ * The read is repeated every {@link #ACK_REREAD_NS} while the watch runs (a lost event only
+ * delays), and every {@link #ACK_POLL_NS} while it is broken and being started again.
+ * A waiter's prefix ends with '/': namespace 1's ({@code .../NQN/1/}) is no prefix of
+ * namespace 10's.
  *
  * <h2>4. A stale read fences, it is not installed</h2>
  * Per key the store remembers the highest revision this node has seen (read, heard). A read
@@ -58,15 +71,17 @@ import java.util.concurrent.TimeUnit;
  * these keys: a cleared state is a state), throws {@link StaleException}: the caller fences the
  * namespace rather than believe it.
  *
- * <p>Keys are ranges of etcd's (the client reads by prefix): {@code .../1} also matches
- * {@code .../10}, so reads keep the exact key, and a compare-and-swap of namespace 1 fails (and
- * is retried) when namespace 10 changed meanwhile. Any thread.
+ * <p>A state is read and compared as one exact key (etcd's range without a range end), never
+ * as a prefix: {@code .../1} is a prefix of {@code .../10}, and a compare-and-swap of namespace
+ * 1 must not fail when namespace 10 changed. Any thread.
  */
 public final class EtcdReservationStore implements ReservationStore {
     static final String PREFIX = "/iotarget/resv/";
     static final String ACK_PREFIX = "/iotarget/resv-ack/";
-    /** How often a committing node looks at the acknowledgements while it waits. */
-    static final long ACK_POLL_NS = TimeUnit.MILLISECONDS.toNanos(2);
+    /** How often a committing node reads the acknowledgements while the watch on them is broken (and being started again). */
+    static final long ACK_POLL_NS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** How often it reads them anyway while the watch runs: an event lost between a watch's end and the next start only delays. */
+    static final long ACK_REREAD_NS = TimeUnit.MILLISECONDS.toNanos(250);
     /** How long after a watch ends it is started again (the members may be electing). */
     static final long REWATCH_MS = 100;
 
@@ -85,6 +100,13 @@ public final class EtcdReservationStore implements ReservationStore {
     private volatile long watchedRevision;
     private final ScheduledExecutorService rewatch = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("nvmet-resv-etcd").factory());
     private volatile EtcdClient.Watch watch;
+    /** The watch on the acknowledgement keys, and whether it runs (false: the waiters poll). */
+    private volatile EtcdClient.Watch ackWatch;
+    private volatile boolean ackWatching;
+    /** The committing lanes waiting for acknowledgements ({@link #awaitAcknowledged}); the ack watch's events go to them. */
+    private final Set<AckWaiter> waiters = ConcurrentHashMap.newKeySet();
+    /** Acknowledgement reads made by waiters (tests, the bench: how often the fallback read ran). */
+    private final AtomicLong ackReads = new AtomicLong();
     private volatile Listener listener;
     private volatile boolean closed;
     /** What {@link #join} made for this store alone (the membership, the client), closed with it; null when the caller owns them. */
@@ -197,33 +219,102 @@ public final class EtcdReservationStore implements ReservationStore {
     }
 
     @Override
-    public boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
-        if (fence == null) return true;
-        String prefix = ACK_PREFIX + key + "/";
-        long deadlineNs = System.nanoTime() + timeoutNs;
-        for (;;) {
-            EtcdClient.Range acks;
-            try {
-                acks = client.range(prefix);
-            } catch (IOException e) {
-                throw new StoreException(e.getMessage(), e);
+    public Acknowledged awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        if (fence == null) return Acknowledged.ALL;
+        long lease = fence.lease();
+        if (lease == 0 || !fence.holds()) return Acknowledged.FENCED;
+        AckWaiter w = new AckWaiter(ACK_PREFIX + key + "/", Thread.currentThread());
+        waiters.add(w);                                   // before the read: an event may come first
+        try {
+            long nowNs = System.nanoTime();
+            long deadlineNs = nowNs + timeoutNs;
+            long readNs = nowNs;
+            for (;;) {
+                if (nowNs - readNs >= 0) {
+                    EtcdClient.Range acks;
+                    try {
+                        acks = client.range(w.prefix);
+                    } catch (IOException e) {
+                        throw new StoreException(e.getMessage(), e);
+                    }
+                    ackReads.incrementAndGet();
+                    w.read(acks);
+                    nowNs = System.nanoTime();
+                    readNs = nowNs + (ackWatching ? ACK_REREAD_NS : ACK_POLL_NS);
+                }
+                if (!w.pending(node, version)) return Acknowledged.ALL;
+                if (fence.lease() != lease || !fence.holds(nowNs)) return Acknowledged.FENCED;
+                if (nowNs - deadlineNs >= 0) return Acknowledged.TIMED_OUT;
+                long untilNs = Math.min(Math.min(readNs, deadlineNs), fence.validUntilNs());
+                java.util.concurrent.locks.LockSupport.parkNanos(this, Math.max(1, untilNs - nowNs));
+                nowNs = System.nanoTime();
             }
-            boolean pending = false;
-            for (EtcdClient.KeyValue kv : acks.kvs()) {
-                String other = kv.key().substring(prefix.length());
-                if (other.equals(node) || other.contains("/")) continue;
-                String v = text(kv);
-                if (v.equals("closed")) continue;
+        } finally {
+            waiters.remove(w);
+        }
+    }
+
+    /** Acknowledgement reads the waiters made so far (the fallback to the watch, and each wait's first read). Any thread. */
+    public long acknowledgementReads() {
+        return ackReads.get();
+    }
+
+    /**
+     * One committing lane's view of one namespace's acknowledgement keys: per node, the newest
+     * value seen (null: deleted) and its mod revision, from its reads and the ack watch's events,
+     * merged by revision so that their order does not matter. Written by the waiter and the watch
+     * thread.
+     */
+    private static final class AckWaiter {
+        final String prefix;
+        final Thread thread;
+        private final Map<String, Ack> acks = new ConcurrentHashMap<>();
+
+        /** A key's value ({@code null}: deleted) at its mod revision. */
+        private record Ack(String value, long revision) {
+        }
+
+        AckWaiter(String prefix, Thread thread) {
+            this.prefix = prefix;
+            this.thread = thread;
+        }
+
+        /** A read of the prefix: its keys, and every key it lacks deleted as of its revision. */
+        void read(EtcdClient.Range range) {
+            Set<String> present = new java.util.HashSet<>();
+            for (EtcdClient.KeyValue kv : range.kvs()) {
+                present.add(kv.key());
+                merge(kv.key(), text(kv), kv.modRevision());
+            }
+            for (String k : acks.keySet()) if (!present.contains(k)) merge(k, null, range.revision());
+        }
+
+        /** The watch's event, if it is one of this prefix's keys (a node's, not a deeper key): wakes the waiter. */
+        void heard(EtcdClient.Event e) {
+            String k = e.kv().key();
+            if (!k.startsWith(prefix) || k.indexOf('/', prefix.length()) >= 0) return;
+            merge(k, e.put() ? text(e.kv()) : null, e.kv().modRevision());
+            java.util.concurrent.locks.LockSupport.unpark(thread);
+        }
+
+        private void merge(String k, String value, long revision) {
+            acks.merge(k, new Ack(value, revision), (old, now) -> now.revision() >= old.revision() ? now : old);
+        }
+
+        /** Whether a node other than {@code self} follows the key and has not acknowledged {@code version}. */
+        boolean pending(String self, long version) {
+            for (Map.Entry<String, Ack> a : acks.entrySet()) {
+                String other = a.getKey().substring(prefix.length());
+                String v = a.getValue().value();
+                if (other.equals(self) || other.contains("/") || v == null || v.equals("closed")) continue;
                 try {
                     if (Long.parseLong(v) >= version) continue;
                 } catch (NumberFormatException e) {
                     continue;                            // not one of ours
                 }
-                pending = true;
+                return true;
             }
-            if (!pending) return true;
-            if (System.nanoTime() - deadlineNs >= 0) return false;
-            java.util.concurrent.locks.LockSupport.parkNanos(ACK_POLL_NS);
+            return false;
         }
     }
 
@@ -235,12 +326,12 @@ public final class EtcdReservationStore implements ReservationStore {
         long seenRevision = seen.getOrDefault(key, 0L);
         EtcdClient.Range range;
         try {
-            range = client.range(full);
+            range = client.get(full);
         } catch (IOException e) {
             throw new StoreException(e.getMessage(), e);
         }
         EtcdClient.KeyValue kv = null;
-        for (EtcdClient.KeyValue k : range.kvs()) if (k.key().equals(full)) kv = k;
+        for (EtcdClient.KeyValue k : range.kvs()) if (k.key().equals(full)) kv = k;   // the one key, or none
         if (kv == null) {
             if (seenRevision > 0) throw new StaleException(full + " is missing, but this node has seen it at revision " + seenRevision);
             readAt.put(key, 0L);
@@ -275,7 +366,9 @@ public final class EtcdReservationStore implements ReservationStore {
         }
         if (abort) value.append("\nabort");
         try {
-            return client.txn(List.of(PREFIX + key), revision, List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)));
+            // The one key, compared exactly: a change of a key it prefixes (namespace 10 of 1) does not fail it.
+            return client.txn(List.of(EtcdClient.Compare.unchanged(PREFIX + key, revision)),
+                              List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)), List.of());
         } catch (IOException e) {
             throw new StoreException(e.getMessage(), e);
         }
@@ -296,6 +389,23 @@ public final class EtcdReservationStore implements ReservationStore {
     public void listen(Listener listener) {
         this.listener = listener;
         startWatch();
+        if (fence != null) startAckWatch();
+    }
+
+    /**
+     * The watch on every acknowledgement key, from now on (what was before, each waiter reads):
+     * its events go to the waiters; when it ends, the waiters poll until it runs again.
+     */
+    private void startAckWatch() {
+        if (closed) return;
+        ackWatching = true;
+        ackWatch = client.watch(ACK_PREFIX, 0, e -> {
+            for (AckWaiter w : waiters) w.heard(e);
+        }, why -> {
+            ackWatching = false;
+            for (AckWaiter w : waiters) java.util.concurrent.locks.LockSupport.unpark(w.thread);   // to poll now
+            if (!closed) rewatch.schedule(this::startAckWatch, REWATCH_MS, TimeUnit.MILLISECONDS);
+        });
     }
 
     private void startWatch() {
@@ -350,6 +460,8 @@ public final class EtcdReservationStore implements ReservationStore {
         rewatch.shutdownNow();
         EtcdClient.Watch w = watch;
         if (w != null) w.close();
+        EtcdClient.Watch a = ackWatch;
+        if (a != null) a.close();
         if (owned != null) {
             try {
                 owned.close();

@@ -8,6 +8,7 @@ import io.iotarget.model.IoStatus;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -44,6 +45,16 @@ public final class NamespaceReservation {
     private final AtomicIntegerArray passed = new AtomicIntegerArray(2);
     /** The copy lane's thread while it waits for an epoch to drain, else null. */
     private volatile Thread drainer;
+    /** A change of another node's this node heard of and has not acknowledged yet, or null ({@link Owed}). */
+    private final AtomicReference<Owed> owed = new AtomicReference<>();
+
+    /**
+     * What this node owes the node that committed a change: the acknowledgement of {@code version}
+     * (or a later one), owed since {@code sinceNs} (System.nanoTime()) under membership lease
+     * {@code lease}. Reservations' timer gives the lease up when it is owed too long.
+     */
+    record Owed(long version, long lease, long sinceNs) {
+    }
 
     NamespaceReservation(Reservations service, String subsystemNqn, int nsid, String key, SerialLane commands, SerialLane copy) {
         this.service = service;
@@ -195,6 +206,27 @@ public final class NamespaceReservation {
         } finally {
             drainer = null;
         }
+    }
+
+    /** The store's watch told of {@code version} under {@code lease}: owed from {@code nowNs} unless owed already under that lease. The store's thread. */
+    void owe(long version, long lease, long nowNs) {
+        owed.accumulateAndGet(new Owed(version, lease, nowNs),
+                              (was, now) -> was == null || was.lease() != now.lease() ? now : new Owed(Math.max(was.version(), now.version()), was.lease(), was.sinceNs()));
+    }
+
+    /** {@code version} was acknowledged: nothing up to it is owed any more. The copy lane. */
+    void settled(long version) {
+        owed.updateAndGet(o -> o != null && o.version() <= version ? null : o);
+    }
+
+    /** {@code o} is dealt with (the lease given up for it): no longer owed, unless a newer one replaced it. The timer. */
+    void forgive(Owed o) {
+        owed.compareAndSet(o, null);
+    }
+
+    /** The acknowledgement owed now, or null. Any thread. */
+    Owed owed() {
+        return owed.get();
     }
 
     /** Requests the gate let in that the backend has not finished, in either epoch (tests, diagnostics). Any thread. */

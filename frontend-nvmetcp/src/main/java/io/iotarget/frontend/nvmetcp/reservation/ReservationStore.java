@@ -53,13 +53,24 @@ public interface ReservationStore extends AutoCloseable {
     default void closed(String key) {
     }
 
+    /** How a wait for the other nodes' acknowledgements ended ({@link #awaitAcknowledged}). */
+    enum Acknowledged {
+        /** Every other node that follows the key acknowledged the version, or is gone from the store. */
+        ALL,
+        /** This node's own lease was lost or given up meanwhile: it cannot vouch for anything (a path error). */
+        FENCED,
+        /** Neither within the bound: a node keeps a lease the store does not expire; nothing is proved. */
+        TIMED_OUT
+    }
+
     /**
      * Waits until every other node that follows {@code key} has acknowledged {@code version}, or
-     * is gone from the store (its lease expired: it fenced itself before, by its own deadline),
-     * at most {@code timeoutNs}; true when they all did.
+     * is gone from the store (its lease expired or was given up: it fenced itself before, by its
+     * own deadline), while this node holds its own lease, at most {@code timeoutNs}. Only
+     * {@link Acknowledged#ALL} proves the change holds on every node.
      */
-    default boolean awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
-        return true;
+    default Acknowledged awaitAcknowledged(String key, long version, long timeoutNs) throws StoreException {
+        return Acknowledged.ALL;
     }
 
     /** Releases the store's connections and threads. */

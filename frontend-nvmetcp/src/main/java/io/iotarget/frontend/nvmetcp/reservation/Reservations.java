@@ -53,15 +53,21 @@ public final class Reservations implements AutoCloseable {
     /**
      * The longest a new copy waits for the requests let in against the one before to leave the
      * backend (a backend request, not io.max: what a policy holds is checked again when it is
-     * released). Beyond it the change goes on and the log says so: the host's own timeout is 30 s.
+     * released). Beyond it a cluster node gives up its membership lease rather than acknowledge
+     * ({@link #giveUp}); a lone node (no shared store) goes on and the log says so. The host's own
+     * timeout is 30 s.
      */
     static final long DRAIN_WAIT_MS = 10_000;
     /**
-     * The longest a change waits for the other live nodes' acknowledgements: a node that cannot
-     * give one loses its lease (seconds) and its key goes with it, so this is only reached by a
-     * node that keeps its lease and does not answer (logged).
+     * The least a change waits for the other live nodes' acknowledgements. The bound is more when
+     * leases are long ({@link #ackBoundNs}): a node that cannot acknowledge within {@link
+     * #installBoundNs} gives up its lease, whose key goes at once, or at the lease's expiry when
+     * etcd cannot be reached. A wait that outlasts it means the store does not expire leases: the
+     * change answers Internal Error, never success.
      */
     static final long ACK_WAIT_MS = 30_000;
+    /** Added to the acknowledgement bound beyond the install bound, the interval and two TTLs: scheduling and a slow store. */
+    static final long ACK_SLACK_MS = 5_000;
     /** The longest preempt-and-abort waits for the queues' loops to drop the held commands (a loop answers in microseconds). */
     static final long CANCEL_WAIT_MS = 1_000;
     /** How often the lease's deadline is looked at again for the ANA change event (it only moves forward while held). */
@@ -85,6 +91,13 @@ public final class Reservations implements AutoCloseable {
     private final AtomicLong lastContactNs = new AtomicLong();
     /** The membership lease's fence of an etcd store, checked with every command; null for other stores. */
     private volatile Fence leaseFence;
+    /** The membership the fence belongs to (an etcd store following one): how this node gives its lease up; else null. */
+    private volatile Membership membership;
+    /** The store's interval, in ns (a shared store's). */
+    private long intervalNs;
+    /** {@link #DRAIN_WAIT_MS} in ns; and the acknowledgement bound, 0 for {@link #ackBoundNs}'s own. Tests shorten them ({@link #bounds}). */
+    private volatile long drainWaitNs = TimeUnit.MILLISECONDS.toNanos(DRAIN_WAIT_MS);
+    private volatile long ackWaitNs;
     /**
      * The IO path's flag: {@link #contactLost} or {@link #rejoining}, folded into one volatile
      * read. Written under {@code this} ({@link #refence}).
@@ -151,6 +164,8 @@ public final class Reservations implements AutoCloseable {
         if (!store.shared()) return;
         leaseFence = store instanceof EtcdReservationStore etcd ? etcd.fence() : null;
         leaseNs = TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        intervalNs = TimeUnit.MILLISECONDS.toNanos(intervalMs);
+        membership = store instanceof EtcdReservationStore etcd ? etcd.membership() : null;
         lastContactNs.set(System.nanoTime() - leaseNs - 1);
         synchronized (this) {
             contactLost = true;
@@ -178,6 +193,38 @@ public final class Reservations implements AutoCloseable {
     }
 
     /**
+     * Shortens the bounds for a test: a copy's drain ({@link #DRAIN_WAIT_MS}) and the
+     * acknowledgement wait ({@link #ackBoundNs}). Before {@link #use}.
+     */
+    void bounds(long drainWaitMs, long ackWaitMs) {
+        drainWaitNs = TimeUnit.MILLISECONDS.toNanos(drainWaitMs);
+        ackWaitNs = TimeUnit.MILLISECONDS.toNanos(ackWaitMs);
+    }
+
+    /**
+     * How long this node may owe an acknowledgement (heard a change, not yet installed, drained
+     * and acknowledged it) before it gives up its lease: the drain's bound, the notices' and a
+     * store round trip or two (each bounded by the client's timeout, under the lease).
+     */
+    long installBoundNs() {
+        return drainWaitNs + TimeUnit.MILLISECONDS.toNanos(CANCEL_WAIT_MS) + leaseNs;
+    }
+
+    /**
+     * How long the committing node waits for the others: the install bound of a node that then
+     * gives up, the interval its timer needs to notice, two of the lease's TTL (the expiry of a
+     * lease etcd could not be told to revoke) and {@link #ACK_SLACK_MS}; at least {@link
+     * #ACK_WAIT_MS}.
+     */
+    long ackBoundNs() {
+        if (ackWaitNs > 0) return ackWaitNs;
+        Membership m = membership;
+        long ttlNs = Math.max(leaseNs, m == null ? 0 : m.ttlNs());
+        return Math.max(TimeUnit.MILLISECONDS.toNanos(ACK_WAIT_MS),
+                        installBoundNs() + intervalNs + 2 * ttlNs + TimeUnit.MILLISECONDS.toNanos(ACK_SLACK_MS));
+    }
+
+    /**
      * On the timer: tells the controllers when the lease's deadline passes (the fence turns by
      * itself; the membership thread may notice only after a keep-alive times out), looking again
      * at the deadline, which keep-alives move, at most every {@link #DEADLINE_LOOK_MS}.
@@ -197,6 +244,11 @@ public final class Reservations implements AutoCloseable {
         } catch (RejectedExecutionException e) {
             // closing
         }
+    }
+
+    /** The store in use (tests). */
+    ReservationStore store() {
+        return store;
     }
 
     /** Whether a state with PTPL set outlives this server (Identify Namespace RESCAP bit 0). */
@@ -331,15 +383,28 @@ public final class Reservations implements AutoCloseable {
                     return o.status();
                 }
                 if (store.replace(r.key, o.next(), o.notices(), abort)) {
+                    long version = o.next().version();
                     int old = r.publish(o.next());
                     deliver(r, o.notices(), abort);
-                    drain(r, old);
-                    store.acknowledge(r.key, o.next().version());
-                    if (!store.awaitAcknowledged(r.key, o.next().version(), TimeUnit.MILLISECONDS.toNanos(ACK_WAIT_MS))) {
-                        errors.report(new IllegalStateException("reservation change on " + r.key + ": a live node did not acknowledge version "
-                                                                + o.next().version() + " within " + ACK_WAIT_MS + " ms; answering anyway"));
-                    }
-                    return o.status();
+                    if (!drain(r, old)) return Status.ANA_INACCESSIBLE;     // gave up its lease: fenced, a path error
+                    store.acknowledge(r.key, version);
+                    r.settled(version);
+                    long boundNs = ackBoundNs();
+                    return switch (store.awaitAcknowledged(r.key, version, boundNs)) {
+                        case ALL -> o.status();
+                        case FENCED -> {
+                            // Committed, but this node cannot prove it holds everywhere: a path error, as any fenced node answers.
+                            LOG.log(System.Logger.Level.WARNING, "reservation change on " + r.key + " (version " + version + ") committed, but this node lost"
+                                                                 + " its membership lease before every other node acknowledged it: answered ANA Inaccessible");
+                            yield Status.ANA_INACCESSIBLE;
+                        }
+                        case TIMED_OUT -> {
+                            errors.report(new IllegalStateException("reservation change on " + r.key + " (version " + version + ") committed, but a node"
+                                                                    + " neither acknowledged it nor lost its lease within " + TimeUnit.NANOSECONDS.toMillis(boundNs)
+                                                                    + " ms (is etcd expiring leases?): answered Internal Error"));
+                            yield Status.INTERNAL;                   // no DNR: the host may retry; Report shows the state
+                        }
+                    };
                 }
             }
             return Status.INTERNAL;                      // no DNR: the host may try again
@@ -371,15 +436,45 @@ public final class Reservations implements AutoCloseable {
      * Makes {@code s} the namespace's copy, waits for the drain of the epoch before, and tells
      * the other nodes (a shared store's acknowledgement). The copy lane.
      */
-    private void install(NamespaceReservation r, ReservationState s) throws ReservationStore.StoreException {
-        drain(r, r.publish(s));
+    private boolean install(NamespaceReservation r, ReservationState s) throws ReservationStore.StoreException {
+        if (!drain(r, r.publish(s))) return false;
         store.acknowledge(r.key, s.version());
+        r.settled(s.version());
+        return true;
     }
 
-    private void drain(NamespaceReservation r, int epoch) {
-        if (r.drain(epoch, TimeUnit.MILLISECONDS.toNanos(DRAIN_WAIT_MS))) return;
-        errors.report(new IllegalStateException("reservation change on " + r.key + ": requests let in before it were still in the backend after "
-                                                + DRAIN_WAIT_MS + " ms; answering anyway"));
+    /**
+     * Waits for the drain of {@code epoch} ({@link NamespaceReservation#drain}), at most {@link
+     * #drainWaitNs}; true when drained. A cluster node whose drain cannot finish must not
+     * acknowledge: it gives up its lease ({@link #giveUp}) and returns false, so that the node
+     * waiting for it sees its key go instead. A node without acknowledgements (no shared store,
+     * or no lease) goes on, and the log says so. The copy lane.
+     */
+    private boolean drain(NamespaceReservation r, int epoch) {
+        if (r.drain(epoch, drainWaitNs)) return true;
+        String why = "reservation copy of " + r.key + ": requests let in before it were still in the backend after "
+                     + TimeUnit.NANOSECONDS.toMillis(drainWaitNs) + " ms";
+        if (store.shared() && leaseFence != null) {
+            giveUp(why);
+            return false;
+        }
+        errors.report(new IllegalStateException(why + "; answering anyway (no other node waits for this one)"));
+        return true;
+    }
+
+    /**
+     * This node cannot install, drain and acknowledge a copy in time: it must not vouch for its
+     * copies any more, so it gives up its membership lease ({@link Membership#relinquish}): it is
+     * fenced at once, its acknowledgement keys go with the lease (a committing node stops waiting
+     * for it), and it serves again only after re-joining and reading every state. A fence without
+     * its membership cannot be given up: the node does not acknowledge, and the others wait for
+     * its lease. Any thread.
+     */
+    private void giveUp(String why) {
+        Membership m = membership;
+        boolean given = m != null && m.relinquish(why);
+        LOG.log(System.Logger.Level.WARNING, why + (given ? ": membership lease given up (fenced; served again after a re-join and a re-read of every state)"
+                                                          : ": not acknowledged"));
     }
 
     // ---------------------------------------------------------------- a shared store
@@ -388,6 +483,8 @@ public final class Reservations implements AutoCloseable {
     private void heard(String key, long version, List<ReservationState.Notice> notices, boolean abort) {
         NamespaceReservation r = open.get(key);
         if (r == null) return;
+        Fence f = leaseFence;
+        if (f != null && f.lease() != 0) r.owe(version, f.lease(), System.nanoTime());     // on this thread: a stalled lane still owes it
         r.copy.execute(errors.guard(() -> {
             try {
                 ReservationState mine = r.state();
@@ -399,9 +496,12 @@ public final class Reservations implements AutoCloseable {
                     old = r.publish(s);
                 }
                 deliver(r, notices, abort);
-                drain(r, old);
+                if (!drain(r, old)) return;                 // gave up its lease instead
                 ReservationState now = r.state();
-                if (now != null) store.acknowledge(r.key, now.version());
+                if (now != null) {
+                    store.acknowledge(r.key, now.version());
+                    r.settled(now.version());
+                }
             } catch (ReservationStore.StoreException e) {
                 failed(r, e);
             }
@@ -432,10 +532,35 @@ public final class Reservations implements AutoCloseable {
             }
         }
         announce();
+        overdue();
         for (NamespaceReservation r : open.values()) {
             if (r.refreshQueued.compareAndSet(false, true)) r.copy.execute(errors.guard(() -> refresh(r)));
         }
         if (open.isEmpty() && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
+    }
+
+    /**
+     * On the timer: a change heard under the lease held now and not acknowledged within {@link
+     * #installBoundNs} (the namespace's lane stalled, a drain or a store call stuck) makes this
+     * node give up its lease, so that the committing node sees its key go rather than wait for an
+     * acknowledgement that does not come. The timer is a platform thread of its own: it runs when
+     * the reservation threads do not.
+     */
+    private void overdue() {
+        Fence f = leaseFence;
+        if (f == null) return;
+        long lease = f.lease();
+        if (lease == 0) return;
+        long nowNs = System.nanoTime();
+        long boundNs = installBoundNs();
+        for (NamespaceReservation r : open.values()) {
+            NamespaceReservation.Owed o = r.owed();
+            if (o == null || o.lease() != lease || nowNs - o.sinceNs() <= boundNs) continue;
+            r.forgive(o);                                           // said once: a fence without its membership would say it every interval
+            giveUp("reservation copy of " + r.key + ": version " + o.version() + " heard " + TimeUnit.NANOSECONDS.toMillis(nowNs - o.sinceNs())
+                   + " ms ago is not installed, drained and acknowledged yet");
+            return;
+        }
     }
 
     /** Reads one open namespace: its first read at enable, then, every interval, a change the watch may have missed (a watch that ended and started again). Its copy lane. */
@@ -445,8 +570,7 @@ public final class Reservations implements AutoCloseable {
         try {
             ReservationState s = store.read(r.key);
             contact(startNs);
-            install(r, s);
-            if (startNs - rejoinedNs > 0 && rereads.remove(r.key)) rereadDone();
+            if (install(r, s) && startNs - rejoinedNs > 0 && rereads.remove(r.key)) rereadDone();
         } catch (ReservationStore.StoreException e) {
             failed(r, e);
         }
@@ -520,7 +644,14 @@ public final class Reservations implements AutoCloseable {
         LOG.log(System.Logger.Level.INFO, "re-joined with a new membership lease: reading the state of " + again.size() + " namespace(s) again before serving");
         for (NamespaceReservation r : again) {
             r.copy.execute(errors.guard(() -> {
-                drain(r, r.fence());                                // the copy from before the lease ended is not believed
+                if (!drain(r, r.fence())) return;                   // the copy from before the lease ended is not believed
+                try {
+                    // Followed under the new lease before the read, as at open: a change committed between
+                    // the read and the acknowledgement waits for this node instead of missing its key.
+                    store.opened(r.key);
+                } catch (ReservationStore.StoreException e) {
+                    failed(e);
+                }
                 refresh(r);
             }));
         }

@@ -50,7 +50,10 @@
  * <h2>4. What a stale copy may allow, and fencing</h2>
  * Nothing: a change completes once every live node acknowledged it (installed and
  * drained) or lost its lease, and a node fences itself by its lease's own deadline before the
- * store can expire it. A node
+ * store can expire it. A node that cannot install, drain and acknowledge a copy in time gives
+ * its lease up rather than acknowledge, so the wait ends with proof; a wait that ends otherwise
+ * (the committing node's own lease ended, or a bound only a store that does not expire leases
+ * reaches) answers an error, never success (docs/reservations.md, the invariant's item 4). A node
  * that has not heard from the store for {@code lease_ms} (cluster section) can no longer vouch
  * for its copy: it is fenced, and every command on its reservation namespaces gets ANA
  * Inaccessible (a multipath host tries another node) until the store answers again. So a
