@@ -283,6 +283,33 @@ public final class EtcdClient implements AutoCloseable {
         return call("/v3/kv/txn", body).path("succeeded").asBoolean(false);
     }
 
+    /** A key and the mod revision a {@link #compareAndSwap} expects of it: 0 for a key that must not exist. */
+    public record Expect(String key, long modRevision) {
+    }
+
+    /**
+     * Puts {@code puts} and deletes {@code deletes} atomically if every key of {@code expect} is
+     * at exactly its mod revision (one compare per key, so unlike {@link #txn} a deleted key is
+     * seen); returns the revision of the write, or -1 when a key was not as expected (nothing is
+     * written then). For objects kept one per key, each changed by compare-and-swap.
+     */
+    public long compareAndSwap(List<Expect> expect, List<Put> puts, List<String> deletes) throws IOException {
+        ObjectNode body = JSON.createObjectNode();
+        ArrayNode compare = body.putArray("compare");
+        for (Expect e : expect) {
+            compare.addObject().put("key", b64(e.key())).put("target", "MOD").put("result", "EQUAL")
+                    .put("mod_revision", Long.toString(e.modRevision()));
+        }
+        ArrayNode success = body.putArray("success");
+        for (Put p : puts) {
+            ObjectNode put = success.addObject().putObject("request_put").put("key", b64(p.key())).put("value", B64.encodeToString(p.value()));
+            if (p.lease() != 0) put.put("lease", Long.toString(p.lease()));
+        }
+        for (String key : deletes) success.addObject().putObject("request_delete_range").put("key", b64(key));
+        JsonNode r = call("/v3/kv/txn", body);
+        return r.path("succeeded").asBoolean(false) ? r.path("header").path("revision").asLong() : -1;
+    }
+
     private static List<KeyValue> kvs(JsonNode array) {
         List<KeyValue> out = new ArrayList<>();
         for (JsonNode kv : array) out.add(keyValue(kv));
