@@ -11,6 +11,7 @@ import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
+import io.iotarget.control.group.GroupConfig;
 import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.http.ControlEndpoint;
 import io.iotarget.control.metrics.ClusterMetrics;
@@ -58,11 +59,14 @@ public final class Server implements AutoCloseable {
     private final Coordinator cluster;
     /** The trees kept in server.state; null without one. */
     private final PersistedTree state;
+    /** The gateway group's shared subsystems in the store (cluster.group); null without a group. */
+    private final GroupConfig group;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
-                   Coordinator cluster, PersistedTree state, List<String> summary) {
+                   Coordinator cluster, PersistedTree state, GroupConfig group, List<String> summary) {
         this.engine = engine;
+        this.group = group;
         this.cluster = cluster;
         this.state = state;
         this.transport = transport;
@@ -117,16 +121,18 @@ public final class Server implements AutoCloseable {
             throw e;
         }
         PersistedTree state = null;
+        GroupConfig group = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         Coordinator cluster = clusterSettings == null ? null
                 : new Coordinator(engine.controller(), clusterSettings,
                                   shareStore(clusterSettings, nbd, nvme, transport, engine), System::nanoTime);
         try {
+            group = groupConfig(clusterSettings, nvme);
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
                     .mount("backends", new BackendTree(engine))
                     .mount("nbd", nbd.tree())
-                    .mount("nvmet", nvme.tree());
+                    .mount("nvmet", group == null ? nvme.tree() : group);
             ConfigLoader.Trees trees = section -> mounted(mounts, section);
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
             if (settings.state() != null) {
@@ -135,6 +141,7 @@ public final class Server implements AutoCloseable {
             } else {
                 ConfigLoader.apply(config, trees);
             }
+            if (group != null) startGroup(group, clusterSettings);
             ConfigTree served = state == null ? mounts : state;
             List<String> summary = new ArrayList<>();
             for (Listen listen : settings.nbd()) {
@@ -167,8 +174,9 @@ public final class Server implements AutoCloseable {
                 summary.add("cluster node " + clusterSettings.node() + " of " + clusterSettings.nodes() + ", store " + clusterSettings.store()
                             + ", every " + clusterSettings.intervalMs() + " ms, lease " + clusterSettings.leaseMs() + " ms");
             }
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, state, summary);
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, state, group, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
+            if (group != null) group.close();
             if (cluster != null) cluster.close();
             if (endpoint != null) endpoint.close();
             if (state != null) state.close();
@@ -177,6 +185,28 @@ public final class Server implements AutoCloseable {
             transport.close();
             engine.close();
             throw e;
+        }
+    }
+
+    /**
+     * With {@code cluster.group}: the nvmet tree as the group's member serves it, its shared
+     * subsystems kept in the store (docs/cluster.md, "Gateway group configuration"); null without.
+     */
+    private static GroupConfig groupConfig(ClusterSettings cluster, NvmeTarget nvme) throws ConfigException {
+        if (cluster == null || cluster.group() == null) return null;
+        try {
+            return GroupConfig.open(cluster, nvme.tree());
+        } catch (IOException | RuntimeException e) {
+            throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
+        }
+    }
+
+    /** The config applied: the group's store gets this node's newly shared subsystems and wins over its copies; its watch starts. */
+    private static void startGroup(GroupConfig group, ClusterSettings cluster) throws ConfigException {
+        try {
+            group.start();
+        } catch (IOException e) {
+            throw new ConfigException("cluster.group = \"" + cluster.group() + "\": its shared subsystems in the store: " + e.getMessage(), e);
         }
     }
 
@@ -377,6 +407,7 @@ public final class Server implements AutoCloseable {
         transport.close();
         endpoint.close();
         if (state != null) state.close();
+        if (group != null) group.close();
         if (cluster != null) cluster.close();
         engine.close();
     }
