@@ -248,6 +248,54 @@ class GroupConfigTest {
         assertFalse(storeRevisions().isEmpty());
     }
 
+    @Test
+    void allowedHostsRemovalsAndNewlySharedSubsystemsReachTheOtherMember() throws Exception {
+        twoMembers();
+        namespaceThroughMemberOne();
+        Await.until(APPLIED, () -> "1".equals(readOrError(1, NS + "/enable")), () -> "gw2 never enabled namespace 1");
+        String subsystem = "/nvmet/subsystems/" + NQN;
+
+        // A host allowed through gw1: gw2 makes an entry for it and links it.
+        assertTrue(write(0, subsystem + "/attr_allow_any_host", "0").ok());
+        mkdir(0, "/nvmet/hosts/" + HOST);
+        try (ControlClient c = control(0)) {
+            ControlClient.Reply r = c.post("link", subsystem + "/allowed_hosts/" + HOST, "/nvmet/hosts/" + HOST, null);
+            assertTrue(r.ok(), r.toString());
+        }
+        Await.until(APPLIED, () -> listOrEmpty(1, subsystem + "/allowed_hosts").equals(List.of(HOST)),
+                    () -> "gw2's allowed_hosts: " + listOrEmpty(1, subsystem + "/allowed_hosts"));
+        assertEquals("0", read(1, subsystem + "/attr_allow_any_host"));
+
+        // The namespace removed through gw2 goes from gw1 and from the store.
+        try (ControlClient c = control(1)) {
+            ControlClient.Reply r = c.post("rmdir", NS, null, null);
+            assertTrue(r.ok(), r.toString());
+        }
+        Await.until(APPLIED, () -> listOrEmpty(0, subsystem + "/namespaces").isEmpty(), () -> "gw1 kept namespace 1");
+        assertEquals(1, storeRevisions().size(), "only the subsystem is left: " + storeRevisions());
+
+        // A subsystem of gw2 alone joins the group when marked shared, and leaves it with rmdir through gw1.
+        String other = "/nvmet/subsystems/nqn.2026-12.io.example:later";
+        mkdir(1, other);
+        assertTrue(write(1, other + "/attr_serial", "later-0001").ok());
+        assertFalse(listOrEmpty(0, "/nvmet/subsystems").contains("nqn.2026-12.io.example:later/"), "not shared yet");
+        assertTrue(write(1, other + "/shared", "1").ok());
+        Await.until(APPLIED, () -> "later-0001".equals(readOrError(0, other + "/attr_serial")), () -> "gw1 never got the newly shared subsystem");
+        try (ControlClient c = control(0)) {
+            ControlClient.Reply r = c.post("rmdir", other, null, null);
+            assertTrue(r.ok(), r.toString());
+        }
+        Await.until(APPLIED, () -> !listOrEmpty(1, "/nvmet/subsystems").contains("nqn.2026-12.io.example:later/"), () -> "gw2 kept it");
+    }
+
+    private List<String> listOrEmpty(int i, String path) {
+        try {
+            return nodes[i].mounts().list(path);
+        } catch (Exception e) {
+            return List.of("(" + e + ")");
+        }
+    }
+
     private String readOrError(int i, String path) {
         try {
             return read(i, path);
