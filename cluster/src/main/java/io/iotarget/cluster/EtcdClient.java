@@ -304,7 +304,7 @@ public final class EtcdClient implements AutoCloseable {
             return new Compare(key, true, 0);
         }
 
-        /** The key was last changed at {@code modRevision} (and so exists, unchanged since it was read). */
+        /** The key was last changed at {@code modRevision}, unchanged since it was read (0: it does not exist, as etcd compares a missing key). */
         public static Compare unchanged(String key, long modRevision) {
             return new Compare(key, false, modRevision);
         }
@@ -312,10 +312,12 @@ public final class EtcdClient implements AutoCloseable {
 
     /**
      * Puts all of {@code puts} and deletes every key of {@code deletes} atomically if every
-     * compare holds; false when one does not (nothing is written then): a compare-and-swap on
-     * single keys, where {@link #txn(List, long, List)} compares whole prefixes.
+     * compare holds (one compare per key, so a deleted key is seen): a compare-and-swap on single
+     * keys, where {@link #txn(List, long, List)} compares whole prefixes.
+     *
+     * @return the revision of the write, or -1 when a compare did not hold (nothing is written then)
      */
-    public boolean txn(List<Compare> compares, List<Put> puts, List<String> deletes) throws IOException {
+    public long txn(List<Compare> compares, List<Put> puts, List<String> deletes) throws IOException {
         ObjectNode body = JSON.createObjectNode();
         ArrayNode compare = body.putArray("compare");
         for (Compare c : compares) {
@@ -329,7 +331,8 @@ public final class EtcdClient implements AutoCloseable {
             if (p.lease() != 0) put.put("lease", Long.toString(p.lease()));
         }
         for (String key : deletes) success.addObject().putObject("request_delete_range").put("key", b64(key));
-        return call("/v3/kv/txn", body).path("succeeded").asBoolean(false);
+        JsonNode r = call("/v3/kv/txn", body);
+        return r.path("succeeded").asBoolean(false) ? r.path("header").path("revision").asLong() : -1;
     }
 
     /** Deletes {@code key} (exactly that key); a key that does not exist is not an error. */

@@ -270,11 +270,11 @@ public final class GatewayGroup implements AutoCloseable {
             byte[] mine = JSON.createObjectNode().put("node", node).toString().getBytes(StandardCharsets.UTF_8);
             if (free != null) {
                 String key = base() + "ranges/" + free;
-                if (client.txn(List.of(EtcdClient.Compare.absent(key)), List.of(new EtcdClient.Put(key, mine, 0)), List.of())) return free;
+                if (client.txn(List.of(EtcdClient.Compare.absent(key)), List.of(new EtcdClient.Put(key, mine, 0)), List.of()) >= 0) return free;
             } else if (reclaimable != null) {
                 String key = base() + "ranges/" + reclaimable;
                 if (client.txn(List.of(EtcdClient.Compare.unchanged(key, reclaimRevision), EtcdClient.Compare.absent(base() + "members/" + reclaimOwner)),
-                               List.of(new EtcdClient.Put(key, mine, 0)), List.of())) {
+                               List.of(new EtcdClient.Put(key, mine, 0)), List.of()) >= 0) {
                     LOG.log(System.Logger.Level.WARNING, "cluster: " + node + " took controller ids " + cntlidMin(reclaimable) + ".." + cntlidMax(reclaimable)
                                                          + " from " + reclaimOwner + ", which is not a live member (every range was held)");
                     return reclaimable;
@@ -544,7 +544,7 @@ public final class GatewayGroup implements AutoCloseable {
             String key = base() + "owners/" + o.grpid();
             EtcdClient.KeyValue kv = keys.get(key);
             if (kv != null && client.txn(List.of(EtcdClient.Compare.unchanged(key, kv.modRevision())),
-                                         List.of(new EtcdClient.Put(key, owner(o.next(), null).getBytes(StandardCharsets.UTF_8), 0)), List.of())) {
+                                         List.of(new EtcdClient.Put(key, owner(o.next(), null).getBytes(StandardCharsets.UTF_8), 0)), List.of()) >= 0) {
                 handovers++;
                 LOG.log(System.Logger.Level.INFO, "cluster: gateway group " + group + ": ANA group " + o.grpid() + " handed over to " + o.next());
             }

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -47,6 +48,29 @@ class EtcdClientTest {
     void prefixEndIsThePrefixWithItsLastByteIncreased() {
         assertArrayEquals("/a0".getBytes(StandardCharsets.UTF_8), EtcdClient.prefixEnd("/a/".getBytes(StandardCharsets.UTF_8)));
         assertArrayEquals(new byte[] {'a' + 1}, EtcdClient.prefixEnd(new byte[] {'a', (byte) 0xff}));
+    }
+
+    @Test
+    void compareAndSwapWritesOnlyWhenEveryKeyIsAtItsRevisionAndSeesADeletedKey() throws Exception {
+        try (EtcdCluster etcd = EtcdCluster.start(dir.resolve("etcd"), 1);
+             EtcdClient client = EtcdClient.create(etcd.uri(), EtcdClient.Access.NONE, TIMEOUT)) {
+            byte[] one = "1".getBytes(StandardCharsets.UTF_8), two = "2".getBytes(StandardCharsets.UTF_8);
+            String a = "/iotarget/cas/a", b = "/iotarget/cas/b";
+            long created = client.txn(List.of(EtcdClient.Compare.unchanged(a, 0), EtcdClient.Compare.unchanged(b, 0)),
+                                                 List.of(new EtcdClient.Put(a, one, 0), new EtcdClient.Put(b, one, 0)), List.of());
+            assertTrue(created > 0, "absent keys are at revision 0");
+            assertEquals(-1, client.txn(List.of(EtcdClient.Compare.unchanged(a, 0)), List.of(new EtcdClient.Put(a, two, 0)), List.of()),
+                         "a exists now");
+            long changed = client.txn(List.of(EtcdClient.Compare.unchanged(a, created), EtcdClient.Compare.unchanged(b, created)),
+                                                 List.of(new EtcdClient.Put(a, two, 0)), List.of(b));
+            assertTrue(changed > created);
+            EtcdClient.Range r = client.range("/iotarget/cas/");
+            assertEquals(1, r.kvs().size(), "b deleted");
+            assertArrayEquals(two, r.kvs().getFirst().value());
+            assertEquals(changed, r.kvs().getFirst().modRevision());
+            assertEquals(-1, client.txn(List.of(EtcdClient.Compare.unchanged(b, created)), List.of(new EtcdClient.Put(b, two, 0)), List.of()),
+                         "a deleted key is no longer at its old revision");
+        }
     }
 
     @Test

@@ -14,6 +14,7 @@ import io.iotarget.control.config.ConfigLoader.ServerSettings;
 import io.iotarget.control.config.ConfigSaver;
 import io.iotarget.control.config.Ownership;
 import io.iotarget.control.config.PersistedTree;
+import io.iotarget.control.group.GroupConfig;
 import io.iotarget.control.calibrate.Calibration;
 import io.iotarget.control.fence.RadosFence;
 import io.iotarget.control.http.ControlEndpoint;
@@ -69,14 +70,17 @@ public final class Server implements AutoCloseable {
     private final EtcdClient gatewayClient;
     /** The trees kept in server.state; null without one. */
     private final PersistedTree state;
+    /** The gateway group's shared subsystems in the store (cluster.group); null without a group. */
+    private final GroupConfig group;
     private final List<String> summary;
 
     private Server(Engine engine, Transport transport, NbdServer nbd, NvmeTarget nvme, MountTable mounts, ControlEndpoint endpoint,
                    Coordinator cluster, RadosFence storageFence, GatewayGroup gateway, EtcdClient gatewayClient, PersistedTree state,
-                   List<String> summary) {
+                   GroupConfig group, List<String> summary) {
         this.engine = engine;
         this.gateway = gateway;
         this.gatewayClient = gatewayClient;
+        this.group = group;
         this.cluster = cluster;
         this.storageFence = storageFence;
         this.state = state;
@@ -144,6 +148,7 @@ public final class Server implements AutoCloseable {
             throw e;
         }
         PersistedTree state = null;
+        GroupConfig group = null;
         // Made before the trees are replayed, so that io.max.global starts at the floor; started after.
         GatewayGroup members = gateway;
         Coordinator cluster = clusterSettings == null ? null
@@ -154,11 +159,12 @@ public final class Server implements AutoCloseable {
         try {
             if (clusterSettings != null) storageFence = storageFence(clusterSettings, engine);
             RadosFence fence = storageFence;
+            group = groupConfig(clusterSettings, nvme);
             MountTable mounts = new MountTable()
                     .mount(MountTable.CGROUP, new CgroupTree(engine.controller()))
                     .mount("backends", new BackendTree(engine).onRbdOpened(backend -> rbdOpened(backend, fence)))
                     .mount("nbd", nbd.tree())
-                    .mount("nvmet", nvme.tree());
+                    .mount("nvmet", group == null ? nvme.tree() : group);
             if (gateway != null) mounts.mount("cluster", new ClusterTree(gateway, etcdStore.membership().fence()));
             ConfigLoader.Trees trees = section -> mounted(mounts, section);
             ConfigSaver saver = new ConfigSaver(config.get("server"), config.get("cluster"), trees);
@@ -168,6 +174,7 @@ public final class Server implements AutoCloseable {
             } else {
                 ConfigLoader.apply(config, trees);
             }
+            if (group != null) startGroup(group, clusterSettings);
             ConfigTree served = state == null ? mounts : state;
             List<String> summary = new ArrayList<>();
             for (Listen listen : settings.nbd()) {
@@ -208,8 +215,9 @@ public final class Server implements AutoCloseable {
                 summary.add("gateway group " + clusterSettings.group() + ": controller ids " + range[0] + ".." + range[1]
                             + " for shared subsystems; ANA group owners in the store (ls /cluster/members)");
             }
-            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, storageFence, gateway, gatewayClient, state, summary);
+            return new Server(engine, transport, nbd, nvme, mounts, endpoint, cluster, storageFence, gateway, gatewayClient, state, group, summary);
         } catch (ConfigException | IOException | RuntimeException e) {
+            if (group != null) group.close();
             if (gateway != null) gateway.close();
             if (gatewayClient != null) gatewayClient.close();
             if (cluster != null) cluster.close();
@@ -243,6 +251,19 @@ public final class Server implements AutoCloseable {
     }
 
     /**
+     * With {@code cluster.group}: the nvmet tree as the group's member serves it, its shared
+     * subsystems kept in the store (docs/cluster.md, "Gateway group configuration"); null without.
+     */
+    private static GroupConfig groupConfig(ClusterSettings cluster, NvmeTarget nvme) throws ConfigException {
+        if (cluster == null || cluster.group() == null) return null;
+        try {
+            return GroupConfig.open(cluster, nvme.tree());
+        } catch (IOException | RuntimeException e) {
+            throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Each RBD image this node opens, before it serves: in a cluster its RADOS client is
      * published, so that the node that takes over from this one can blocklist it, and a
      * blocklisting — another node took this one for dead and fenced it — stops the process at
@@ -258,6 +279,15 @@ public final class Server implements AutoCloseable {
                                                + " so that the service manager starts it again with new clients");
             Runtime.getRuntime().halt(EXIT_FENCED);
         });
+    }
+
+    /** The config applied: the group's store gets this node's newly shared subsystems and wins over its copies; its watch starts. */
+    private static void startGroup(GroupConfig group, ClusterSettings cluster) throws ConfigException {
+        try {
+            group.start();
+        } catch (IOException e) {
+            throw new ConfigException("cluster.group = \"" + cluster.group() + "\": its shared subsystems in the store: " + e.getMessage(), e);
+        }
     }
 
     /** The cluster's etcd for io.max.global; a store that cannot be set up (its TLS files) stops the start. */
@@ -492,6 +522,7 @@ public final class Server implements AutoCloseable {
         transport.close();
         endpoint.close();
         if (state != null) state.close();
+        if (group != null) group.close();
         if (cluster != null) cluster.close();
         if (storageFence != null) storageFence.close();
         engine.close();

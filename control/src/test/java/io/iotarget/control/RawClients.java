@@ -109,6 +109,30 @@ final class RawClients {
         return capsule(sqe, null);
     }
 
+    /** What a command that may carry data back answered: its status (SCT << 8 | SC) and the data (empty on an error). */
+    record Completion(int status, byte[] data) {
+    }
+
+    /**
+     * Reads {@code blocks} 512-byte blocks at {@code lba} of namespace {@code nsid} on IO queue
+     * {@code c}: the C2HData PDUs' bytes, then the response capsule (or the last C2HData's
+     * SUCCESS flag, which stands for it). No digests.
+     */
+    static Completion nvmeReadBlocks(SocketChannel c, int commandId, int nsid, long lba, int blocks) throws IOException {
+        writeFully(c, nvmeRead(commandId, nsid, lba, blocks));
+        java.io.ByteArrayOutputStream data = new java.io.ByteArrayOutputStream();
+        while (true) {
+            ByteBuffer header = readFully(c, 8).order(ByteOrder.LITTLE_ENDIAN);
+            int type = header.get(0), flags = header.get(1), pdo = header.get(3) & 0xFF, plen = header.getInt(4);
+            ByteBuffer rest = readFully(c, plen - 8).order(ByteOrder.LITTLE_ENDIAN);
+            if (type == CAPSULE_RESP) return new Completion((rest.getShort(14) & 0xFFFF) >>> 1, data.toByteArray());
+            if (type != 0x07) throw new IOException("expected C2HData or a response capsule, got PDU type " + type);
+            int length = rest.getInt(16 - 8);                     // DATAL, at byte 16 of the PDU
+            data.write(rest.array(), pdo - 8, length);
+            if ((flags & 0x08) != 0) return new Completion(0, data.toByteArray());
+        }
+    }
+
     /**
      * A reservation command (Register 0x0D, Acquire 0x11, Release 0x15) on namespace 1 with its
      * keys in the capsule; returns the status (SCT << 8 | SC, with DNR 0x4000).

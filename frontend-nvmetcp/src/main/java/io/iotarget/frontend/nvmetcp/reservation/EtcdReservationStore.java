@@ -368,7 +368,7 @@ public final class EtcdReservationStore implements ReservationStore {
         try {
             // The one key, compared exactly: a change of a key it prefixes (namespace 10 of 1) does not fail it.
             return client.txn(List.of(EtcdClient.Compare.unchanged(PREFIX + key, revision)),
-                              List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)), List.of());
+                              List.of(new EtcdClient.Put(PREFIX + key, value.toString().getBytes(StandardCharsets.UTF_8), 0)), List.of()) >= 0;
         } catch (IOException e) {
             throw new StoreException(e.getMessage(), e);
         }
