@@ -53,6 +53,15 @@ class QosLogPageTest {
         return admin.execute(sqe, null, bytes, false);
     }
 
+    /** Namespace 1's QoS page as {@code admin}'s host sees it, for polls (which cannot throw). */
+    private static ByteBuffer qosPage(TestHost admin) {
+        try {
+            return le(getLog(admin, 0xC0, 1, 4096).data());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void shouldShowTheHostItsOwnGroupsLimitsAndWhatItsIoDid() throws Exception {
         try (TestHost admin = new TestHost(fixture.port, false, false)) {
@@ -79,7 +88,8 @@ class QosLogPageTest {
             assertEquals(0L, page.getLong(288), "no io.min");
             assertEquals(-1L, page.getLong(320), "no burst in effect");
             assertEquals(100, page.getInt(392), "io.weight default");
-            assertEquals(-1, page.getInt(400), "hweight not reported");
+            assertEquals(-1, page.getInt(400), "hweight not reported: no iocost on the device");
+            assertEquals(-1, page.getInt(404), "hweight_inuse not reported either");
 
             assertEquals(3 * 4096L, page.getLong(408), "io.stat rbytes");
             assertEquals(2 * 4096L, page.getLong(416), "io.stat wbytes");
@@ -117,6 +127,65 @@ class QosLogPageTest {
                 assertTrue(text.contains("latency       5 IOs"), text);
             } finally {
                 java.nio.file.Files.delete(bin);
+            }
+        }
+    }
+
+    @Test
+    void shouldShowEachHostItsShareOfTheDeviceUnderIoWeight() throws Exception {
+        String otherHost = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002";
+        var cg = fixture.engine.controller();
+        try (TestHost admin1 = new TestHost(fixture.port, false, false); TestHost admin2 = new TestHost(fixture.port, false, false)) {
+            int cntlid1 = admin1.bringUp(TargetFixture.NQN, TestHost.HOST_NQN, 5000);
+            int cntlid2 = admin2.bringUp(TargetFixture.NQN, otherHost, 5000);
+            ByteBuffer first = le(getLog(admin1, 0xC0, 1, 4096).data());
+            String device = first.getInt(16) + ":" + first.getInt(20);
+            cg.write("io.cost.qos", device + " enable=1");
+            try (TestHost q1 = new TestHost(fixture.port, false, false); TestHost q2 = new TestHost(fixture.port, false, false)) {
+                assertEquals(0, q1.connect(TargetFixture.NQN, TestHost.HOST_NQN, 1, cntlid1, 128, 0, false).status());
+                assertEquals(0, q2.connect(TargetFixture.NQN, otherHost, 1, cntlid2, 128, 0, false).status());
+                assertEquals(0, q2.execute(q2.lbaCommand(0x01, 1, 0, 8, 0), new byte[4096], 0, true).status());
+                cg.write("tenants/nqn:" + otherHost + "/io.weight", "300");
+                // Both hosts keep writing, so both groups stay active on the device period after period.
+                var stop = new java.util.concurrent.atomic.AtomicBoolean();
+                var failure = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+                Thread[] writers = new Thread[2];
+                TestHost[] queues = {q1, q2};
+                for (int i = 0; i < 2; i++) {
+                    TestHost q = queues[i];
+                    writers[i] = Thread.ofPlatform().start(() -> {
+                        try {
+                            while (!stop.get()) q.execute(q.lbaCommand(0x01, 1, 0, 8, 0), new byte[4096], 0, true);
+                        } catch (Throwable t) {
+                            failure.compareAndSet(null, t);
+                        }
+                    });
+                }
+                int[] last = new int[4];
+                try {
+                    io.iotarget.testkit.Await.until(java.time.Duration.ofSeconds(20), () -> {
+                        ByteBuffer p1 = qosPage(admin1);
+                        ByteBuffer p2 = qosPage(admin2);
+                        last[0] = p1.getInt(400);
+                        last[1] = p2.getInt(400);
+                        last[2] = p1.getInt(404);
+                        last[3] = p2.getInt(404);
+                        // Weights 100 and 300, both active: 25.00% and 75.00% of the device.
+                        return last[0] == 2500 && last[1] == 7500;
+                    }, () -> "hweight_active of the two hosts, hundredths of a percent: " + last[0] + ", " + last[1]);
+                } finally {
+                    stop.set(true);
+                    for (Thread w : writers) w.join();
+                }
+                assertEquals(null, failure.get(), "the writers' IO");
+                assertTrue(last[2] >= 1 && last[2] <= 10_000 && last[3] >= 1 && last[3] <= 10_000,
+                        "hweight_inuse reported: " + last[2] + ", " + last[3]);
+                String own = cg.read("tenants/nqn:" + otherHost + "/iotarget.io.stat");
+                assertTrue(own.contains(" hweight_active_pct="), own);
+
+                // Idle, the groups leave the device's active set within a few periods: no share now.
+                io.iotarget.testkit.Await.until(java.time.Duration.ofSeconds(10), () -> qosPage(admin1).getInt(400) == 0,
+                        () -> "host 1's hweight after its IO stopped");
             }
         }
     }
