@@ -190,6 +190,73 @@ class QosLogPageTest {
         }
     }
 
+    /**
+     * The Linux host (src/test/vm/qos-host.sh): nvme-cli's {@code get-log --log-id=0xc0
+     * --raw-binary} before and after the host's own IO, decoded here (the guest has no python3):
+     * its own group under cgroup_per_host, io.max as io.max.per_host configured it, and io.stat
+     * counters that moved by exactly what the host wrote and read; scripts/nvme-qos prints it.
+     */
+    @Test
+    void linuxHostReadsItsOwnPageWithNvmeCli() throws Exception {
+        io.iotarget.testkit.GuestVm.require();
+        String hostNqn = "nqn.2014-08.org.nvmexpress:uuid:0c0c0c0c-5a5a-4b4b-8c8c-000000000035";
+        io.iotarget.testkit.GuestVm.Result result = io.iotarget.testkit.GuestVm.run(io.iotarget.testkit.GuestVm.script("qos-host.sh"),
+                java.util.Map.of("NQN", TargetFixture.NQN, "PORT", Integer.toString(fixture.port), "HOSTNQN", hostNqn),
+                java.util.List.of(), 300);
+        java.util.List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
+        assertEquals(java.util.List.of(), failed, result.text());
+        assertEquals(4, result.lines("CHECK").size(), "every step reported: " + result.text());
+        assertEquals(0, result.exitCode(), result.text());
+        byte[] before = hexPage(result, "QOSHEX1 ");
+        byte[] after = hexPage(result, "QOSHEX2 ");
+        ByteBuffer p1 = le(before);
+        ByteBuffer p2 = le(after);
+        String group = new String(after, 24, 232, StandardCharsets.UTF_8).replace("\0", "");
+        assertEquals(1, after[0], "version");
+        assertEquals(1, after[1] & 3, "the host's own child");
+        assertEquals("/tenants/nqn:" + hostNqn, group, "the group of the host NQN nvme-cli connected with");
+        assertEquals(-1L, p2.getLong(256), "io.max rbps max");
+        assertEquals(104857600L, p2.getLong(264), "io.max wbps, as io.max.per_host set it");
+        assertEquals(100000L, p2.getLong(272), "io.max riops");
+        assertEquals(-1L, p2.getLong(280), "io.max wiops max");
+        assertEquals(5 * 4096L, p2.getLong(416) - p1.getLong(416), "wbytes: the 5 writes of dd");
+        assertEquals(5L, p2.getLong(432) - p1.getLong(432), "wios");
+        assertEquals(3 * 4096L, p2.getLong(408) - p1.getLong(408), "rbytes: the 3 reads of dd");
+        assertEquals(3L, p2.getLong(424) - p1.getLong(424), "rios");
+        assertEquals(8L, p2.getLong(488) - p1.getLong(488), "lat_ios: each IO completed");
+        String dir = group.substring(1);
+        String ioStat = fixture.engine.controller().read(dir + "/io.stat");
+        assertTrue(ioStat.contains("rbytes=" + p2.getLong(408) + " wbytes=" + p2.getLong(416) + " rios=" + p2.getLong(424) + " wios=" + p2.getLong(432)),
+                "the page agrees with the operator's io.stat: " + ioStat);
+
+        java.nio.file.Path bin = java.nio.file.Files.createTempFile("qos", ".bin");
+        try {
+            java.nio.file.Files.write(bin, after);
+            Process p = new ProcessBuilder("python3", java.nio.file.Path.of("..", "scripts", "nvme-qos").toString(), "-")
+                    .redirectInput(bin.toFile()).redirectErrorStream(true).start();
+            String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(0, p.waitFor(), text);
+            System.out.println("scripts/nvme-qos on the guest's page:\n" + text);
+            assertTrue(text.contains("io.max        rbps=max wbps=104857600 riops=100000 wiops=max"), text);
+            assertTrue(text.contains("io.stat       rbytes=" + p2.getLong(408) + " wbytes=" + p2.getLong(416)), text);
+        } finally {
+            java.nio.file.Files.delete(bin);
+        }
+    }
+
+    /** The page a guest printed as {@code od -An -tx1 -v} lines after {@code prefix}. */
+    private static byte[] hexPage(io.iotarget.testkit.GuestVm.Result result, String prefix) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (String line : result.lines(prefix)) {
+            for (String hex : line.substring(prefix.length()).trim().split("\\s+")) {
+                if (!hex.isEmpty()) out.write(Integer.parseInt(hex, 16));
+            }
+        }
+        byte[] page = out.toByteArray();
+        assertEquals(4096, page.length, prefix + "lines: " + result.text());
+        return page;
+    }
+
     @Test
     void shouldAdvertiseThePageInTheSupportedLogPagesLog() throws Exception {
         try (TestHost admin = fixture.admin(false, false)) {
