@@ -32,12 +32,16 @@ public final class QosSnapshot {
     private final long takenAtMs;
     /** By file, by key. io.pressure's keys are prefixed "some." and "full."; io.weight's is "weight". */
     private final Map<String, Map<String, String>> values;
+    /** By file, the lines of it that concern the device, as the file has them (io.weight: its default and the device's line). */
+    private final Map<String, List<String>> lines;
 
-    private QosSnapshot(String groupPath, DeviceNumber device, long takenAtMs, Map<String, Map<String, String>> values) {
+    private QosSnapshot(String groupPath, DeviceNumber device, long takenAtMs, Map<String, Map<String, String>> values,
+                        Map<String, List<String>> lines) {
         this.groupPath = groupPath;
         this.device = device;
         this.takenAtMs = takenAtMs;
         this.values = values;
+        this.lines = lines;
     }
 
     /**
@@ -51,6 +55,7 @@ public final class QosSnapshot {
         String prefix = dir.isEmpty() ? "" : dir + "/";
         String key = device.toString();
         Map<String, Map<String, String>> values = new HashMap<>();
+        Map<String, List<String>> lines = new HashMap<>();
         for (String file : FILES) {
             String text;
             try {
@@ -59,12 +64,14 @@ public final class QosSnapshot {
                 continue;                                   // not in this group (root), or removed meanwhile
             }
             Map<String, String> kv = new HashMap<>();
+            List<String> kept = new java.util.ArrayList<>();
             for (String line : text.split("\n")) {
                 String[] words = line.strip().split(" +");
                 if (words.length == 0 || words[0].isEmpty()) continue;
                 switch (file) {
                     case "io.pressure" -> {
                         for (int i = 1; i < words.length; i++) put(kv, words[0] + ".", words[i]);
+                        kept.add(line.strip());
                     }
                     case "io.weight" -> {
                         // "default 100" then "MAJ:MIN 200" lines; the device's own overrides the default.
@@ -72,16 +79,19 @@ public final class QosSnapshot {
                             kv.put("weight", words[1]);
                             if (words[0].equals(key)) kv.put("device", "1");
                         }
+                        if (words[0].equals(key) || words[0].equals("default")) kept.add(line.strip());
                     }
                     default -> {
                         if (!words[0].equals(key)) continue;
                         for (int i = 1; i < words.length; i++) put(kv, "", words[i]);
+                        kept.add(line.strip());
                     }
                 }
             }
             values.put(file, kv);
+            lines.put(file, List.copyOf(kept));
         }
-        return new QosSnapshot(group.path(), device, nowMs, values);
+        return new QosSnapshot(group.path(), device, nowMs, values, lines);
     }
 
     private static void put(Map<String, String> kv, String prefix, String pair) {
@@ -100,6 +110,15 @@ public final class QosSnapshot {
 
     public long takenAtMs() {
         return takenAtMs;
+    }
+
+    /**
+     * The lines of {@code file} that concern the device, as a read of the file shows them (for
+     * io.weight its {@code default} line and the device's own, for io.pressure both); empty when
+     * the file could not be read or has none.
+     */
+    public List<String> lines(String file) {
+        return lines.getOrDefault(file, List.of());
     }
 
     /** The raw value of {@code key} in {@code file}'s line for the device, or null when absent. */

@@ -106,7 +106,8 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
         this.server = server;
         this.engine = engine;
         this.connection = connection;
-        this.negotiation = new Negotiation(server.exports(), refusal);
+        this.negotiation = new Negotiation(server.exports(), refusal, (export, client) ->
+                QosDescription.of(export, client.hostIdentity(connection.remoteAddress()), engine.controller(), System.currentTimeMillis()));
         this.issuerDelay = new IssuerDelay(connection, () -> ending || phase != Phase.TRANSMITTING, this::resumeIfReady);
     }
 

@@ -34,7 +34,9 @@ import java.util.function.Consumer;
  * <p>Other policy choices: the empty export name means the export named
  * {@value ExportTree#DEFAULT_EXPORT}, as nbd-server's default export; INFO/GO always send
  * NBD_INFO_BLOCK_SIZE (requests that break it get EINVAL, so a client that did not ask is never
- * refused); the only metadata context is {@code base:allocation}.
+ * refused); the only metadata context is {@code base:allocation}; NBD_INFO_DESCRIPTION is made
+ * for the client that asks ({@link Describer}: on a server, the client's own QoS after the
+ * operator's text, {@link QosDescription}), while LIST shows the operator's text alone.
  */
 final class Negotiation {
     /*  Option reply (20-byte header + data)
@@ -67,10 +69,21 @@ final class Negotiation {
         TlsCredentials tls();
     }
 
+    /**
+     * The text of NBD_INFO_DESCRIPTION for {@code export} as {@code client} asks for it (the
+     * operator's description and the client's own QoS, {@link QosDescription}); empty sends
+     * none. Called on the connection's loop thread.
+     */
+    @FunctionalInterface
+    interface Describer {
+        String describe(Export export, ClientIdentity client);
+    }
+
     /** What the connection does after an event: go on, enter transmission, switch to TLS, or hang up. */
     enum Next { CONTINUE, TRANSMIT, START_TLS, CLOSE }
 
     private final Exports exports;
+    private final Describer describer;
     /** Why every option is refused (the connection is over a server limit), or null. */
     private final String refusal;
     /** The credentials this connection may switch to TLS with, or null (NOTLS); taken once, as the mode. */
@@ -88,8 +101,14 @@ final class Negotiation {
     /** The largest READ/WRITE payload, as the server's max_request was when the client connected; advertised and enforced. */
     private final int maxRequest;
 
+    /** A negotiation whose descriptions are the operator's alone. */
     Negotiation(Exports exports, String refusal) {
+        this(exports, refusal, (export, client) -> export.description());
+    }
+
+    Negotiation(Exports exports, String refusal, Describer describer) {
         this.exports = exports;
+        this.describer = describer;
         this.refusal = refusal;
         this.tls = exports.tls();
         this.maxRequest = exports.maxRequest();
@@ -281,8 +300,9 @@ final class Negotiation {
             byte[] canonical = export.name().getBytes(StandardCharsets.UTF_8);
             out.accept(reply(code, NbdWire.REP_INFO, 2 + canonical.length).putShort((short) NbdWire.INFO_NAME).put(canonical).flip());
         }
-        if (wantDescription && !export.description().isEmpty()) {
-            byte[] text = export.description().getBytes(StandardCharsets.UTF_8);
+        String description = wantDescription ? describer.describe(export, client) : "";
+        if (!description.isEmpty()) {
+            byte[] text = description.getBytes(StandardCharsets.UTF_8);
             out.accept(reply(code, NbdWire.REP_INFO, 2 + text.length).putShort((short) NbdWire.INFO_DESCRIPTION).put(text).flip());
         }
         out.accept(reply(code, NbdWire.REP_ACK, 0).flip());

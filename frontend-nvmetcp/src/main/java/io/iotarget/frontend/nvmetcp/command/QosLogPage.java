@@ -40,7 +40,7 @@ public final class QosLogPage {
     static final int GROUP_AT = 24, GROUP_BYTES = 232;
     /** Four u64 each, in the order rbps, wbps, riops, wiops. */
     static final int IO_MAX_AT = 256, IO_MIN_AT = 288, BURST_LEFT_AT = 320, BURST_FULL_AT = 352;
-    static final int LATENCY_TARGET_USEC_AT = 384, WEIGHT_AT = 392, MIN_SHARE_AT = 396, WEIGHT_SHARE_PPM_AT = 400;
+    static final int LATENCY_TARGET_USEC_AT = 384, WEIGHT_AT = 392, MIN_SHARE_AT = 396, HWEIGHT_ACTIVE_AT = 400, HWEIGHT_INUSE_AT = 404;
     /** Six u64: rbytes, wbytes, rios, wios, dbytes, dios. */
     static final int IO_STAT_AT = 408;
     /** Four u64: µs held by io.max, io.latency, iocost, the issuer's delay. */
@@ -94,7 +94,11 @@ public final class QosLogPage {
         b.putLong(LATENCY_TARGET_USEC_AT, s.number("io.latency", "target", 0));
         b.putInt(WEIGHT_AT, (int) s.number("io.weight", "weight", 0));
         b.putInt(MIN_SHARE_AT, (int) s.hundredths("iotarget.io.stat", "min_pct", ALL_ONES));
-        b.putInt(WEIGHT_SHARE_PPM_AT, (int) ALL_ONES);        // hweight: not reported by the tree yet (docs/qos-log.md)
+        // iocost shows cost.usage in io.stat only while it is enabled on the device; without it
+        // a weight gives no share, which is not the same as the 0 of an idle group.
+        boolean iocost = s.text("io.stat", "cost.usage") != null;
+        b.putInt(HWEIGHT_ACTIVE_AT, (int) (iocost ? s.hundredths("iotarget.io.stat", "hweight_active_pct", ALL_ONES) : ALL_ONES));
+        b.putInt(HWEIGHT_INUSE_AT, (int) (iocost ? s.hundredths("iotarget.io.stat", "hweight_inuse_pct", ALL_ONES) : ALL_ONES));
         for (int i = 0; i < IO_STAT_KEYS.length; i++) b.putLong(IO_STAT_AT + 8 * i, s.number("io.stat", IO_STAT_KEYS[i], 0));
         for (int i = 0; i < HELD_KEYS.length; i++) b.putLong(HELD_USEC_AT + 8 * i, s.number("iotarget.io.stat", HELD_KEYS[i], 0));
         b.putLong(LAT_IOS_AT, s.number("iotarget.io.stat", "lat_ios", 0));

@@ -395,6 +395,9 @@ final class CostDevice implements DevicePolicy {
         g.onActiveList = true;
         propagateWeights(g, g.weight, g.lastInuse != 0 ? g.lastInuse : g.weight, now);
         weights.commit();
+        // Its siblings' shares shrank too; they show that from the period's end (publishing all
+        // of them here would make each activation cost as much as the active groups are many).
+        g.publishHweights(weights);
         g.activatedAtUs = now.nowUs();
         if (!running) {
             running = true;
@@ -409,6 +412,8 @@ final class CostDevice implements DevicePolicy {
         weights.propagate(g, 0, 0);
         activeGroups.remove(g);
         g.onActiveList = false;
+        g.shownHweightActive = 0;
+        g.shownHweightInuse = 0;
         disarmWaitTimer(g);
     }
 
@@ -748,7 +753,13 @@ final class CostDevice implements DevicePolicy {
      * io.min in iotarget.io.stat: {@code min_pct}, the fraction of its minimum the group gets
      * now (100.00 unless the minimums in use claim more than the device; 100.00 for a group
      * without a minimum on its way), and {@code min_ios}, requests that went on a minimum.
-     * Reads without the lock: a minimum written meanwhile may show either way.
+     * Then the weight's share of the device, {@code hweight_active_pct} (by active weight: what
+     * io.weight entitles the group to among the groups active now) and {@code hweight_inuse_pct}
+     * (by inuse weight: what it spends at, less while it donates what it does not use), both
+     * 0.00 while the group is idle on the device or iocost is off, as of the last period end or
+     * the group's activation (the kernel's hweight_active and hweight_inuse, which it shows only
+     * to tracing and iocost_monitor.py). Reads without the lock: a minimum written meanwhile
+     * may show either way.
      */
     @Override
     public void appendIotargetStat(PolicyDeviceGroup dg, StringBuilder line) {
@@ -762,6 +773,17 @@ final class CostDevice implements DevicePolicy {
         line.append(" min_pct=").append(p10k / 100).append('.');
         appendTwoDigits(line, p10k % 100);
         line.append(" min_ios=").append(g.minIos);
+        CostConfig c = config;
+        boolean on = c != null && c.enabled();
+        appendWeightPct(line, " hweight_active_pct=", on ? g.shownHweightActive : 0);
+        appendWeightPct(line, " hweight_inuse_pct=", on ? g.shownHweightInuse : 0);
+    }
+
+    /** A weight × WEIGHT_ONE as a percentage with two decimals, rounded to nearest. */
+    private static void appendWeightPct(StringBuilder line, String key, long weight) {
+        long p10k = (weight * 10_000 + WEIGHT_ONE / 2) / WEIGHT_ONE;
+        line.append(key).append(p10k / 100).append('.');
+        appendTwoDigits(line, p10k % 100);
     }
 
     static void appendTwoDigits(StringBuilder line, long value) {

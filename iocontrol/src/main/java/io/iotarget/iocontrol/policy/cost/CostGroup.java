@@ -137,6 +137,13 @@ final class CostGroup {
     volatile long shownWaitUs;
     volatile long shownIndebtUs;
     volatile long shownIndelayUs;
+    /**
+     * hweightActive and hweightInuse as iotarget.io.stat shows them, × WEIGHT_ONE; 0 while the
+     * group is not active on the device. Written under the device lock at each period's end and
+     * when the group activates or deactivates, read without it.
+     */
+    volatile long shownHweightActive;
+    volatile long shownHweightInuse;
 
     CostGroup(PolicyDeviceGroup deviceGroup, CostGroup parent, long weight) {
         this.deviceGroup = deviceGroup;
@@ -180,6 +187,13 @@ final class CostGroup {
         shownWaitUs = lastStat[WAIT];
         shownIndebtUs = lastStat[INDEBT];
         shownIndelayUs = lastStat[INDELAY];
+    }
+
+    /** Brings the hweights up to date ({@code weights}' cache) and publishes them for iotarget.io.stat. Device lock. */
+    void publishHweights(HierarchicalWeights weights) {
+        weights.currentHweight(this);
+        shownHweightActive = hweightActive;
+        shownHweightInuse = hweightInuse;
     }
 
     @Override

@@ -224,6 +224,7 @@ final class PeriodLoop {
         }
         d.weights.commit();
         surpluses.clear();
+        for (CostGroup g : d.activeGroups) g.publishHweights(d.weights);     // iotarget.io.stat's shares, as the period leaves them
         d.minimums.periodEnd(d.currentPeriod(), d.periodUs());
         // 4. Is the device saturated? Missing targets slows vrate; throttling an idle device speeds it up.
         busyLevel = nextBusyLevel(busyLevel, rqWaitPct, missedPpm, thresholdPpm, nrShortages, nrLagging);

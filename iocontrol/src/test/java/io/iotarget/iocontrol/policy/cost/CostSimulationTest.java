@@ -87,6 +87,44 @@ class CostSimulationTest {
     }
 
     @Test
+    void shouldShowEachGroupsShareOfTheDeviceInIotargetIoStat() throws ControlException {
+        enable("");
+        Group a = group("a", 100);
+        Group b = group("b", 300);
+        var sa = sim.stream(a, IoOp.WRITE, 4096, 32);
+        var sb = sim.stream(b, IoOp.WRITE, 4096, 32);
+        sa.start();
+        sb.start();
+        sim.runFor(SECOND);
+        // Both saturate the device, so neither donates: active and inuse shares are 1/4 and 3/4.
+        report("weights 100:300, both busy: a %s, b %s", hweightFields("a"), hweightFields("b"));
+        assertEquals(25.0, hweightPct("a", "active"), 0.05, "a: 100 of 400");
+        assertEquals(75.0, hweightPct("b", "active"), 0.05, "b: 300 of 400");
+        assertEquals(25.0, hweightPct("a", "inuse"), 0.05, "a spends its whole share");
+        assertEquals(75.0, hweightPct("b", "inuse"), 0.05, "b spends its whole share");
+
+        // b goes idle: at the end of the period it is deactivated, and a has the whole device.
+        sb.stop();
+        sim.runFor(4 * PERIOD);
+        assertEquals(0.0, hweightPct("b", "active"), "b idle: no share now");
+        assertEquals(0.0, hweightPct("b", "inuse"), "b idle");
+        assertEquals(100.0, hweightPct("a", "active"), 0.05, "a alone");
+    }
+
+    private String hweightFields(String group) throws ControlException {
+        Matcher m = Pattern.compile("hweight_active_pct=\\S+ hweight_inuse_pct=\\S+").matcher(controller.read(group + "/iotarget.io.stat"));
+        assertTrue(m.find(), controller.read(group + "/iotarget.io.stat"));
+        return m.group();
+    }
+
+    private double hweightPct(String group, String kind) throws ControlException {
+        String stat = controller.read(group + "/iotarget.io.stat");
+        Matcher m = Pattern.compile(" hweight_" + kind + "_pct=(\\d+\\.\\d\\d)").matcher(stat);
+        assertTrue(m.find(), stat);
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
     void shouldComposeNestedWeights() throws ControlException {
         enable("");
         Group x = group("x", 100);
