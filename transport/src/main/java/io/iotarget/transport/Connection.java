@@ -91,6 +91,7 @@ public final class Connection {
         channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
         if (loop.sendBufferBytes > 0) channel.setOption(StandardSocketOptions.SO_SNDBUF, loop.sendBufferBytes);
         key = channel.register(loop.selector(), SelectionKey.OP_READ, this);
+        loop.selectorChanged();
         loop.add(this);
         ConnectionHandler given = refusal == null ? protocol.open(this) : protocol.refuse(this, refusal);
         if (given == null) {
@@ -134,14 +135,14 @@ public final class Connection {
     public void pauseInput() {
         if (inputPaused || closed) return;
         inputPaused = true;
-        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
+        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
     }
 
     /** Reads again; the bytes kept while paused are offered to the handler first (soon, on the loop). */
     public void resumeInput() {
         if (!inputPaused || closed) return;
         inputPaused = false;
-        if (!inputEnded) key.interestOps(key.interestOps() | SelectionKey.OP_READ);
+        if (!inputEnded) loop.interestOps(key, key.interestOps() | SelectionKey.OP_READ);
         if (kept.hasRemaining() || (tls != null && tls.hasInput())) redeliverSoon();
     }
 
@@ -226,7 +227,7 @@ public final class Connection {
     void endOfInput() {
         if (inputEnded) return;
         inputEnded = true;
-        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
+        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
         handler.inputEnded(this);
     }
 
@@ -315,7 +316,7 @@ public final class Connection {
         if (closed) return;                             // a completion callback closed it
         int ops = key.interestOps();
         int wanted = socketFull ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
-        if (wanted != ops) key.interestOps(wanted);
+        if (wanted != ops) loop.interestOps(key, wanted);
         if (!socketFull && output.isEmpty()) {
             if (closeWhenFlushed) {
                 close(null);
@@ -449,7 +450,7 @@ public final class Connection {
     public void endInput() {
         if (closed || inputEnded) return;
         inputEnded = true;
-        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
+        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
         kept = EMPTY;
     }
 
@@ -468,7 +469,10 @@ public final class Connection {
         if (closed) return;
         closed = true;
         if (tls != null) tls.close();
-        if (key != null) key.cancel();
+        if (key != null) {
+            key.cancel();
+            loop.selectorChanged();
+        }
         try {
             channel.close();
         } catch (IOException e) {

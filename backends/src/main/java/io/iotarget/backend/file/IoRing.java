@@ -69,7 +69,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>Any thread may {@link #start}; {@link #close} once, after the requests have ended.
  */
-final class IoRing implements AutoCloseable {
+final class IoRing implements SlotRing, AutoCloseable {
     /*
      * Maintainers' notes. The slot's fields are written by the starting thread before its SQE
      * is published (release) and read by the completion thread after the CQE (acquire): the
@@ -237,7 +237,8 @@ final class IoRing implements AutoCloseable {
         return entries;
     }
 
-    IoThreads fallback() {
+    @Override
+    public IoThreads fallback() {
         return fallback;
     }
 
@@ -268,7 +269,8 @@ final class IoRing implements AutoCloseable {
     }
 
     /** Writes SQE {@code index}; the caller owns the slot and its SQE is not in the kernel. */
-    void prepare(int index, byte opcode, int fd, long offset, long address, int length, int opFlags) {
+    @Override
+    public void prepare(int index, byte opcode, int fd, long offset, long address, int length, int opFlags) {
         long at = index * SQE_BYTES;
         for (long i = 0; i < SQE_BYTES; i += 8) sqes.set(JAVA_LONG, at + i, 0L);
         sqes.set(JAVA_BYTE, at + SQE_OPCODE, opcode);
@@ -281,7 +283,8 @@ final class IoRing implements AutoCloseable {
     }
 
     /** Publishes SQE {@code index} and submits it, or leaves that to this thread's plug. */
-    void push(int index) {
+    @Override
+    public void push(int index) {
         publish(index);
         PlugState plug = plugs.get();
         if (plug != null && plug.depth > 0) {
@@ -325,7 +328,8 @@ final class IoRing implements AutoCloseable {
      * A slot's request has ended (or moved to the pool): the slot goes to the oldest
      * backlogged request, or back to the free list. Completion thread.
      */
-    void release(RingSlot slot) {
+    @Override
+    public void release(RingSlot slot) {
         Backend backend;
         IoRequest io;
         Completion done;
