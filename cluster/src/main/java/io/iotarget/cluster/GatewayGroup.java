@@ -48,7 +48,10 @@ import java.util.concurrent.locks.LockSupport;
  * <ol>
  *   <li><b>failover</b>: a group without an owner, or whose owner has no member key (its lease is
  *       gone from etcd: by its {@link Fence} it stopped before), gets the least-loaded live member
- *       that serves it (its pin, if live) at once, every such group in one transaction;</li>
+ *       that serves it (its pin, if live) at once, every such group in one transaction — once
+ *       the dead owner's clients are fenced at the storage ({@link StorageFence}: Ceph's
+ *       blocklist), so that a write it had passed its own fence with cannot land after the new
+ *       owner serves;</li>
  *   <li><b>rebalance</b>: otherwise, with no move under way, at most one move: a pinned group to
  *       its live pin, else one group from the member with the most to the one with the fewest,
  *       when they differ by two or more. A move is a <em>handover</em>: the leader writes
@@ -136,6 +139,17 @@ public final class GatewayGroup implements AutoCloseable {
     private volatile long moves;
     private volatile long failovers;
     private volatile long handovers;
+
+    /** Fences a dead member's clients at the storage before a failover ({@link #fenceStorageWith}). */
+    private volatile StorageFence storageFence = StorageFence.NONE;
+
+    /**
+     * Sets how a member whose lease ended is fenced at the storage before its groups get new
+     * owners (serve: Ceph's blocklist, docs/rbd.md); {@link StorageFence#NONE} until then. Before {@link #start}.
+     */
+    public void fenceStorageWith(StorageFence fence) {
+        this.storageFence = java.util.Objects.requireNonNull(fence);
+    }
 
     /**
      * @param membership this node's membership (its lease carries the member key; its fence decides what is presented)
@@ -436,8 +450,14 @@ public final class GatewayGroup implements AutoCloseable {
         return !v.members().isEmpty() && v.members().keySet().iterator().next().equals(node);
     }
 
-    /** A change the leader writes: the owner key of each group to its new value. */
-    record Decision(Map<Integer, String> values, int failovers, int moves) {
+    /**
+     * A change the leader writes: the owner key of each group to its new value; {@code dead}: the
+     * former owners of the groups that fail over, fenced at the storage first.
+     */
+    record Decision(Map<Integer, String> values, int failovers, int moves, Set<String> dead) {
+        Decision(Map<Integer, String> values, int failovers, int moves) {
+            this(values, failovers, moves, Set.of());
+        }
     }
 
     /** Section 3, as the leader: the owners to write, or an empty decision. Pure: depends on the view only. */
@@ -455,6 +475,7 @@ public final class GatewayGroup implements AutoCloseable {
             load.merge(o.next() != null && live.containsKey(o.next()) ? o.next() : o.node(), 1, Integer::sum);
         }
         Map<Integer, String> values = new TreeMap<>();
+        Set<String> dead = new TreeSet<>();
         int failovers = 0;
         for (int g : groups) {
             Owner o = v.owners().get(g);
@@ -463,6 +484,7 @@ public final class GatewayGroup implements AutoCloseable {
                 // No owner, or its lease is gone: a move under way goes to its target if that lives.
                 String to = o != null && o.next() != null && serves(live, o.next(), g) ? o.next() : choose(live, load, g, pin);
                 if (to == null) continue;
+                if (o != null && o.node() != null) dead.add(o.node());
                 values.put(g, owner(to, null));
                 load.merge(to, 1, Integer::sum);
                 failovers++;
@@ -472,7 +494,7 @@ public final class GatewayGroup implements AutoCloseable {
                 load.merge(o.node(), 1, Integer::sum);
             }
         }
-        if (!values.isEmpty() || moving) return new Decision(values, failovers, 0);
+        if (!values.isEmpty() || moving) return new Decision(values, failovers, 0, dead);
         // Rebalance: at most one move. A pinned group first, to its live pin.
         for (int g : groups) {
             Owner o = v.owners().get(g);
@@ -522,6 +544,16 @@ public final class GatewayGroup implements AutoCloseable {
     private void decide(View v, Map<String, EtcdClient.KeyValue> keys, long revision) throws IOException {
         Decision d = plan(v);
         if (d.values().isEmpty()) return;
+        for (String node : d.dead()) {
+            try {
+                storageFence.fence(node);
+            } catch (IOException e) {
+                // Its groups stay without a live owner (every member non-optimized: still reachable) until it can be fenced.
+                LOG.log(System.Logger.Level.WARNING, "cluster: gateway group " + group + ": " + node + " is gone, but its clients cannot be fenced"
+                                                     + " at the storage (" + e.getMessage() + "): its ANA groups get no new owner until they can be");
+                return;
+            }
+        }
         List<EtcdClient.Put> puts = new ArrayList<>();
         for (Map.Entry<Integer, String> e : d.values().entrySet()) {
             puts.add(new EtcdClient.Put(base() + "owners/" + e.getKey(), e.getValue().getBytes(StandardCharsets.UTF_8), 0));

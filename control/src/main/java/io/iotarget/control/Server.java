@@ -157,7 +157,12 @@ public final class Server implements AutoCloseable {
                                   clusterSettings.nodes() == 0 && members != null ? members::liveMembers : clusterSettings::nodes);
         RadosFence storageFence = null;
         try {
-            if (clusterSettings != null) storageFence = storageFence(clusterSettings, engine);
+            if (clusterSettings != null) {
+                storageFence = storageFence(clusterSettings, engine);
+                // Before any change can wait for a node or a group fail over: a node whose lease ended is fenced at the storage first.
+                etcdStore.fenceStorageWith(storageFence);
+                if (gateway != null) gateway.fenceStorageWith(storageFence);
+            }
             RadosFence fence = storageFence;
             group = groupConfig(clusterSettings, nvme);
             MountTable mounts = new MountTable()

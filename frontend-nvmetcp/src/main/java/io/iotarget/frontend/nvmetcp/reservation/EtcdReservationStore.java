@@ -4,6 +4,7 @@ import io.iotarget.cluster.ClusterSettings;
 import io.iotarget.cluster.EtcdClient;
 import io.iotarget.cluster.Fence;
 import io.iotarget.cluster.Membership;
+import io.iotarget.cluster.StorageFence;
 import io.iotarget.model.Clock;
 
 import java.io.IOException;
@@ -76,6 +77,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * 1 must not fail when namespace 10 changed. Any thread.
  */
 public final class EtcdReservationStore implements ReservationStore {
+    private static final System.Logger LOG = System.getLogger(EtcdReservationStore.class.getName());
     static final String PREFIX = "/iotarget/resv/";
     static final String ACK_PREFIX = "/iotarget/resv-ack/";
     /** How often a committing node reads the acknowledgements while the watch on them is broken (and being started again). */
@@ -108,6 +110,8 @@ public final class EtcdReservationStore implements ReservationStore {
     /** Acknowledgement reads made by waiters (tests, the bench: how often the fallback read ran). */
     private final AtomicLong ackReads = new AtomicLong();
     private volatile Listener listener;
+    /** Fences a node that vanished during a wait at the storage ({@link #fenceStorageWith}). */
+    private volatile StorageFence storageFence = StorageFence.NONE;
     private volatile boolean closed;
     /** What {@link #join} made for this store alone (the membership, the client), closed with it; null when the caller owns them. */
     private AutoCloseable owned;
@@ -242,7 +246,7 @@ public final class EtcdReservationStore implements ReservationStore {
                     nowNs = System.nanoTime();
                     readNs = nowNs + (ackWatching ? ACK_REREAD_NS : ACK_POLL_NS);
                 }
-                if (!w.pending(node, version)) return Acknowledged.ALL;
+                if (!w.pending(node, version)) return fenceGone(key, version, w.gone(node));
                 if (fence.lease() != lease || !fence.holds(nowNs)) return Acknowledged.FENCED;
                 if (nowNs - deadlineNs >= 0) return Acknowledged.TIMED_OUT;
                 long untilNs = Math.min(Math.min(readNs, deadlineNs), fence.validUntilNs());
@@ -252,6 +256,32 @@ public final class EtcdReservationStore implements ReservationStore {
         } finally {
             waiters.remove(w);
         }
+    }
+
+    /**
+     * The nodes whose keys vanished while this change waited for them (their leases ended) are
+     * fenced at the storage before the change is answered: a write such a node had passed its
+     * own fence with, and that paused on its way to the backend, cannot land after the answer.
+     */
+    private Acknowledged fenceGone(String key, long version, Set<String> gone) {
+        for (String other : gone) {
+            try {
+                storageFence.fence(other);
+            } catch (IOException e) {
+                LOG.log(System.Logger.Level.WARNING, "reservation change on " + key + " (version " + version + "): node " + other
+                                                     + " is gone but cannot be fenced at the storage: " + e.getMessage());
+                return Acknowledged.UNFENCED;
+            }
+        }
+        return Acknowledged.ALL;
+    }
+
+    /**
+     * Sets how a node whose lease ended while a change waited for it is fenced at the storage
+     * (serve: Ceph's blocklist, docs/rbd.md); {@link StorageFence#NONE} until then.
+     */
+    public void fenceStorageWith(StorageFence fence) {
+        this.storageFence = java.util.Objects.requireNonNull(fence);
     }
 
     /** Acknowledgement reads the waiters made so far (the fallback to the watch, and each wait's first read). Any thread. */
@@ -299,6 +329,16 @@ public final class EtcdReservationStore implements ReservationStore {
 
         private void merge(String k, String value, long revision) {
             acks.merge(k, new Ack(value, revision), (old, now) -> now.revision() >= old.revision() ? now : old);
+        }
+
+        /** The nodes other than {@code self} whose keys were seen in this wait and then deleted (their leases ended). */
+        Set<String> gone(String self) {
+            Set<String> out = new java.util.TreeSet<>();
+            for (Map.Entry<String, Ack> a : acks.entrySet()) {
+                String other = a.getKey().substring(prefix.length());
+                if (a.getValue().value() == null && !other.equals(self) && !other.contains("/")) out.add(other);
+            }
+            return out;
         }
 
         /** Whether a node other than {@code self} follows the key and has not acknowledged {@code version}. */

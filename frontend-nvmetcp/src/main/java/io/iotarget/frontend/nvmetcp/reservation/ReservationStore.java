@@ -60,7 +60,9 @@ public interface ReservationStore extends AutoCloseable {
         /** This node's own lease was lost or given up meanwhile: it cannot vouch for anything (a path error). */
         FENCED,
         /** Neither within the bound: a node keeps a lease the store does not expire; nothing is proved. */
-        TIMED_OUT
+        TIMED_OUT,
+        /** A node whose lease ended could not be fenced at the storage (docs/rbd.md): a write it passed its fence with may still land. */
+        UNFENCED
     }
 
     /**

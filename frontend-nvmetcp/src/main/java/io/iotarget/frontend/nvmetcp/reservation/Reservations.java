@@ -404,6 +404,11 @@ public final class Reservations implements AutoCloseable {
                                                                     + " ms (is etcd expiring leases?): answered Internal Error"));
                             yield Status.INTERNAL;                   // no DNR: the host may retry; Report shows the state
                         }
+                        case UNFENCED -> {
+                            errors.report(new IllegalStateException("reservation change on " + r.key + " (version " + version + ") committed, but a node"
+                                                                    + " whose lease ended could not be fenced at the storage: answered Internal Error"));
+                            yield Status.INTERNAL;
+                        }
                     };
                 }
             }
