@@ -1,5 +1,6 @@
 package io.iotarget.control;
 
+import io.iotarget.control.ReservationClient.Host;
 import io.iotarget.testkit.Await;
 import io.iotarget.testkit.EtcdCluster;
 import org.junit.jupiter.api.Test;
@@ -11,7 +12,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -26,6 +26,13 @@ import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.iotarget.control.ReservationClient.ACQUIRE;
+import static io.iotarget.control.ReservationClient.ACQUIRE_ACQUIRE;
+import static io.iotarget.control.ReservationClient.ACQUIRE_PREEMPT_AND_ABORT;
+import static io.iotarget.control.ReservationClient.REGISTER;
+import static io.iotarget.control.ReservationClient.RELEASE;
+import static io.iotarget.control.ReservationClient.RELEASE_CLEAR;
+import static io.iotarget.control.ReservationClient.WRITE_EXCLUSIVE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -51,9 +58,6 @@ class PausedNodeReservationTest {
     private static final int BLOCKS = 8;
     private static final int BLOCK = 512;
     private static final long KEY_A = 0xA11CEL, KEY_B = 0xB0BL;
-    private static final int REGISTER = 0x0D, ACQUIRE = 0x11, RELEASE = 0x15;
-    private static final int ACQUIRE_ACQUIRE = 0, ACQUIRE_PREEMPT_AND_ABORT = 2, RELEASE_CLEAR = 1;
-    private static final int WRITE_EXCLUSIVE = 1 << 8;
     private static final int SUCCESS = 0;
     /** Reservation Conflict with DNR. */
     private static final int CONFLICT = 0x4083;
@@ -65,42 +69,6 @@ class PausedNodeReservationTest {
     @TempDir
     Path dir;
     private Path image;
-
-    /** One host identity: its NQN and its 16-byte Host Identifier (every byte {@code id}). */
-    private record Host(String nqn, byte[] hostId) {
-        static Host of(int id) {
-            byte[] hostId = new byte[16];
-            Arrays.fill(hostId, (byte) id);
-            return new Host("nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000" + String.format("%02x", id), hostId);
-        }
-    }
-
-    /** A controller of {@code host} on a node: its admin queue and one IO queue. */
-    private record Controller(SocketChannel admin, SocketChannel io) implements AutoCloseable {
-        static Controller connect(int port, Host host) throws IOException {
-            SocketChannel admin = RawClients.nvmePastIcReq(port, 0);
-            int cntlid = RawClients.nvmeConnect(admin, NQN, host.nqn(), host.hostId(), 0, 0xFFFF, 32);
-            SocketChannel io = RawClients.nvmePastIcReq(port, 0);
-            RawClients.nvmeConnect(io, NQN, host.nqn(), host.hostId(), 1, cntlid, 32);
-            return new Controller(admin, io);
-        }
-
-        int reservation(int commandId, int opcode, int cdw10, long... keys) throws IOException {
-            return RawClients.nvmeReservation(io, commandId, opcode, cdw10, keys);
-        }
-
-        /** Writes block {@code lba} filled with {@code fill} and waits for its status. */
-        int write(int commandId, long lba, byte fill) throws IOException {
-            RawClients.writeFully(io, RawClients.nvmeWrite(commandId, 1, lba, filled(fill)));
-            return RawClients.nvmeResponse(io) & 0xFFFF;
-        }
-
-        @Override
-        public void close() throws IOException {
-            io.close();
-            admin.close();
-        }
-    }
 
     /** A command retried while the node answers ANA Inaccessible (not joined yet, or not yet re-read), for up to 30 s; its last status. */
     private interface Command {
@@ -183,12 +151,12 @@ class PausedNodeReservationTest {
                 final int trial = t;
                 byte aFill = (byte) (0x10 + trial), aQueuedFill = (byte) (0x40 + trial), bFill = (byte) (0x80 + trial);
                 if (trial > 0) {
-                    try (Controller bOn2 = Controller.connect(port2, b)) {
+                    try (ReservationClient bOn2 = ReservationClient.connect(NQN, port2, b)) {
                         assertEquals(SUCCESS, whenServed(cid -> bOn2.reservation(cid, RELEASE, RELEASE_CLEAR | WRITE_EXCLUSIVE, KEY_B)),
                                 "trial " + trial + ": B, the holder, clears the last trial's state through node 2");
                     }
                 }
-                try (Controller aOn1 = Controller.connect(port1, a)) {
+                try (ReservationClient aOn1 = ReservationClient.connect(NQN, port1, a)) {
                     assertEquals(SUCCESS, whenServed(cid -> aOn1.reservation(cid, REGISTER, 0, 0, KEY_A)), "trial " + trial + ": A registers through node 1");
                     String leaseBefore = leases(node1, JOINED).getLast();           // node 1 serves: it has joined
                     assertEquals(SUCCESS, aOn1.reservation(2, ACQUIRE, ACQUIRE_ACQUIRE | WRITE_EXCLUSIVE, KEY_A, 0), "A acquires Write Exclusive");
@@ -196,11 +164,11 @@ class PausedNodeReservationTest {
 
                     node1.signal("STOP");
                     long stoppedNs = System.nanoTime();
-                    for (int lba = 0; lba < BLOCKS; lba++) RawClients.writeFully(aOn1.io(), RawClients.nvmeWrite(100 + lba, 1, lba, filled(aQueuedFill)));
+                    for (int lba = 0; lba < BLOCKS; lba++) RawClients.writeFully(aOn1.io, RawClients.nvmeWrite(100 + lba, 1, lba, filled(aQueuedFill)));
                     Thread.sleep(Math.max(0, PAUSE_MS - ms(stoppedNs, System.nanoTime())));
 
                     long preemptMs;
-                    try (Controller bOn2 = Controller.connect(port2, b)) {
+                    try (ReservationClient bOn2 = ReservationClient.connect(NQN, port2, b)) {
                         assertEquals(SUCCESS, bOn2.reservation(1, REGISTER, 0, 0, KEY_B), "B registers through node 2 while node 1 is stopped");
                         long t0 = System.nanoTime();
                         assertEquals(SUCCESS, bOn2.reservation(2, ACQUIRE, ACQUIRE_PREEMPT_AND_ABORT | WRITE_EXCLUSIVE, KEY_B, KEY_A),
@@ -217,7 +185,7 @@ class PausedNodeReservationTest {
                         CompletableFuture<Integer> next = new CompletableFuture<>();
                         Thread.ofVirtual().start(() -> {
                             try {
-                                next.complete(RawClients.nvmeResponse(aOn1.io()));
+                                next.complete(RawClients.nvmeResponse(aOn1.io));
                             } catch (IOException e) {
                                 next.completeExceptionally(e);
                             }
@@ -252,7 +220,7 @@ class PausedNodeReservationTest {
                         }
                     }, () -> "trial " + trial + ": node 1 re-joined with a new lease");
                     long servedMs;
-                    try (Controller bOn1 = Controller.connect(port1, b); Controller aAgain = Controller.connect(port1, a)) {
+                    try (ReservationClient bOn1 = ReservationClient.connect(NQN, port1, b); ReservationClient aAgain = ReservationClient.connect(NQN, port1, a)) {
                         assertEquals(SUCCESS, whenServed(cid -> bOn1.write(cid, 0, bFill)), "trial " + trial + ": node 1 serves B's write again");
                         servedMs = ms(contNs, System.nanoTime());
                         assertEquals(CONFLICT, whenServed(cid -> aAgain.write(cid, 1, aQueuedFill)), "trial " + trial + ": node 1 refuses A, preempted");
