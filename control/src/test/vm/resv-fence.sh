@@ -14,6 +14,9 @@
 #     aborts A through node 2 and writes its pattern over the same blocks; none of A's writes
 #     started after B's preempt completed succeeds, A's next write gets Reservation Conflict, the
 #     report shows B holding, and the file holds B's data at every block B wrote (the test reads it)
+#   5 B clears and A takes Write Exclusive again; while A writes through node 1, node 1 is cut off
+#     from etcd and B preempt-and-aborts through node 2 at once (its preempt completes only once
+#     node 1's lease is gone); the same checks on A's writes and the file
 #
 # Environment: NQN, PORT1, PORT2 (the nodes' NVMe/TCP ports), CTL_PORT (the test's channel).
 . /guest/lib.sh
@@ -106,21 +109,25 @@ a="$(ctl ios 1)"
 
 # 4 -------------------------------------------------------------- B preempt-and-aborts A through node 2
 dd if=/dev/zero bs=4096 count=1 2>/dev/null | tr '\0' '\252' > /tmp/a.blk
-rm -f /tmp/stop /tmp/preempted /tmp/a-log
-# each write is logged with whether it started after B's preempt completed (the test answered)
-( while [ ! -e /tmp/stop ]; do
-    i=0
-    while [ $i -lt $BLOCKS ] && [ ! -e /tmp/stop ]; do
-      when=before; [ -e /tmp/preempted ] && when=after
-      if dd if=/tmp/a.blk of="$NS" bs=4096 seek=$i count=1 oflag=direct conv=notrunc 2>/tmp/a-dd.err; then
-        echo "$when ok" >> /tmp/a-log
-      else
-        echo "$when error $(grep -m1 error /tmp/a-dd.err)" >> /tmp/a-log
-      fi
-      i=$((i + 1))
-    done
-  done ) &
-LOOP=$!
+# write_loop TAG LOG: A writes its blocks over and over until /tmp/stop; each write is logged with
+# whether it started after TAG existed (made once B's preempt completed: the test answered)
+write_loop() {
+  rm -f /tmp/stop "$1" "$2"
+  ( while [ ! -e /tmp/stop ]; do
+      i=0
+      while [ $i -lt $BLOCKS ] && [ ! -e /tmp/stop ]; do
+        when=before; [ -e "$1" ] && when=after
+        if dd if=/tmp/a.blk of="$NS" bs=4096 seek=$i count=1 oflag=direct conv=notrunc 2>/tmp/a-dd.err; then
+          echo "$when ok" >> "$2"
+        else
+          echo "$when error $(grep -m1 error /tmp/a-dd.err)" >> "$2"
+        fi
+        i=$((i + 1))
+      done
+    done ) &
+  LOOP=$!
+}
+write_loop /tmp/preempted /tmp/a-log
 sleep 2
 b="$(ctl ios 1)"
 R="$(ctl preempt)"
@@ -145,6 +152,28 @@ grep -q "rtype *: 1" /tmp/report.txt && has_key b && ! has_key a; check b-holds-
 R="$(ctl check)"
 echo "RESULT disk $R"
 echo "$R" | grep -q "mismatched=0 "; check disk-holds-b-data $? "$R"
+
+# 5 -------------------------------------------------------------- node 1 cut off and a preempt through node 2 at once
+R="$(ctl reset)"
+echo "$R" | grep -q "clear_status=0 register_status=0"; check b-clears-and-registers-again $? "$R"
+nvme resv-register "$NS" -n 1 -k 0xa -r 0 && nvme resv-acquire "$NS" -n 1 -c 0xa -t 1 -a 0; check a-holds-again $?
+write_loop /tmp/preempted2 /tmp/a-log2
+sleep 2
+R="$(ctl cut-preempt)"
+touch /tmp/preempted2
+echo "RESULT cut-preempt $R"
+echo "$R" | grep -q "preempt_status=0 " && echo "$R" | grep -q "b_write_failures=0"; check b-preempts-while-node1-cut $? "$R"
+sleep 2
+touch /tmp/stop; wait $LOOP
+before_ok="$(grep -c '^before ok' /tmp/a-log2)"
+after_ok="$(grep -c '^after ok' /tmp/a-log2)"
+after_err="$(grep -c '^after error' /tmp/a-log2)"
+echo "RESULT a-writes-2 before_ok=$before_ok after_ok=$after_ok after_error=$after_err path1=$(path_attr 1 ana_state)"
+grep '^after error' /tmp/a-log2 | sort | uniq -c
+[ "$after_ok" = 0 ] && [ "$after_err" -gt 0 ]; check a-writes-after-preempt-2-refused $? "$after_ok succeeded, $after_err refused"
+R="$(ctl check2)"
+echo "RESULT disk-2 $R"
+echo "$R" | grep -q "mismatched=0 "; check disk-holds-b-data-2 $? "$R"
 
 nvme disconnect -n "$NQN" >/dev/null 2>&1
 [ $FAIL = 0 ] && echo "RESV-FENCE PASSED" || echo "RESV-FENCE FAILED"

@@ -28,6 +28,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -35,6 +36,8 @@ import java.util.regex.Pattern;
 import static io.iotarget.control.ReservationClient.ACQUIRE;
 import static io.iotarget.control.ReservationClient.ACQUIRE_PREEMPT_AND_ABORT;
 import static io.iotarget.control.ReservationClient.REGISTER;
+import static io.iotarget.control.ReservationClient.RELEASE;
+import static io.iotarget.control.ReservationClient.RELEASE_CLEAR;
 import static io.iotarget.control.ReservationClient.WRITE_EXCLUSIVE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -47,8 +50,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * verified fio to node 2 with no IO error. Node 1 reconnected re-joins and is optimized again.
  * Then host B (the test's own NVMe/TCP client) preempt-and-aborts A through node 2 while A
  * writes through node 1, and writes its pattern: A's later writes fail with Reservation
- * Conflict, and the file holds B's data at every block B wrote. The guest prints what it
- * measured (RESULT lines); every step is a CHECK.
+ * Conflict, and the file holds B's data at every block B wrote. Last, with A holding again and
+ * writing through node 1, node 1 is cut off and B preempt-and-aborts through node 2 at once: the
+ * preempt completes once node 1's lease is gone, and the same holds of A's writes and the file.
+ * The guest prints what it measured (RESULT lines); every step is a CHECK.
  */
 class ReservationFenceKernelHostTest {
     private static final String NQN = "nqn.2026-12.io.iotarget:fence";
@@ -59,7 +64,7 @@ class ReservationFenceKernelHostTest {
     /** What B writes in step 4: the guest's 64 blocks of 4 KiB, as 512-byte LBAs. */
     private static final int B_LBAS = 64 * 8;
     private static final int LBAS_PER_WRITE = 8;
-    private static final byte B_FILL = (byte) 0xBB;
+    private static final byte B_FILL = (byte) 0xBB, B_FILL_2 = (byte) 0xBC;
     private static final Pattern IOS = Pattern.compile("(?:rios|wios)=(\\d+)");
 
     @TempDir
@@ -147,36 +152,69 @@ class ReservationFenceKernelHostTest {
         return channel;
     }
 
-    /** Polls {@code node}'s log every 10 ms until {@code text} appears more than {@code before} times, up to 60 s; the ms from {@code fromNs}, or -1. */
-    private static long msUntilLogged(Node node, String text, int before, long fromNs) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < deadline) {
-            if (node.logged(text) > before) return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - fromNs);
-            Thread.sleep(10);
-        }
-        return -1;
+    /**
+     * Polls {@code node}'s log every 5 ms, on a thread of its own, until {@code text} appears more
+     * than {@code before} times, for up to 60 s: completes with the ms from {@code fromNs} to the
+     * first look that found it, or -1.
+     */
+    private static CompletableFuture<Long> msUntilLogged(Node node, String text, int before, long fromNs) {
+        CompletableFuture<Long> ms = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            try {
+                while (System.nanoTime() < deadline) {
+                    if (node.logged(text) > before) {
+                        ms.complete(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - fromNs));
+                        return;
+                    }
+                    Thread.sleep(5);
+                }
+                ms.complete(-1L);
+            } catch (IOException | InterruptedException e) {
+                ms.completeExceptionally(e);
+            }
+        });
+        return ms;
     }
 
     /**
-     * Host B through node 2: registers, preempt-and-aborts A, writes its pattern over the guest's
-     * blocks. The answer: the preempt's status and time, and how many of B's writes failed.
+     * Host B's preempt-and-abort of A through node 2, then B's pattern {@code fill} over the
+     * guest's blocks; {@code beforePreempt} runs just before the preempt. The answer: the
+     * preempt's status and time, and how many of B's writes failed.
      */
-    private static String preempt(Node node2) throws IOException {
-        try (ReservationClient b = ReservationClient.connect(NQN, node2.nvmePort, Host.of(0xBB))) {
-            int registered = b.reservation(1, REGISTER, 0, 0, KEY_B);
-            long t0 = System.nanoTime();
-            int preempted = b.reservation(2, ACQUIRE, ACQUIRE_PREEMPT_AND_ABORT | WRITE_EXCLUSIVE, KEY_B, KEY_A);
-            long preemptMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            int failures = 0;
-            for (int lba = 0; lba < B_LBAS; lba += LBAS_PER_WRITE) {
-                if (b.write(10 + lba / LBAS_PER_WRITE, lba, LBAS_PER_WRITE, B_FILL) != 0) failures++;
+    private static String preempt(ReservationClient b, byte fill, Runnable beforePreempt) throws IOException {
+        beforePreempt.run();
+        long t0 = System.nanoTime();
+        int preempted = b.reservation(2, ACQUIRE, ACQUIRE_PREEMPT_AND_ABORT | WRITE_EXCLUSIVE, KEY_B, KEY_A);
+        long preemptMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        int failures = 0;
+        List<String> failed = new ArrayList<>();
+        for (int lba = 0; lba < B_LBAS; lba += LBAS_PER_WRITE) {
+            long t = System.nanoTime();
+            int status = b.write(10 + lba / LBAS_PER_WRITE, lba, LBAS_PER_WRITE, fill);
+            if (status != 0) {
+                failures++;
+                failed.add("lba" + lba + ":0x" + Integer.toHexString(status) + "@" + TimeUnit.NANOSECONDS.toMillis(t - t0) + "ms");
             }
-            return "register_status=" + registered + " preempt_status=" + preempted + " preempt_ms=" + preemptMs + " b_write_failures=" + failures;
         }
+        return "preempt_status=" + preempted + " preempt_ms=" + preemptMs + " b_write_failures=" + failures + " failed=" + failed;
+    }
+
+    private interface Command {
+        int status(int commandId) throws IOException;
+    }
+
+    /** {@code command} sent again while it answers ANA Inaccessible (0x302, no DNR), for up to 10 s; its last status. */
+    private static int retried(Command command) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        int commandId = 100;
+        int status;
+        while ((status = command.status(commandId++)) == 0x302 && System.nanoTime() < deadline) Thread.sleep(20);
+        return status;
     }
 
     /** The shared file's blocks B wrote, read directly: how many hold something other than B's data. */
-    private String check() throws IOException {
+    private String check(byte fill) throws IOException {
         List<Integer> mismatched = new ArrayList<>();
         ByteBuffer b = ByteBuffer.allocate(B_LBAS * ReservationClient.BLOCK);
         try (FileChannel ch = FileChannel.open(image, StandardOpenOption.READ)) {
@@ -186,7 +224,7 @@ class ReservationFenceKernelHostTest {
         }
         for (int lba = 0; lba < B_LBAS; lba++) {
             for (int i = 0; i < ReservationClient.BLOCK; i++) {
-                if (b.get(lba * ReservationClient.BLOCK + i) != B_FILL) {
+                if (b.get(lba * ReservationClient.BLOCK + i) != fill) {
                     mismatched.add(lba);
                     break;
                 }
@@ -208,8 +246,7 @@ class ReservationFenceKernelHostTest {
             String node1Store = "etcd://" + String.join(",", relays.stream().map(TcpRelay::hostPort).toList());
             Node node1 = new Node(1, node1Store, "optimized");
             Node node2 = null;
-            long[] cutNs = new long[1];
-            int[] fencedBefore = new int[1], rejoinedBefore = new int[1];
+            List<CompletableFuture<Long>> fenced = new ArrayList<>();
             try {
                 node2 = new Node(2, etcd.uri(), "non-optimized");
                 Node[] nodes = {null, node1, node2};
@@ -217,31 +254,57 @@ class ReservationFenceKernelHostTest {
                 try (ServerSocket channel = channel(p -> switch (p[0]) {
                     case "ios" -> Long.toString(nodes[Integer.parseInt(p[1])].ios());
                     case "cut" -> {
-                        fencedBefore[0] = node1.logged(" fenced, lease ");
-                        rejoinedBefore[0] = node1.logged(" re-joined with lease ");
-                        cutNs[0] = System.nanoTime();
+                        int before = node1.logged(" fenced, lease ");
+                        long cutNs = System.nanoTime();
                         for (TcpRelay r : relays) r.cut();
+                        fenced.add(msUntilLogged(node1, " fenced, lease ", before, cutNs));
                         yield "cut";
                     }
-                    case "fenced" -> "fenced_ms=" + msUntilLogged(node1, " fenced, lease ", fencedBefore[0], cutNs[0]) + " lease_ms=" + LEASE_MS;
+                    // node 1's membership logged that it lost its lease: how long after the cut
+                    case "fenced" -> "fenced_ms=" + fenced.getLast().get() + " lease_ms=" + LEASE_MS;
                     case "restore" -> {
+                        int before = node1.logged(" re-joined with lease ");
                         long t0 = System.nanoTime();
                         for (TcpRelay r : relays) r.restore();
-                        yield "rejoined_ms=" + msUntilLogged(node1, " re-joined with lease ", rejoinedBefore[0], t0);
+                        yield "rejoined_ms=" + msUntilLogged(node1, " re-joined with lease ", before, t0).get();
                     }
-                    case "preempt" -> preempt(survivor);
-                    case "check" -> check();
+                    case "preempt" -> {
+                        try (ReservationClient b = ReservationClient.connect(NQN, survivor.nvmePort, Host.of(0xBB))) {
+                            yield "register_status=" + b.reservation(1, REGISTER, 0, 0, KEY_B) + " " + preempt(b, B_FILL, () -> { });
+                        }
+                    }
+                    case "check" -> check(B_FILL);
+                    case "reset" -> {
+                        try (ReservationClient b = ReservationClient.connect(NQN, survivor.nvmePort, Host.of(0xBB))) {
+                            // ANA Inaccessible (a store read timed out on a loaded machine) is a path error: retried, as a host would
+                            yield "clear_status=" + retried(cid -> b.reservation(cid, RELEASE, RELEASE_CLEAR | WRITE_EXCLUSIVE, KEY_B))
+                                  + " register_status=" + retried(cid -> b.reservation(cid, REGISTER, 0, 0, KEY_B));
+                        }
+                    }
+                    // node 1 cut off and, at once, B's preempt through node 2: it completes only once node 1's lease is gone
+                    case "cut-preempt" -> {
+                        try (ReservationClient b = ReservationClient.connect(NQN, survivor.nvmePort, Host.of(0xBB))) {
+                            int before = node1.logged(" fenced, lease ");
+                            String r = preempt(b, B_FILL_2, () -> {
+                                for (TcpRelay relay : relays) relay.cut();
+                                fenced.add(msUntilLogged(node1, " fenced, lease ", before, System.nanoTime()));
+                            });
+                            yield r + " node1_fenced_ms=" + fenced.getLast().get() + " lease_ms=" + LEASE_MS;
+                        }
+                    }
+                    case "check2" -> check(B_FILL_2);
                     default -> "ERR unknown " + String.join(" ", p);
                 })) {
                     GuestVm.Result result = GuestVm.run(GuestVm.script("resv-fence.sh"), Map.of(
                             "NQN", NQN, "PORT1", Integer.toString(node1.nvmePort), "PORT2", Integer.toString(node2.nvmePort),
                             "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(), 600);
                     result.lines("RESULT").forEach(l -> System.out.println("[fence] " + l));
+                    System.out.println("[fence] node 1's log:\n" + node1.server.output() + "\n[fence] node 2's log:\n" + node2.server.output());
                     List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
                     assertEquals(List.of(), failed, result.text());
-                    assertEquals(18, result.lines("CHECK").size(), "every step reported: " + result.text());
+                    assertEquals(23, result.lines("CHECK").size(), "every step reported: " + result.text());
                     assertEquals(0, result.exitCode(), result.text());
-                    assertEquals("blocks=" + B_LBAS + " mismatched=0 first_mismatched=none", check(), "after the guest disconnected, the file still holds B's data");
+                    assertEquals("blocks=" + B_LBAS + " mismatched=0 first_mismatched=none", check(B_FILL_2), "after the guest disconnected, the file still holds B's data");
                 }
             } finally {
                 node1.server.close();
