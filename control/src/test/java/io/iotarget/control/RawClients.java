@@ -19,7 +19,7 @@ final class RawClients {
     /** NVMe/TCP PDU types and lengths (no digests). */
     private static final int IC_REQ = 0x00, IC_RESP = 0x01, CAPSULE_CMD = 0x04, CAPSULE_RESP = 0x05;
     private static final int IC_LEN = 128, CAPSULE_CMD_HLEN = 72, CAPSULE_RESP_LEN = 24;
-    private static final int FABRICS = 0x7F, CONNECT = 0x01, PROPERTY_SET = 0x00, NVM_READ = 0x02;
+    private static final int FABRICS = 0x7F, CONNECT = 0x01, PROPERTY_SET = 0x00, NVM_WRITE = 0x01, NVM_READ = 0x02;
     private static final int GET_LOG_PAGE = 0x02, SET_FEATURES = 0x09, ASYNC_EVENT_REQUEST = 0x0C, C2H_DATA = 0x07, DATA_SUCCESS = 0x08;
     /** CC with EN and the Linux host's queue entry sizes (IOSQES 6, IOCQES 4). */
     private static final long CC_ENABLE = 0x460001;
@@ -86,11 +86,16 @@ final class RawClients {
      * enabled (CC.EN), so that IO queues may connect.
      */
     static int nvmeConnect(SocketChannel c, String subsystem, String hostNqn, int qid, int cntlid, int queueSize) throws IOException {
+        return nvmeConnect(c, subsystem, hostNqn, new byte[16], qid, cntlid, queueSize);
+    }
+
+    /** As {@link #nvmeConnect(SocketChannel, String, String, int, int, int)}, with the 16-byte Host Identifier {@code hostId} (reservations know a host by it). */
+    static int nvmeConnect(SocketChannel c, String subsystem, String hostNqn, byte[] hostId, int qid, int cntlid, int queueSize) throws IOException {
         ByteBuffer sqe = sqe(FABRICS, 1, 0);
         sqe.put(4, (byte) CONNECT).putShort(42, (short) qid).putShort(44, (short) (queueSize - 1));
         sqe.putInt(32, 1024).put(39, (byte) 0x01);                 // SGL: 1024 bytes in the capsule
         ByteBuffer data = le(1024);
-        data.putShort(16, (short) cntlid).put(256, subsystem.getBytes(StandardCharsets.UTF_8)).put(512, hostNqn.getBytes(StandardCharsets.UTF_8));
+        data.put(0, hostId).putShort(16, (short) cntlid).put(256, subsystem.getBytes(StandardCharsets.UTF_8)).put(512, hostNqn.getBytes(StandardCharsets.UTF_8));
         ByteBuffer cqe = nvmeExecute(c, sqe, data);
         int id = cqe.getShort(0) & 0xFFFF;                          // DW0 of the result: the controller id
         if (qid == 0) {
@@ -131,6 +136,21 @@ final class RawClients {
             data.write(rest.array(), pdo - 8, length);
             if ((flags & 0x08) != 0) return new Completion(0, data.toByteArray());
         }
+    }
+
+    /** A Write command capsule of {@code data} (whole 512-byte blocks) at {@code lba}, the data in the capsule. */
+    static ByteBuffer nvmeWrite(int commandId, int nsid, long lba, byte[] data) {
+        ByteBuffer sqe = sqe(NVM_WRITE, commandId, nsid);
+        sqe.putInt(32, data.length).put(39, (byte) 0x01);           // SGL: data in the capsule
+        sqe.putLong(40, lba).putInt(48, data.length / 512 - 1);
+        return capsule(sqe, ByteBuffer.wrap(data));
+    }
+
+    /** Reads the next response capsule of {@code c}: its command id (high 16 bits) and status (low 16 bits: SCT << 8 | SC, with DNR 0x4000). */
+    static int nvmeResponse(SocketChannel c) throws IOException {
+        ByteBuffer resp = readFully(c, CAPSULE_RESP_LEN).order(ByteOrder.LITTLE_ENDIAN);
+        if (resp.get(0) != CAPSULE_RESP) throw new IOException("expected a response capsule, got PDU type " + resp.get(0));
+        return (resp.getShort(8 + 12) & 0xFFFF) << 16 | (resp.getShort(8 + 14) & 0xFFFF) >>> 1;
     }
 
     /**

@@ -92,6 +92,12 @@ final class ServerProcess implements AutoCloseable {
         return Files.readString(output, StandardCharsets.UTF_8);
     }
 
+    /** Sends the server {@code signal} ("STOP", "CONT") with kill(1), as an operator (or a stalled hypervisor) would. */
+    void signal(String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).redirectErrorStream(true).start();
+        if (kill.waitFor() != 0) throw new IOException("kill -" + signal + " " + process.pid() + ": " + new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+    }
+
     /** Kills the server (SIGKILL: no shutdown hook, no goodbye to anyone) and waits for it to exit. */
     void kill() throws InterruptedException {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

@@ -541,7 +541,10 @@ public final class Reservations implements AutoCloseable {
         for (NamespaceReservation r : open.values()) {
             if (r.refreshQueued.compareAndSet(false, true)) r.copy.execute(errors.guard(() -> refresh(r)));
         }
-        if (open.isEmpty() && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
+        // The reads above wait their turn in the copy lanes, behind a change that may wait a lease and more for a cut-off
+        // node's acknowledgement: a probe off the lanes keeps a node that does reach the store from fencing itself meanwhile.
+        boolean stale = System.nanoTime() - lastContactNs.get() > leaseNs / 2;
+        if ((open.isEmpty() || stale) && contactQueued.compareAndSet(false, true)) threads.execute(errors.guard(this::reach));
     }
 
     /**
@@ -581,7 +584,7 @@ public final class Reservations implements AutoCloseable {
         }
     }
 
-    /** With no namespace open, one read tells whether the store still answers. A reservation thread. */
+    /** With no namespace open, or none read for half a lease, one read tells whether the store still answers. A reservation thread. */
     private void reach() {
         contactQueued.set(false);
         long startNs = System.nanoTime();
