@@ -97,6 +97,10 @@ class GatewayGroupTest {
     }
 
     private Node node(String name, String uri, Set<Integer> served) throws Exception {
+        return node(name, uri, served, StorageFence.NONE);
+    }
+
+    private Node node(String name, String uri, Set<Integer> served, StorageFence storage) throws Exception {
         Node n = new Node(name, served);
         EtcdClient client = EtcdClient.create(uri, EtcdClient.Access.NONE, TIMEOUT);
         closing.add(client);
@@ -104,6 +108,7 @@ class GatewayGroupTest {
         closing.add(n.membership);
         n.membership.start();
         n.group = new GatewayGroup(client, n.membership, "g", TimeUnit.MILLISECONDS.toNanos(INTERVAL_MS), Clock.SYSTEM, n);
+        n.group.fenceStorageWith(storage);
         closing.add(n.group);
         n.group.join(TimeUnit.SECONDS.toNanos(20));
         n.group.start();
@@ -240,6 +245,44 @@ class GatewayGroupTest {
             // A move is handed over: the old owner stopped presenting a group before the new one started.
             for (Node n : List.of(a, b, cut)) assertFalse(n.fenceHeldWhenOptimized.contains(false), n.name + " presented a group optimized while fenced");
             assertHandedOver(a, b, cut);
+        }
+    }
+
+    @Test
+    void aDeadMembersGroupsGetNewOwnersOnlyOnceItsClientsAreFencedAtTheStorage() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean storageAnswers = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger refusedAttempts = new java.util.concurrent.atomic.AtomicInteger();
+        List<String> fenced = new CopyOnWriteArrayList<>();
+        StorageFence storage = dead -> {
+            if (!storageAnswers.get()) {
+                refusedAttempts.incrementAndGet();
+                throw new java.io.IOException("the monitors do not answer");
+            }
+            fenced.add(dead);
+        };
+        try (TcpRelay relay = TcpRelay.start("127.0.0.1", etcd.clientPort(0))) {
+            Node a = node("a", etcd.uri(), SIX, storage);
+            Node b = node("b", etcd.uri(), SIX, storage);
+            Node cut = node("z", "etcd://" + relay.hostPort(), SIX, storage);
+            Await.until(Duration.ofSeconds(20), () -> spread(SIX, 2, a, b, cut), () -> "not 2 each: " + optimized(a, b, cut));
+            Set<Integer> itsGroups = Set.copyOf(cut.optimized);
+            List<String> violations = new CopyOnWriteArrayList<>();
+            Runnable check = () -> {
+                if (!fenced.contains("z")) violations.add("a group was gained before z's clients were fenced at the storage");
+            };
+            a.onGain = check;
+            b.onGain = check;
+            relay.cut();
+            // The leader tries to fence z once its key is gone, and while the storage does not answer, nothing moves.
+            Await.until(Duration.ofSeconds(20), () -> refusedAttempts.get() >= 3, () -> "the leader never tried to fence z: " + optimized(a, b, cut));
+            Set<Integer> survivors = new TreeSet<>(a.optimized);
+            survivors.addAll(b.optimized);
+            for (int g : itsGroups) assertFalse(survivors.contains(g), "group " + g + " moved while z could not be fenced: " + optimized(a, b, cut));
+            storageAnswers.set(true);
+            Await.until(Duration.ofSeconds(20), () -> spread(SIX, 3, a, b), () -> "its groups did not move once z was fenced: " + optimized(a, b, cut));
+            assertTrue(violations.isEmpty(), violations.toString());
+            assertTrue(fenced.contains("z"), fenced.toString());
+            assertFalse(fenced.contains("a") || fenced.contains("b"), "only the dead member is fenced: " + fenced);
         }
     }
 
