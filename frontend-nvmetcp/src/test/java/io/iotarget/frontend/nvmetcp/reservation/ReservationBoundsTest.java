@@ -172,6 +172,35 @@ class ReservationBoundsTest {
     }
 
     @Test
+    void aNodeThatVanishedDuringTheWaitIsFencedAtTheStorageBeforeTheChangeIsAnswered() throws Exception {
+        Node n1 = node("n1", true, false, 20_000);
+        Node n2 = node("n2", true, false, 20_000);
+        holdA(n1, n2);
+        List<String> fencedBeforeAnswer = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ((EtcdReservationStore) n1.reservations().store()).fenceStorageWith(fencedBeforeAnswer::add);
+        assertEquals(IoStatus.OK, n2.ns().enter(A, A, write()));           // stuck in node 2's backend: it gives its lease up
+
+        Answer answer = change(n1, n2, bPreemptsA()).get(60, TimeUnit.SECONDS);
+
+        assertEquals(Status.SUCCESS, answer.status());
+        assertEquals(List.of("n2"), fencedBeforeAnswer, "node 2, whose key went with its lease, was fenced at the storage before the answer");
+    }
+
+    @Test
+    void aChangeWhoseVanishedNodeCannotBeFencedAtTheStorageAnswersInternalErrorNotSuccess() throws Exception {
+        Node n1 = node("n1", true, false, 20_000);
+        Node n2 = node("n2", true, false, 20_000);
+        holdA(n1, n2);
+        ((EtcdReservationStore) n1.reservations().store()).fenceStorageWith(dead -> {
+            throw new java.io.IOException("the monitors do not answer");
+        });
+        assertEquals(IoStatus.OK, n2.ns().enter(A, A, write()));
+
+        assertEquals(Status.INTERNAL, change(n1, n2, bPreemptsA()).get(60, TimeUnit.SECONDS).status(),
+                     "a write node 2 passed its gate with might still land: no success");
+    }
+
+    @Test
     void aNodeWhoseReservationLaneStallsGivesUpItsLeaseSoTheChangeCompletes() throws Exception {
         Node n1 = node("n1", true, false, 20_000);
         Node n2 = node("n2", true, false, 20_000);
