@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * for every command. There is no timer flag: the answer turns false by itself when the deadline
  * passes, even if every other thread of the process is stalled. What remains is a pause of the
  * checking thread between the check and the backend's submission (GC, SIGSTOP, a VM freeze):
- * only fencing at the storage closes it (the RBD issue).
+ * only fencing at the storage closes it ({@link StorageFence}: Ceph's blocklist, on RBD backends).
  *
  * <p>Written by the membership thread ({@link #extend}, {@link #renew}, {@link #fence}) and by
  * any thread that gives the lease up ({@link #giveUp}, through {@link Membership#relinquish}):
