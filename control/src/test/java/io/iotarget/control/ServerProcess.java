@@ -98,6 +98,11 @@ final class ServerProcess implements AutoCloseable {
         if (kill.waitFor() != 0) throw new IOException("kill -" + signal + " " + process.pid() + ": " + new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
     }
 
+    /** Waits up to {@code timeout} for the server to exit by itself; its exit status, or -1 if it still runs. */
+    int awaitExit(java.time.Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS) ? process.exitValue() : -1;
+    }
+
     /** Kills the server (SIGKILL: no shutdown hook, no goodbye to anyone) and waits for it to exit. */
     void kill() throws InterruptedException {
         process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);

@@ -38,7 +38,8 @@ import java.util.function.Supplier;
  * <p>Any thread; {@link #published} and {@link #fence} may run at once.
  */
 public final class RadosFence implements StorageFence, AutoCloseable {
-    static final String PREFIX = "/iotarget/storage-clients/";
+    /** Where each node's clients are published: PREFIX + node. */
+    public static final String PREFIX = "/iotarget/storage-clients/";
     /** Clients kept per node: far more than a node opens between two restarts of its peers. */
     static final int KEPT = 64;
     private static final ObjectMapper JSON = new ObjectMapper();
