@@ -11,8 +11,8 @@
 # Workloads: 4k randread and randwrite at QD1 and QD32, 1 MiB sequential read and write at QD8, on
 # one connection; then 4k randread and randwrite at QD32 on four connections to the same export
 # (fio numjobs=4, each job its own NBD connection - its own librbd client for fio-rbd, the same
-# kernel device for rbd-nbd - at QD8, so 32 in flight as in the one-connection row; each job on its
-# own quarter of the image, so that no two jobs write the same blocks). Each system has an image
+# kernel device for rbd-nbd - at QD32 each, as bench/datapath.sh's "QD32 x4 conn" rows; each job on
+# its own quarter of the image, so that no two jobs write the same blocks). Each system has an image
 # of its own (IMAGE_MB, layering only), written in full and warmed with every workload before
 # anything is measured; then runs alternate between the systems, REPEATS times, and each cell is
 # the median; a ratio is the median of the ratios within one repeat (same-run ratios). Servers
@@ -119,7 +119,7 @@ PY
 }
 
 # rw:bs:QD per connection:connections
-WORKLOADS="randread:4k:1:1 randread:4k:32:1 randwrite:4k:1:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1 randread:4k:8:4 randwrite:4k:8:4"
+WORKLOADS="randread:4k:1:1 randread:4k:32:1 randwrite:4k:1:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1 randread:4k:32:4 randwrite:4k:32:4"
 echo "filling and warming every system (a full write, then every workload once)" >&2
 for sys in $SYSTEMS; do
   # shellcheck disable=SC2086
@@ -161,7 +161,7 @@ head = ("| workload | " + " | ".join(f"{s} IOPS" for s in systems) + " | " + " |
 print(head); print("|" + "---|" * (head.count("|") - 1))
 for w in dict.fromkeys(k[0] for k in med):
     rw, bs, qd, jobs = (w.split(":") + ["1"])[:4]
-    name = f"{bs} {rw} QD{qd}" if jobs == "1" else f"{bs} {rw} QD{int(qd) * int(jobs)} ({jobs} conns x QD{qd})"
+    name = f"{bs} {rw} QD{qd}" if jobs == "1" else f"{bs} {rw} QD{qd} x{jobs} conn"
     mine = rows[(w, "iotarget")]
     ratios = []
     for s in peers:
