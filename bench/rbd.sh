@@ -22,7 +22,7 @@
 # Run it under the machine's heavy-job lock: flock /tmp/iotarget-heavy.lock bench/rbd.sh
 #
 # Usage: bench/rbd.sh [--runtime S] [--repeats N] [--out FILE]
-# Env: SERVER_CPU (0), FIO_CPU (1), IMAGE_MB (256).
+# Env: SERVER_CPU (0), FIO_CPU (1), IMAGE_MB (256), WORKLOADS (rw:bs:QD:connections ..., to rerun some rows).
 # Needs: ceph-mon, ceph-osd, ceph-common, fio (nbd and rbd engines), qemu-storage-daemon with
 #        qemu-block-extra (its rbd driver), taskset, python3; rbd-nbd and the nbd module optional.
 set -euo pipefail
@@ -119,7 +119,7 @@ PY
 }
 
 # rw:bs:QD per connection:connections
-WORKLOADS="randread:4k:1:1 randread:4k:32:1 randwrite:4k:1:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1 randread:4k:32:4 randwrite:4k:32:4"
+WORKLOADS="${WORKLOADS:-randread:4k:1:1 randread:4k:32:1 randwrite:4k:1:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1 randread:4k:32:4 randwrite:4k:32:4}"
 echo "filling and warming every system (a full write, then every workload once)" >&2
 for sys in $SYSTEMS; do
   # shellcheck disable=SC2086
