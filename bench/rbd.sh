@@ -8,8 +8,11 @@
 #             kernel module can be loaded (containers usually cannot): otherwise left out, and
 #             the table says so
 #   fio-rbd   fio's rbd engine on the image itself, no gateway: librbd's own ceiling here
-# Workloads: 4k randread and randwrite at QD1 and QD32, 1 MiB sequential read and write at QD8, one
-# connection. Each system has an image
+# Workloads: 4k randread and randwrite at QD1 and QD32, 1 MiB sequential read and write at QD8, on
+# one connection; then 4k randread and randwrite at QD32 on four connections to the same export
+# (fio numjobs=4, each job its own NBD connection - its own librbd client for fio-rbd, the same
+# kernel device for rbd-nbd - at QD32 each, as bench/datapath.sh's "QD32 x4 conn" rows; each job on
+# its own quarter of the image, so that no two jobs write the same blocks). Each system has an image
 # of its own (IMAGE_MB, layering only), written in full and warmed with every workload before
 # anything is measured; then runs alternate between the systems, REPEATS times, and each cell is
 # the median; a ratio is the median of the ratios within one repeat (same-run ratios). Servers
@@ -19,7 +22,7 @@
 # Run it under the machine's heavy-job lock: flock /tmp/iotarget-heavy.lock bench/rbd.sh
 #
 # Usage: bench/rbd.sh [--runtime S] [--repeats N] [--out FILE]
-# Env: SERVER_CPU (0), FIO_CPU (1), IMAGE_MB (256).
+# Env: SERVER_CPU (0), FIO_CPU (1), IMAGE_MB (256), WORKLOADS (rw:bs:QD:connections ..., to rerun some rows).
 # Needs: ceph-mon, ceph-osd, ceph-common, fio (nbd and rbd engines), qemu-storage-daemon with
 #        qemu-block-extra (its rbd driver), taskset, python3; rbd-nbd and the nbd module optional.
 set -euo pipefail
@@ -76,6 +79,10 @@ PIDS+=($!); PID[qsd]=$!; wait_port 10952
 TARGET[qsd]="--ioengine=nbd --uri=nbd://127.0.0.1:10952/default"
 SYSTEMS="iotarget qsd"
 RBD_NBD_NOTE="rbd-nbd: not measured, the nbd kernel module is not available here (modprobe nbd failed)"
+# Say why precisely when the kernel tells: a kernel without NBD and without modules can never have it.
+if [[ -r /proc/config.gz ]] && ! zgrep -qE '^CONFIG_BLK_DEV_NBD=(y|m)' /proc/config.gz; then
+  RBD_NBD_NOTE="rbd-nbd: not measured, this kernel ($(uname -r)) has no NBD driver (CONFIG_BLK_DEV_NBD not set$(zgrep -q '^CONFIG_MODULES=y' /proc/config.gz || echo ', nor module support'))"
+fi
 if command -v rbd-nbd >/dev/null && { [[ -e /dev/nbd0 ]] || modprobe nbd nbds_max=4 2>/dev/null; } && [[ -e /dev/nbd0 ]]; then
   NBD_DEV="$(taskset -c "$SERVER_CPU" rbd-nbd map --conf "$CONF" rbd/rbd-nbd)"
   PID[rbd-nbd]="$(pgrep -n -x rbd-nbd)"
@@ -89,13 +96,15 @@ echo "$RBD_NBD_NOTE" >&2
 
 CLK_TCK="$(getconf CLK_TCK)"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# run_one SYSTEM RW BS QD SECONDS -> "iops p50us p99us cpu_us_per_req"
+# run_one SYSTEM RW BS QD JOBS SECONDS -> "iops p50us p99us cpu_us_per_req" (QD per job; JOBS connections, one quarter each)
 run_one() {
-  local system="$1" rw="$2" bs="$3" qd="$4" secs="$5" t0=0 t1=0 pid="${PID[$1]:-}"
+  local system="$1" rw="$2" bs="$3" qd="$4" jobs="$5" secs="$6" t0=0 t1=0 pid="${PID[$1]:-}"
+  local span=(--size="${IMAGE_MB}M")
+  (( jobs > 1 )) && span=(--numjobs="$jobs" --group_reporting --size="$((IMAGE_MB / jobs))M" --offset_increment="$((IMAGE_MB / jobs))M")
   [[ -n "$pid" ]] && t0="$(cpu_ticks "$pid")"
   # shellcheck disable=SC2086 # TARGET holds several options
   taskset -c "$FIO_CPU" fio --output-format=json --name=b ${TARGET[$system]} --rw="$rw" --bs="$bs" --iodepth="$qd" \
-    --size="${IMAGE_MB}M" --time_based --runtime="$secs" > "$WORK/fio.json" 2>&1 || { cat "$WORK/fio.json" >&2; return 1; }
+    "${span[@]}" --time_based --runtime="$secs" > "$WORK/fio.json" 2>&1 || { cat "$WORK/fio.json" >&2; return 1; }
   [[ -n "$pid" ]] && t1="$(cpu_ticks "$pid")"
   python3 - "$WORK/fio.json" "$rw" "$((t1 - t0))" "$CLK_TCK" <<'PY'
 import json, sys
@@ -109,12 +118,13 @@ print(f'{d["iops"]:.0f} {pct.get("50.000000", 0) / 1000:.0f} {pct.get("99.000000
 PY
 }
 
-WORKLOADS="randread:4k:1 randread:4k:32 randwrite:4k:1 randwrite:4k:32 read:1M:8 write:1M:8"
+# rw:bs:QD per connection:connections
+WORKLOADS="${WORKLOADS:-randread:4k:1:1 randread:4k:32:1 randwrite:4k:1:1 randwrite:4k:32:1 read:1M:8:1 write:1M:8:1 randread:4k:32:4 randwrite:4k:32:4}"
 echo "filling and warming every system (a full write, then every workload once)" >&2
 for sys in $SYSTEMS; do
   # shellcheck disable=SC2086
   taskset -c "$FIO_CPU" fio --name=fill ${TARGET[$sys]} --rw=write --bs=1M --iodepth=8 --size="${IMAGE_MB}M" > /dev/null
-  for w in $WORKLOADS; do IFS=: read -r rw bs qd <<<"$w"; run_one "$sys" "$rw" "$bs" "$qd" 3 > /dev/null; done
+  for w in $WORKLOADS; do IFS=: read -r rw bs qd jobs <<<"$w"; run_one "$sys" "$rw" "$bs" "$qd" "$jobs" 3 > /dev/null; done
 done
 
 RESULTS="$WORK/results.txt"; : > "$RESULTS"
@@ -122,9 +132,9 @@ LOADS=()
 for rep in $(seq "$REPEATS"); do
   LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
   for w in $WORKLOADS; do
-    IFS=: read -r rw bs qd <<<"$w"
+    IFS=: read -r rw bs qd jobs <<<"$w"
     for sys in $SYSTEMS; do
-      r="$(run_one "$sys" "$rw" "$bs" "$qd" "$RUNTIME")"
+      r="$(run_one "$sys" "$rw" "$bs" "$qd" "$jobs" "$RUNTIME")"
       echo "$rep $w $sys $r" | tee -a "$RESULTS" >&2
     done
   done
@@ -150,14 +160,15 @@ head = ("| workload | " + " | ".join(f"{s} IOPS" for s in systems) + " | " + " |
         + " | " + " | ".join(f"p50/p99 µs {s}" for s in systems) + " | " + " | ".join(f"CPU µs/req {s}" for s in servers) + " |")
 print(head); print("|" + "---|" * (head.count("|") - 1))
 for w in dict.fromkeys(k[0] for k in med):
-    rw, bs, qd = w.split(":")
+    rw, bs, qd, jobs = (w.split(":") + ["1"])[:4]
+    name = f"{bs} {rw} QD{qd}" if jobs == "1" else f"{bs} {rw} QD{qd} x{jobs} conn"
     mine = rows[(w, "iotarget")]
     ratios = []
     for s in peers:
         other = rows.get((w, s), {})
         r = [mine[k][0] / other[k][0] for k in mine if k in other and other[k][0] > 0]
         ratios.append(f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})" if r else "-")
-    print(f"| {bs} {rw} QD{qd} | " + " | ".join(f"{med[(w, s)][0]:.0f}" for s in systems) + " | " + " | ".join(ratios) + " | "
+    print(f"| {name} | " + " | ".join(f"{med[(w, s)][0]:.0f}" for s in systems) + " | " + " | ".join(ratios) + " | "
           + " | ".join(f"{med[(w, s)][1]:.0f}/{med[(w, s)][2]:.0f}" for s in systems) + " | "
           + " | ".join(f"{med[(w, s)][3]:.1f}" for s in servers) + " |")
 PY
