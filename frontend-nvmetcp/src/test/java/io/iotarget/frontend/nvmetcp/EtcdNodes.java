@@ -50,6 +50,25 @@ final class EtcdNodes implements AutoCloseable {
             for (TcpRelay r : storeRelays) r.restore();
         }
 
+        /**
+         * Freezes the node as far as a test in its process can, as a GC pause or SIGSTOP would:
+         * no keep-alive or read leaves for etcd ({@link #cut}), and its one event loop runs
+         * nothing, so its hosts' commands wait in their sockets, until {@link #thaw}. (Its
+         * membership and reservation threads still run: they notice the cut by themselves.)
+         */
+        java.util.concurrent.CountDownLatch freeze() {
+            java.util.concurrent.CountDownLatch resume = new java.util.concurrent.CountDownLatch(1);
+            cut();
+            fixture.stallLoop(resume);
+            return resume;
+        }
+
+        /** Ends {@link #freeze}: the store reachable again, then the queued commands run. */
+        void thaw(java.util.concurrent.CountDownLatch resume) {
+            restore();
+            resume.countDown();
+        }
+
         /** Heals the membership's connections only (a node whose reservation store has a client of its own). */
         void restoreMembership() {
             for (TcpRelay r : relays) r.restore();
@@ -95,7 +114,7 @@ final class EtcdNodes implements AutoCloseable {
         closing.add(membership);
         membership.start();
         Await.until(Duration.ofSeconds(20), () -> membership.fence().holds(), () -> name + " holds its lease");
-        TargetFixture f = new TargetFixture();
+        TargetFixture f = TargetFixture.oneLoop();
         closing.add(f);
         f.engine.addDevice("file", FileBackend.open(file, 512, false, false), null, Engine.DEFAULT_QUEUE_DEPTH);
         f.target.reservations().use(EtcdReservationStore.following(storeClient, name, membership), intervalMs, contactLeaseMs);

@@ -121,7 +121,7 @@ class ReservationChaosTest {
     }
 
     @Test
-    void shouldNeverLeaveAWriteOfAHostWithoutAccessOnTheDiskThroughRandomPreemptsReleasesAndPartitions() throws Exception {
+    void shouldNeverLeaveAWriteOfAHostWithoutAccessOnTheDiskThroughRandomPreemptsReleasesPartitionsAndPauses() throws Exception {
         long seed = Long.getLong("iotarget.chaos.seed", System.nanoTime());
         System.out.println("ReservationChaosTest seed " + seed + " (-Diotarget.chaos.seed=" + seed + ")");
         Random rnd = new Random(seed);
@@ -148,14 +148,17 @@ class ReservationChaosTest {
         }
 
         long startNs = System.nanoTime();
-        int[] counts = new int[4];
+        int[] counts = new int[5];
         for (int r = 0; r < ROUNDS; r++) {
             round = r;
             check("round " + r);
             double p = rnd.nextDouble();
-            if (p < 0.15) {
+            if (p < 0.10) {
                 counts[0]++;
                 partition(rnd);
+            } else if (p < 0.20) {
+                counts[4]++;
+                pause(rnd);
             } else if (p < 0.35) {
                 counts[1]++;
                 if (holder >= 0) release(rnd.nextInt(2));
@@ -174,9 +177,9 @@ class ReservationChaosTest {
         statusCheck();
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNs);
         long ok = sent.values().stream().filter(s -> s.status == 0).count();
-        System.out.printf("ReservationChaosTest seed %d: %d rounds in %d ms (%d partitions, %d releases, %d preempts, %d quiet), %d writes"
+        System.out.printf("ReservationChaosTest seed %d: %d rounds in %d ms (%d partitions, %d pauses, %d releases, %d preempts, %d quiet), %d writes"
                           + " (%d succeeded), %d ambiguous outcomes, %d violations%n",
-                          seed, ROUNDS, tookMs, counts[0], counts[1], counts[2], counts[3], sent.size(), ok, ambiguous, violations.size());
+                          seed, ROUNDS, tookMs, counts[0], counts[4], counts[1], counts[2], counts[3], sent.size(), ok, ambiguous, violations.size());
         assertTrue(violations.isEmpty(), "seed " + seed + ": " + violations.size() + " violations, the first: "
                                          + String.join("\n", violations.subList(0, Math.min(10, violations.size()))));
     }
@@ -307,19 +310,40 @@ class ReservationChaosTest {
     /** Cuts one node off from etcd for up to 1.5 leases; mostly a change through the other node meanwhile. */
     private void partition(Random rnd) throws Exception {
         int k = rnd.nextInt(2);
-        long cutMs = rnd.nextLong(100, LEASE_MS * 3 / 2);
-        long cutNs = System.nanoTime();
         nodes[k].cut();
         try {
-            Thread.sleep(rnd.nextLong(0, cutMs / 2 + 1));
-            int change = rnd.nextInt(3);
-            if (change == 0 && holder >= 0) release(1 - k);
-            else if (change <= 1) take(holder >= 0 ? 1 - holder : rnd.nextInt(2), 1 - k, rnd);
-            long leftNs = cutNs + TimeUnit.MILLISECONDS.toNanos(cutMs) - System.nanoTime();
-            if (leftNs > 0) TimeUnit.NANOSECONDS.sleep(leftNs);
+            meanwhile(k, rnd);
         } finally {
             nodes[k].restore();
         }
+    }
+
+    /**
+     * Pauses one node (its loop and its etcd traffic: {@link EtcdNodes.Node#freeze}) for up to 1.5
+     * leases while its hosts go on sending to it; mostly a change through the other node
+     * meanwhile. What they sent runs when it resumes: against a fence that no longer holds, or a
+     * state read again after a re-join.
+     */
+    private void pause(Random rnd) throws Exception {
+        int k = rnd.nextInt(2);
+        java.util.concurrent.CountDownLatch resume = nodes[k].freeze();
+        try {
+            meanwhile(k, rnd);
+        } finally {
+            nodes[k].thaw(resume);
+        }
+    }
+
+    /** While node {@code k} is cut off or paused (up to 1.5 leases): mostly a change through the other node. */
+    private void meanwhile(int k, Random rnd) throws Exception {
+        long cutMs = rnd.nextLong(100, LEASE_MS * 3 / 2);
+        long cutNs = System.nanoTime();
+        Thread.sleep(rnd.nextLong(0, cutMs / 2 + 1));
+        int change = rnd.nextInt(3);
+        if (change == 0 && holder >= 0) release(1 - k);
+        else if (change <= 1) take(holder >= 0 ? 1 - holder : rnd.nextInt(2), 1 - k, rnd);
+        long leftNs = cutNs + TimeUnit.MILLISECONDS.toNanos(cutMs) - System.nanoTime();
+        if (leftNs > 0) TimeUnit.NANOSECONDS.sleep(leftNs);
     }
 
     /** Host {@code x} takes Write Exclusive through node {@code via} (registering first if it must). */

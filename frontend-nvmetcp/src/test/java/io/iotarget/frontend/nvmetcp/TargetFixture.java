@@ -2,6 +2,7 @@ package io.iotarget.frontend.nvmetcp;
 
 import io.iotarget.backend.memory.MemoryBackend;
 import io.iotarget.engine.Engine;
+import io.iotarget.transport.Transport;
 import io.iotarget.frontend.nvmetcp.config.ActiveNamespace;
 import io.iotarget.frontend.nvmetcp.config.Subsystem;
 import io.iotarget.model.ConfigTree;
@@ -28,8 +29,37 @@ final class TargetFixture implements AutoCloseable {
     }
 
     TargetFixture(Engine.Settings settings) throws ControlException, java.io.IOException {
+        this(settings, null);
+    }
+
+    /**
+     * On a transport of one event loop, which a test can stall ({@link #stallLoop}) as a
+     * process paused by GC or SIGSTOP would: its hosts' commands wait in their sockets.
+     */
+    static TargetFixture oneLoop() throws ControlException, java.io.IOException {
+        Transport.Settings d = Transport.Settings.defaults();
+        return new TargetFixture(Engine.Settings.defaults(),
+                                 new Transport(new Transport.Settings(1, d.sendTimeout(), d.maxConnections(), d.maxConnectionsPerHost(), d.sendBufferBytes(), d.poll())));
+    }
+
+    /** Makes the loop run nothing until {@code resume} opens (one loop: {@link #oneLoop}). */
+    void stallLoop(java.util.concurrent.CountDownLatch resume) {
+        target.transport().loop().execute(() -> {
+            try {
+                resume.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+    }
+
+    /** The transport this fixture made and closes, or null when the target has its own. */
+    private final Transport ownTransport;
+
+    private TargetFixture(Engine.Settings settings, Transport transport) throws ControlException, java.io.IOException {
         engine = new Engine(io.iotarget.model.Clock.SYSTEM, true, settings);
-        target = new NvmeTarget(engine);
+        ownTransport = transport;
+        target = transport == null ? new NvmeTarget(engine) : new NvmeTarget(engine, transport);
         tree = target.tree();
         engine.addDevice("default", new MemoryBackend(DEVICE_BYTES, 512, false), null, Engine.DEFAULT_QUEUE_DEPTH);
         String s = "subsystems/" + NQN;
@@ -111,6 +141,7 @@ final class TargetFixture implements AutoCloseable {
     @Override
     public void close() {
         target.close();
+        if (ownTransport != null) ownTransport.close();
         engine.close();
     }
 }
