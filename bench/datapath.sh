@@ -22,13 +22,10 @@
 # disk file), alternating with the others: a before/after ratio from the same run.
 # With POLL_US, a second server of this build with server.poll_us = POLL_US runs as poll-direct,
 # poll-cache and poll-memory, listed first, so the ratios are the polling server's.
-# With URING=1, a second server of this build whose event loops wait in io_uring
-# (-Diotarget.transport=io_uring: sockets and the file backend's IO on each loop's own ring) runs
-# as uring-direct, uring-cache and uring-memory, listed first, so the ratios are its own.
 #
 # Usage: bench/datapath.sh [--runtime S] [--repeats N] [--out FILE] [direct] [cache] [memory]
 # Env: SERVER_CPU (0), FIO_CPU (1), BENCH_DIR (/var/tmp/iotarget-bench, must be on the real disk),
-#      BASELINE_JAR (none), POLL_US (none), URING (none).
+#      BASELINE_JAR (none), POLL_US (none).
 # Needs: fio (nbd and libaio engines), nbdkit, qemu-storage-daemon, taskset, python3.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,10 +54,10 @@ trap cleanup EXIT
 (cd "$ROOT" && mvn_run package -DskipTests -pl control -am) >&2
 
 DISK="$BENCH_DIR/disk.img" SHM_IOT=/dev/shm/iotarget-bench-iotarget.img SHM_NBDKIT=/dev/shm/iotarget-bench-nbdkit.img
-SHM_BASE=/dev/shm/iotarget-bench-base.img SHM_POLL=/dev/shm/iotarget-bench-poll.img SHM_URING=/dev/shm/iotarget-bench-uring.img
+SHM_BASE=/dev/shm/iotarget-bench-base.img SHM_POLL=/dev/shm/iotarget-bench-poll.img
 # Written out, not sparse: every system reads real blocks.
 [[ -s "$DISK" ]] || dd if=/dev/urandom of="$DISK" bs=1M count=1024 oflag=direct status=none
-for f in "$SHM_IOT" "$SHM_NBDKIT" ${BASELINE_JAR:+"$SHM_BASE"} ${POLL_US:+"$SHM_POLL"} ${URING:+"$SHM_URING"}; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
+for f in "$SHM_IOT" "$SHM_NBDKIT" ${BASELINE_JAR:+"$SHM_BASE"} ${POLL_US:+"$SHM_POLL"}; do dd if=/dev/urandom of="$f" bs=1M count=1024 status=none; done
 
 config() { # control-port nbd-port shm-file
   cat <<JSON
@@ -88,13 +85,6 @@ if [[ -n "${POLL_US:-}" ]]; then
   start poll 10931 "$ROOT/bin/iotarget" serve --config "$WORK/poll.json"
   URI[poll-direct]="nbd://127.0.0.1:10931/disk" URI[poll-cache]="nbd://127.0.0.1:10931/shm" URI[poll-memory]="nbd://127.0.0.1:10931/mem"
   PID[poll-direct]=${PID[poll]} PID[poll-cache]=${PID[poll]} PID[poll-memory]=${PID[poll]}
-fi
-if [[ -n "${URING:-}" ]]; then
-  config 9859 10941 "$SHM_URING" > "$WORK/uring.json"
-  IOTARGET_JAVA_OPTS="${IOTARGET_JAVA_OPTS:-} -Diotarget.transport=io_uring" start uring 10941 "$ROOT/bin/iotarget" serve --config "$WORK/uring.json"
-  grep -q 'event loops: io_uring' "$WORK/uring.log" || { echo "the uring server did not start io_uring loops:" >&2; cat "$WORK/uring.log" >&2; exit 1; }
-  URI[uring-direct]="nbd://127.0.0.1:10941/disk" URI[uring-cache]="nbd://127.0.0.1:10941/shm" URI[uring-memory]="nbd://127.0.0.1:10941/mem"
-  PID[uring-direct]=${PID[uring]} PID[uring-cache]=${PID[uring]} PID[uring-memory]=${PID[uring]}
 fi
 if [[ -n "${BASELINE_JAR:-}" ]]; then
   config 9839 10921 "$SHM_BASE" > "$WORK/base.json"
@@ -155,9 +145,6 @@ if [[ -n "${BASELINE_JAR:-}" ]]; then
 fi
 if [[ -n "${POLL_US:-}" ]]; then
   for s in direct cache memory; do SYSTEMS[$s]="poll-$s ${SYSTEMS[$s]}"; done
-fi
-if [[ -n "${URING:-}" ]]; then
-  for s in direct cache memory; do SYSTEMS[$s]="uring-$s ${SYSTEMS[$s]}"; done
 fi
 declare -A WORKLOADS=(
   [direct]="randread:4k:1:1 randread:4k:32:1 randread:4k:32:4 randwrite:4k:1:1 randwrite:4k:32:1 randwrite:4k:32:4"

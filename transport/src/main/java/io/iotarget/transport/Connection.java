@@ -91,7 +91,6 @@ public final class Connection {
         channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
         if (loop.sendBufferBytes > 0) channel.setOption(StandardSocketOptions.SO_SNDBUF, loop.sendBufferBytes);
         key = channel.register(loop.selector(), SelectionKey.OP_READ, this);
-        loop.selectorChanged();
         loop.add(this);
         ConnectionHandler given = refusal == null ? protocol.open(this) : protocol.refuse(this, refusal);
         if (given == null) {
@@ -135,14 +134,14 @@ public final class Connection {
     public void pauseInput() {
         if (inputPaused || closed) return;
         inputPaused = true;
-        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
+        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
     }
 
     /** Reads again; the bytes kept while paused are offered to the handler first (soon, on the loop). */
     public void resumeInput() {
         if (!inputPaused || closed) return;
         inputPaused = false;
-        if (!inputEnded) loop.interestOps(key, key.interestOps() | SelectionKey.OP_READ);
+        if (!inputEnded) key.interestOps(key.interestOps() | SelectionKey.OP_READ);
         if (kept.hasRemaining() || (tls != null && tls.hasInput())) redeliverSoon();
     }
 
@@ -227,7 +226,7 @@ public final class Connection {
     void endOfInput() {
         if (inputEnded) return;
         inputEnded = true;
-        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
+        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
         handler.inputEnded(this);
     }
 
@@ -316,7 +315,7 @@ public final class Connection {
         if (closed) return;                             // a completion callback closed it
         int ops = key.interestOps();
         int wanted = socketFull ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
-        if (wanted != ops) loop.interestOps(key, wanted);
+        if (wanted != ops) key.interestOps(wanted);
         if (!socketFull && output.isEmpty()) {
             if (closeWhenFlushed) {
                 close(null);
@@ -450,7 +449,7 @@ public final class Connection {
     public void endInput() {
         if (closed || inputEnded) return;
         inputEnded = true;
-        loop.interestOps(key, key.interestOps() & ~SelectionKey.OP_READ);
+        key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
         kept = EMPTY;
     }
 
@@ -469,10 +468,7 @@ public final class Connection {
         if (closed) return;
         closed = true;
         if (tls != null) tls.close();
-        if (key != null) {
-            key.cancel();
-            loop.selectorChanged();
-        }
+        if (key != null) key.cancel();
         try {
             channel.close();
         } catch (IOException e) {

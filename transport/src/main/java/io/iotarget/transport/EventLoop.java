@@ -3,7 +3,6 @@ package io.iotarget.transport;
 import io.iotarget.model.Clock;
 import io.iotarget.model.LogText;
 import io.iotarget.model.RateLimitedLog;
-import io.iotarget.model.uring.LoopRing;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -34,9 +33,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Time is the transport's {@link Clock}, read once per pass: the send timeout, every
  * {@link #schedule}d deadline and a connection's last progress are measured on it, so tests
  * drive them with a manual clock (waking the loop with {@link #execute} after moving it).
- * An io_uring loop ({@link Transport.Loops#IO_URING}) waits in its own ring instead of select:
- * the select step becomes "submit this pass's ring operations and wait for the first completion —
- * the poll of the selector's epoll descriptor, or disk IO — then selectNow" ({@link #waitInRing}).
  * A handler that throws fails its own connection, never the loop: an {@link Error} (out of
  * memory, out of threads) is logged and the loop goes on with the next event.
  */
@@ -57,8 +53,6 @@ public final class EventLoop {
      * plaintext (2^14 bytes and its padding), so what a handler left plus one record always fit.
      */
     static final int TLS_RECORD_ROOM = 32 * 1024;
-    /** SQEs of a loop's io_uring: one pass's disk submissions and its poll (more are submitted as it fills). */
-    static final int RING_ENTRIES = 256;
     /** A file region sent under TLS is read in pieces of this size: one record's plaintext each. */
     static final int TLS_FILE_CHUNK_BYTES = 16 * 1024;
     private static final System.Logger LOG = System.getLogger(EventLoop.class.getName());
@@ -99,38 +93,11 @@ public final class EventLoop {
     private final java.util.concurrent.atomic.LongAdder unexpected = new java.util.concurrent.atomic.LongAdder();
     /** Connections ended because a queued file region's file shrank beneath it: a few lines a second, the rest counted. */
     private final RateLimitedLog regionsCutShort;
-    /** Whether this loop should wait in an io_uring of its own (decided by the transport at start). */
-    private final boolean wantsRing;
-    /**
-     * The loop's io_uring, in which it waits for its selector's epoll descriptor and for the disk
-     * operations backends put on it from this thread; null: the loop sleeps in select. Loop thread only.
-     */
-    private LoopRing ring;
-    /** The selector's epoll descriptor, polled on the ring. */
-    private int epollFd = -1;
-    /** The loop's number among the ring's owners. */
-    private int ringOwner;
-    /**
-     * A key was registered, cancelled or changed its interest since the last select: the JDK
-     * applies such changes to its epoll set only in its next select, so an io_uring loop, which
-     * does not select before it sleeps, does a selectNow first. Loop thread only.
-     */
-    private boolean selectorChanged;
-    /** A poll of the epoll descriptor is on the ring; loop thread only. */
-    private boolean epollPollArmed;
-    /** That poll fired since the last select: the selector has something ready (or was woken). */
-    private boolean epollReady;
     private volatile boolean running = true;
     private long lastErrorLogNs;
     private long timeoutSequence;
 
     EventLoop(String name, Clock clock, long sendTimeoutNs, int sendBufferBytes, long pollNs, Executor tlsTasks) throws IOException {
-        this(name, clock, sendTimeoutNs, sendBufferBytes, pollNs, tlsTasks, false);
-    }
-
-    /** With {@code ring}: the loop waits in an io_uring of its own ({@link Transport.Loops#IO_URING}). */
-    EventLoop(String name, Clock clock, long sendTimeoutNs, int sendBufferBytes, long pollNs, Executor tlsTasks, boolean ring) throws IOException {
-        this.wantsRing = ring;
         this.selector = Selector.open();
         this.clock = clock;
         this.nowNs = clock.nanoTime();
@@ -241,17 +208,6 @@ public final class EventLoop {
         return selector;
     }
 
-    /** Sets {@code key}'s interest set and notes the change for an io_uring loop's next wait. Loop thread. */
-    void interestOps(SelectionKey key, int ops) {
-        key.interestOps(ops);
-        selectorChanged = true;
-    }
-
-    /** A key of this loop's selector was registered or cancelled. Loop thread. */
-    void selectorChanged() {
-        selectorChanged = true;
-    }
-
     Executor tlsTasks() {
         return tlsTasks;
     }
@@ -281,13 +237,7 @@ public final class EventLoop {
         }
     }
 
-    /** Whether this loop waits in its own io_uring (false until its thread has set the ring up). Loop thread. */
-    boolean onRing() {
-        return ring != null;
-    }
-
     private void run() {
-        if (wantsRing) openRing();
         while (running) {
             try {
                 select();
@@ -299,7 +249,6 @@ public final class EventLoop {
                 survive(t);
             }
         }
-        if (ring != null) ring.close();
         try {
             selector.close();
         } catch (IOException e) {
@@ -307,43 +256,12 @@ public final class EventLoop {
         }
     }
 
-    /**
-     * Sets up the loop's ring on its own thread (the ring is single-issuer: this thread's). The
-     * transport has checked that io_uring works here; should this one ring fail all the same,
-     * the loop sleeps in select as before and says so.
-     */
-    private void openRing() {
-        try {
-            epollFd = UringSupport.epollFd(selector);
-            ring = LoopRing.open(RING_ENTRIES);
-            ringOwner = ring.register(new LoopRing.Owner() {
-                @Override
-                public void completed(int tag, int res, int flags) {
-                    epollPollArmed = false;
-                    epollReady = true;
-                }
-            });
-        } catch (IOException | RuntimeException e) {
-            ring = null;
-            LOG.log(System.Logger.Level.WARNING, thread.getName() + ": no io_uring for this loop (" + e.getMessage() + "), it selects");
-        }
-    }
-
     private void select() throws IOException {
-        if (ring != null) {
-            waitInRing();
-            return;
-        }
         int ready = pollNs > 0 ? poll() : 0;
         if (ready == 0) ready = waitForReady();
         nowNs = clock.nanoTime();
         if (pollNs > 0 && (ready > 0 || !tasks.isEmpty())) lastWorkNs = nowNs;
         if (ready == 0) return;
-        runSelected();
-    }
-
-    /** Runs the selected keys' connections and listeners. */
-    private void runSelected() {
         var keys = selector.selectedKeys();
         for (var it = keys.iterator(); it.hasNext(); ) {
             SelectionKey key = it.next();
@@ -357,56 +275,6 @@ public final class EventLoop {
                 else survive(t);
             }
         }
-    }
-
-    /**
-     * The io_uring loop's wait: keeps a poll of the selector's epoll descriptor on the ring,
-     * submits whatever this pass's handlers prepared (disk IO) and waits in the same
-     * io_uring_enter for the first completion — a socket ready, a wake-up from
-     * {@link #execute} (the selector's wake-up descriptor is in its epoll set), or disk IO done —
-     * or the next timeout. Disk completions run their owners here, on this thread; a fired poll
-     * is followed by a selectNow whose keys run as in select. With {@link #pollNs} the loop
-     * first checks the ring without sleeping until that long after its last work.
-     */
-    private void waitInRing() throws IOException {
-        boolean worked = false;
-        if (selectorChanged) {
-            selectorChanged = false;
-            nowNs = clock.nanoTime();
-            if (selector.selectNow() > 0) {
-                runSelected();
-                worked = true;
-            }
-        }
-        if (!epollPollArmed) {
-            ring.prepare(ringOwner, 0, LoopRing.OP_POLL_ADD, epollFd, 0, 0, 0, LoopRing.POLLIN);
-            epollPollArmed = true;
-        }
-        int done = 0;
-        if (pollNs > 0) {
-            long end = lastWorkNs + pollNs;
-            do {
-                ring.enter(0);
-                done = ring.reap();
-            } while (done == 0 && tasks.isEmpty() && clock.nanoTime() - end < 0 && spin());
-        }
-        if (done == 0) {
-            Timeout next = timeouts.peek();
-            long leftNs = next == null ? -1 : Math.max(0, next.deadlineNs - clock.nanoTime());
-            ring.enter(tasks.isEmpty() && !worked ? leftNs : 0);
-        }
-        nowNs = clock.nanoTime();
-        done += ring.reap();
-        if (pollNs > 0 && (done > 0 || !tasks.isEmpty())) lastWorkNs = nowNs;
-        if (!epollReady) return;
-        epollReady = false;
-        if (selector.selectNow() > 0) runSelected();
-    }
-
-    /** One round of a polling loop's wait: let the server's other threads in; always true. */
-    private static boolean spin() {
-        Thread.yield();
-        return true;
     }
 
     /**

@@ -58,7 +58,6 @@ public final class Listener implements AutoCloseable {
         acceptLoop.execute(() -> {
             try {
                 listener.key = server.register(acceptLoop.selector(), SelectionKey.OP_ACCEPT, listener);
-                acceptLoop.selectorChanged();
                 registered.complete(null);
             } catch (IOException | RuntimeException e) {
                 registered.completeExceptionally(e);
@@ -121,7 +120,7 @@ public final class Listener implements AutoCloseable {
     /** Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): pause accepting, log once per pause. */
     private void acceptFailed(IOException e) {
         long now = acceptLoop.nowNs();
-        acceptLoop.interestOps(key, 0);
+        key.interestOps(0);
         if (now - lastFailureLogNs > 10 * ACCEPT_RETRY_NS) {
             lastFailureLogNs = now;
             try {
@@ -133,7 +132,7 @@ public final class Listener implements AutoCloseable {
             }
         }
         acceptLoop.schedule(ACCEPT_RETRY_NS, () -> {
-            if (key.isValid()) acceptLoop.interestOps(key, SelectionKey.OP_ACCEPT);
+            if (key.isValid()) key.interestOps(SelectionKey.OP_ACCEPT);
         });
     }
 
@@ -151,10 +150,7 @@ public final class Listener implements AutoCloseable {
             // closing anyway
         }
         acceptLoop.execute(() -> {
-            if (key != null) {
-                key.cancel();
-                acceptLoop.selectorChanged();
-            }
+            if (key != null) key.cancel();
         });
     }
 

@@ -63,36 +63,7 @@ public final class Transport implements AutoCloseable {
         }
     }
 
-    /**
-     * How the loops wait: the system property {@code iotarget.transport} ({@code selector},
-     * {@code io_uring} or {@code auto}; {@link #SELECTOR} when unset), read once per transport.
-     */
-    public enum Loops {
-        /** io_uring where the kernel and the JDK allow it (see {@link UringSupport}), else the selector. */
-        AUTO,
-        /** Each loop waits in an io_uring of its own: sockets through its selector's epoll, disk IO of its thread on the ring; fails to start where refused. */
-        IO_URING,
-        /** Each loop sleeps in its selector; disk completions come back through {@link EventLoop#execute}. */
-        SELECTOR;
-
-        /** The property's value ({@code io_uring}, {@code auto}, {@code selector}); unset: {@link #SELECTOR}. */
-        public static Loops fromProperty() {
-            String v = System.getProperty(PROPERTY, "selector").trim();
-            return switch (v) {
-                case "auto" -> AUTO;
-                case "io_uring", "uring" -> IO_URING;
-                case "selector", "epoll", "" -> SELECTOR;
-                default -> throw new IllegalArgumentException(PROPERTY + "=" + v + " (expected: auto, io_uring or selector)");
-            };
-        }
-    }
-
-    /** The system property that chooses {@link Loops}. */
-    public static final String PROPERTY = "iotarget.transport";
-    private static final System.Logger LOG = System.getLogger(Transport.class.getName());
-
     private final EventLoop[] loops;
-    private final Loops chosen;
     /**
      * TLS handshakes' heavy steps (key exchange, signing, checking certificates: about a
      * millisecond each) run here, off the loops; half as many threads as loops, so a flood of
@@ -111,46 +82,16 @@ public final class Transport implements AutoCloseable {
 
     /** Loops whose timeouts and deadlines are measured on {@code clock} (tests: a manual one). */
     public Transport(Settings settings, Clock clock) throws IOException {
-        this(settings, clock, Loops.fromProperty());
-    }
-
-    /** Loops of the kind {@code wanted} (tests choose it; the server reads {@link #PROPERTY}). */
-    Transport(Settings settings, Clock clock, Loops wanted) throws IOException {
         int n = settings.loops() > 0 ? settings.loops() : Runtime.getRuntime().availableProcessors();
         this.loops = new EventLoop[n];
         int tlsThreads = Math.max(1, n / 2);
         AtomicInteger tlsThreadNumber = new AtomicInteger();
         this.tlsTasks = new ThreadPoolExecutor(tlsThreads, tlsThreads, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().daemon().name("iotarget-tls-" + tlsThreadNumber.getAndIncrement()).unstarted(task));
-        this.chosen = choose(wanted);
         for (int i = 0; i < n; i++) loops[i] = new EventLoop("iotarget-loop-" + i, clock, settings.sendTimeout().toNanos(), settings.sendBufferBytes(),
-                                                  settings.poll().toNanos(), tlsTasks, chosen == Loops.IO_URING);
+                                                  settings.poll().toNanos(), tlsTasks);
         for (EventLoop loop : loops) loop.start();
         this.limits = new Listener.Limits(settings.maxConnections(), settings.maxConnectionsPerHost());
-    }
-
-    /**
-     * The loops' kind for {@code wanted}: AUTO becomes IO_URING or SELECTOR, with one log line
-     * saying which and why.
-     *
-     * @throws IOException IO_URING was asked for and is refused here
-     */
-    private static Loops choose(Loops wanted) throws IOException {
-        if (wanted == Loops.SELECTOR) return Loops.SELECTOR;
-        String refusal = UringSupport.refusal();
-        if (refusal == null) {
-            LOG.log(System.Logger.Level.INFO, "event loops: io_uring (" + PROPERTY + "=" + wanted.name().toLowerCase(java.util.Locale.ROOT)
-                    + "): each loop waits in its own ring for its sockets and its disk IO");
-            return Loops.IO_URING;
-        }
-        if (wanted == Loops.IO_URING) throw new IOException("io_uring event loops refused: " + refusal);
-        LOG.log(System.Logger.Level.INFO, "event loops: selector (io_uring refused: " + refusal + ")");
-        return Loops.SELECTOR;
-    }
-
-    /** How the loops wait: {@link Loops#IO_URING} or {@link Loops#SELECTOR}, never AUTO. */
-    public Loops loops() {
-        return chosen;
     }
 
     /** Starts accepting on {@code address} (port 0 picks one) for {@code protocol}. */

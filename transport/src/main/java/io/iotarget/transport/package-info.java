@@ -38,21 +38,12 @@
  * Transport.Settings#poll it first busy-polls for that long after its last work, which saves a
  * queue-depth-1 request the wake-up of a sleeping thread at the price of CPU (off by default).
  *
- * <h2>6. Waiting in io_uring</h2> With {@code -Diotarget.transport=io_uring} (or {@code auto}
- * where the kernel and the JDK allow it; {@link io.iotarget.transport.Transport.Loops}) each loop
- * waits in an io_uring of its own ({@link io.iotarget.model.uring.LoopRing}) instead of in
- * select: one poll there stands for its selector's epoll descriptor, so sockets (and TLS) work as
- * before, and the file backend puts the disk IO it starts on that loop's thread on the same ring.
- * A pass's disk submissions go to the kernel in the io_uring_enter that waits, and their
- * completions run on the loop that owns the connection: socket, loop, disk, loop, socket, with no
- * other thread. The default is still the selector (docs/decisions.md says why).
- *
- * <h2>7. Time</h2> Every deadline — the send timeout, {@link io.iotarget.transport.EventLoop#schedule}d
+ * <h2>6. Time</h2> Every deadline — the send timeout, {@link io.iotarget.transport.EventLoop#schedule}d
  * tasks (the front ends' handshake and Connect limits), an {@link io.iotarget.transport.IssuerDelay}
  * — is measured on the transport's {@link io.iotarget.model.Clock}, read once per pass of a loop;
  * tests drive it with a manual clock.
  *
- * <h2>8. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
+ * <h2>7. Watch</h2> a loop that spends its time in one handler starves the others: handlers never
  * block (no disk IO, no locks held across IO, no long computation on the loop).
  */
 package io.iotarget.transport;

@@ -193,18 +193,8 @@ public final class FileBackend implements Backend {
     public IoStatus start(IoRequest io, IoExecutor executor, Completion done) throws IOException {
         if (io.op() == IoOp.READ && io.views() != null && region(io)) return IoStatus.OK;
         if (withoutWaiting(io)) return IoStatus.OK;
-        IoEngine engine = executor instanceof IoEngine e ? e : null;
-        IoRing ring = engine != null ? engine.ring() : null;
-        if (ring != null && onRing(io)) {
-            // On an io_uring event loop: the loop's own ring, so the completion comes back to it directly.
-            LoopSlots own = engine.loopSlots();
-            RingSlot slot = own != null ? own.take() : null;
-            if (slot != null) {
-                slot.begin(this, io, done);
-                return null;
-            }
-            return ring.start(this, io, done);
-        }
+        IoRing ring = executor instanceof IoEngine engine ? engine.ring() : null;
+        if (ring != null && onRing(io)) return ring.start(this, io, done);
         return Backend.super.start(io, executor, done);
     }
 

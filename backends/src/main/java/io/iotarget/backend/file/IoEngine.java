@@ -6,7 +6,6 @@ import io.iotarget.backend.ErrnoException;
 import io.iotarget.backend.IoExecutor;
 import io.iotarget.model.IoRequest;
 import io.iotarget.model.IoStatus;
-import io.iotarget.model.uring.LoopRing;
 
 import java.io.IOException;
 
@@ -89,18 +88,6 @@ public final class IoEngine implements IoExecutor, AutoCloseable {
     /** The engine chosen: {@link Kind#IO_URING} or {@link Kind#THREADS}, never AUTO. */
     public Kind kind() {
         return kind;
-    }
-
-    /**
-     * This engine's slots on the calling thread's event-loop ring, made on first use; null when
-     * the thread has no ring ({@link LoopRing#current()}) or this is the thread engine. The
-     * calling thread's own.
-     */
-    LoopSlots loopSlots() {
-        if (ring == null) return null;
-        LoopRing loopRing = LoopRing.current();
-        if (loopRing == null) return null;
-        return loopRing.attachment(this, r -> new LoopSlots(r, threads));
     }
 
     /** The ring, or null for the thread engine. */

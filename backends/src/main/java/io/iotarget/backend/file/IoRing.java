@@ -69,7 +69,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>Any thread may {@link #start}; {@link #close} once, after the requests have ended.
  */
-final class IoRing implements SlotRing, AutoCloseable {
+final class IoRing implements AutoCloseable {
     /*
      * Maintainers' notes. The slot's fields are written by the starting thread before its SQE
      * is published (release) and read by the completion thread after the CQE (acquire): the
@@ -237,8 +237,7 @@ final class IoRing implements SlotRing, AutoCloseable {
         return entries;
     }
 
-    @Override
-    public IoThreads fallback() {
+    IoThreads fallback() {
         return fallback;
     }
 
@@ -269,8 +268,7 @@ final class IoRing implements SlotRing, AutoCloseable {
     }
 
     /** Writes SQE {@code index}; the caller owns the slot and its SQE is not in the kernel. */
-    @Override
-    public void prepare(int index, byte opcode, int fd, long offset, long address, int length, int opFlags) {
+    void prepare(int index, byte opcode, int fd, long offset, long address, int length, int opFlags) {
         long at = index * SQE_BYTES;
         for (long i = 0; i < SQE_BYTES; i += 8) sqes.set(JAVA_LONG, at + i, 0L);
         sqes.set(JAVA_BYTE, at + SQE_OPCODE, opcode);
@@ -283,8 +281,7 @@ final class IoRing implements SlotRing, AutoCloseable {
     }
 
     /** Publishes SQE {@code index} and submits it, or leaves that to this thread's plug. */
-    @Override
-    public void push(int index) {
+    void push(int index) {
         publish(index);
         PlugState plug = plugs.get();
         if (plug != null && plug.depth > 0) {
@@ -328,8 +325,7 @@ final class IoRing implements SlotRing, AutoCloseable {
      * A slot's request has ended (or moved to the pool): the slot goes to the oldest
      * backlogged request, or back to the free list. Completion thread.
      */
-    @Override
-    public void release(RingSlot slot) {
+    void release(RingSlot slot) {
         Backend backend;
         IoRequest io;
         Completion done;

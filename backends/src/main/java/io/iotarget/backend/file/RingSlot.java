@@ -31,8 +31,7 @@ import java.nio.ByteBuffer;
  * the zeroes.
  *
  * <p>The thread that took the slot owns it until {@link #begin} pushes the first SQE; from
- * then on the ring's completing thread does (the shared ring's completion thread, or the event
- * loop whose ring it is), until the slot is released.
+ * then on the completion thread does, until the slot is released.
  */
 final class RingSlot {
     /** Bounce buffer per slot, allocated on first use: larger unaligned transfers go through it in pieces. */
@@ -43,7 +42,7 @@ final class RingSlot {
     private enum Step { PREFLUSH, DATA, FUA_FLUSH }
 
     final int index;
-    private final SlotRing ring;
+    private final IoRing ring;
     private FileBackend file;
     private IoRequest io;
     private Completion done;
@@ -56,7 +55,7 @@ final class RingSlot {
     private long bounceAddress;
     private int retries;
 
-    RingSlot(SlotRing ring, int index) {
+    RingSlot(IoRing ring, int index) {
         this.ring = ring;
         this.index = index;
     }
@@ -120,7 +119,7 @@ final class RingSlot {
         ring.prepare(index, opcode, file.fd(), at, bounceAddress, n, rwFlags);
     }
 
-    /** The kernel finished this slot's SQE with {@code res}. The ring's completing thread. */
+    /** The kernel finished this slot's SQE with {@code res}. Completion thread. */
     void completed(int res) {
         if (res < 0) {
             failedStep(-res);
