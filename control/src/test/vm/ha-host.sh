@@ -18,27 +18,8 @@
 . /guest/lib.sh
 
 ADDR=10.0.2.2
-FAIL=0
-check() {  # check LABEL CONDITION-RC [detail]
-  if [ "$2" = 0 ]; then echo "CHECK $1 ok${3:+ ($3)}"; else echo "CHECK $1 FAILED${3:+ ($3)}"; FAIL=1; fi
-}
-ctl() { echo "$*" | nc "$ADDR" "$CTL_PORT"; }
-# the subsystem's controllers (nvmeN), one a line
-ctrls() { for c in /sys/class/nvme-subsystem/nvme-subsys*/nvme[0-9]*; do [ -e "$c/cntlid" ] && echo "${c##*/}"; done; }
-# the controller (nvmeN) whose cntlid lies in node 1's range (1..100) or node 2's
-ctrl_of() {
-  for c in $(ctrls); do
-    id="$(cat "/sys/class/nvme/$c/cntlid")"
-    if [ "$1" = 1 ] && [ "$id" -le 100 ]; then echo "$c"; return; fi
-    if [ "$1" = 2 ] && [ "$id" -gt 100 ]; then echo "$c"; return; fi
-  done
-}
-path_attr() { cat /sys/class/nvme/"$(ctrl_of "$1")"/nvme*c*n1/"$2" 2>/dev/null; }
-ctrl_state() { cat /sys/class/nvme/"$(ctrl_of "$1")"/state 2>/dev/null; }
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, polled every 0.1 s
-wait_for() { n=$(($1 * 10)); shift; i=0; while ! "$@" && [ $i -lt $n ]; do sleep 0.1; i=$((i + 1)); done; "$@"; }
-path_is() { [ "$(path_attr "$1" ana_state)" = "$2" ]; }
-live_and() { [ "$(ctrl_state "$1")" = live ] && path_is "$1" "$2"; }
+# check, ctl and the two nodes' paths: the helpers both two-node scripts share
+. /guest/files/two-nodes.sh
 # wait_fio PID SECONDS: fio's exit status, or 124 after SECONDS
 wait_fio() { i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
   if kill -0 "$1" 2>/dev/null; then kill "$1"; return 124; fi; wait "$1"; }

@@ -291,7 +291,7 @@ class HighAvailabilityTest {
         })) {
             GuestVm.Result result = GuestVm.run(GuestVm.script("ha-host.sh"), Map.of(
                     "NQN", NQN, "PORT1", Integer.toString(n1.nvmePort), "PORT2", Integer.toString(n2.nvmePort),
-                    "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(), 600);
+                    "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(GuestVm.script("two-nodes.sh")), 600);
             result.lines("CHARGE").forEach(l -> System.out.println("[ha] " + l));
             assertEveryCheck(result, 14);
 

@@ -297,7 +297,7 @@ class ReservationFenceKernelHostTest {
                 })) {
                     GuestVm.Result result = GuestVm.run(GuestVm.script("resv-fence.sh"), Map.of(
                             "NQN", NQN, "PORT1", Integer.toString(node1.nvmePort), "PORT2", Integer.toString(node2.nvmePort),
-                            "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(), 600);
+                            "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(GuestVm.script("two-nodes.sh")), 600);
                     result.lines("RESULT").forEach(l -> System.out.println("[fence] " + l));
                     System.out.println("[fence] node 1's log:\n" + node1.server.output() + "\n[fence] node 2's log:\n" + node2.server.output());
                     List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();

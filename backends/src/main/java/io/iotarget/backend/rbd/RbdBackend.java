@@ -458,16 +458,8 @@ public final class RbdBackend implements Backend {
     public void startMapExtents(long offset, long length, ExtentSink sink, Consumer<IOException> done) {
         try {
             maps.execute(() -> {
-                IOException failure = null;
-                try {
-                    if (closed) throw new IOException("rbd " + options.spec() + ": closed");
-                    mapExtents(offset, length, sink);
-                } catch (IOException e) {
-                    failure = e;
-                } catch (RuntimeException e) {
-                    failure = new IOException(e);
-                }
-                done.accept(failure);
+                if (closed) done.accept(new IOException("rbd " + options.spec() + ": closed"));
+                else Backend.super.startMapExtents(offset, length, sink, done);      // here, on this thread: the map as the default runs it
             });
         } catch (RejectedExecutionException e) {
             done.accept(new IOException("rbd " + options.spec() + ": closed"));
