@@ -92,10 +92,30 @@ final class ServerProcess implements AutoCloseable {
         return Files.readString(output, StandardCharsets.UTF_8);
     }
 
-    /** Sends the server {@code signal} ("STOP", "CONT") with kill(1), as an operator (or a stalled hypervisor) would. */
+    /**
+     * Sends the server {@code signal} ("STOP", "CONT") with kill(1), as an operator (or a stalled
+     * hypervisor) would. kill returns once the signal is queued, and a thread running on another
+     * core stops only when it next enters the kernel: for STOP this waits until every thread of
+     * the server is stopped (state T in /proc), so that nothing sent afterwards is read before.
+     */
     void signal(String signal) throws IOException, InterruptedException {
         Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).redirectErrorStream(true).start();
         if (kill.waitFor() != 0) throw new IOException("kill -" + signal + " " + process.pid() + ": " + new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        if (!signal.equals("STOP")) return;
+        io.iotarget.testkit.Await.until(java.time.Duration.ofSeconds(10), this::everyThreadStopped, () -> "every thread of " + process.pid() + " stopped");
+    }
+
+    private boolean everyThreadStopped() {
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(process.pid()), "task"))) {
+            for (Path task : tasks.toList()) {
+                String stat = Files.readString(task.resolve("stat"));
+                char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                if (state != 'T' && state != 't') return false;
+            }
+            return true;
+        } catch (IOException e) {
+            return false;                                        // a thread ended while listed: look again
+        }
     }
 
     /** Waits up to {@code timeout} for the server to exit by itself; its exit status, or -1 if it still runs. */
