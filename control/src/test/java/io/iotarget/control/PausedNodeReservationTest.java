@@ -182,14 +182,7 @@ class PausedNodeReservationTest {
                     List<String> statuses = new ArrayList<>();
                     int succeeded = 0;
                     for (int i = 0; i < BLOCKS; i++) {
-                        CompletableFuture<Integer> next = new CompletableFuture<>();
-                        Thread.ofVirtual().start(() -> {
-                            try {
-                                next.complete(RawClients.nvmeResponse(aOn1.io));
-                            } catch (IOException e) {
-                                next.completeExceptionally(e);
-                            }
-                        });
+                        CompletableFuture<Integer> next = RawClients.nvmeResponseLater(aOn1.io);
                         int response;
                         try {
                             response = next.get(30, TimeUnit.SECONDS);

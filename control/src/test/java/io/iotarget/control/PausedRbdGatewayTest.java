@@ -127,14 +127,7 @@ class PausedRbdGatewayTest {
                     List<String> statuses = new ArrayList<>();
                     int succeeded = 0;
                     for (int i = 0; i < BLOCKS; i++) {
-                        CompletableFuture<Integer> next = new CompletableFuture<>();
-                        Thread.ofVirtual().start(() -> {
-                            try {
-                                next.complete(RawClients.nvmeResponse(aOn1.io));
-                            } catch (IOException e) {
-                                next.completeExceptionally(e);
-                            }
-                        });
+                        CompletableFuture<Integer> next = RawClients.nvmeResponseLater(aOn1.io);
                         try {
                             int status = next.get(60, TimeUnit.SECONDS) & 0xFFFF;
                             statuses.add("0x" + Integer.toHexString(status));

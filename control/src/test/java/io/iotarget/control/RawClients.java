@@ -153,6 +153,19 @@ final class RawClients {
         return (resp.getShort(8 + 12) & 0xFFFF) << 16 | (resp.getShort(8 + 14) & 0xFFFF) >>> 1;
     }
 
+    /** {@link #nvmeResponse} read on a thread of its own, so a caller can bound its wait (a node that may never answer). */
+    static java.util.concurrent.CompletableFuture<Integer> nvmeResponseLater(SocketChannel c) {
+        java.util.concurrent.CompletableFuture<Integer> next = new java.util.concurrent.CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try {
+                next.complete(nvmeResponse(c));
+            } catch (IOException e) {
+                next.completeExceptionally(e);
+            }
+        });
+        return next;
+    }
+
     /**
      * A reservation command (Register 0x0D, Acquire 0x11, Release 0x15) on namespace 1 with its
      * keys in the capsule; returns the status (SCT << 8 | SC, with DNR 0x4000).
