@@ -266,14 +266,6 @@ public final class Reservations implements AutoCloseable {
         return fenced || f != null && !f.holds();
     }
 
-    /**
-     * Whether this node's ANA log page shows the groups of its reservation namespaces
-     * Inaccessible: fenced ({@link #fenced}). Any thread.
-     */
-    public boolean anaFenced() {
-        return fenced();
-    }
-
     /** What the reservation threads survived unexpectedly (logged, rate-limited); 0 in a healthy target. */
     public long unexpectedErrors() {
         return errors.count();
