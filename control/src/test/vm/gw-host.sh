@@ -14,7 +14,7 @@
 #     again, and the host's path to it is live again.  fio ends with no IO error and no block
 #     failing verification; for each kill the longest gap between two completions of namespace
 #     1 is printed (the guest's view of the pause)
-#   3 runs of fio on all six namespaces, each writing 2 MiB of each once and reading it back
+#   3 runs of fio on all six namespaces, each writing 1 MiB of namespace 1 and 2 MiB of the others once and reading it back
 #     verified, charged: the test reads io.stat on every node before and after; a fourth node is
 #     started while they run, the host connects to it, and it takes groups; the runs go on until
 #     one has run whole after that; no run has an IO error; fio's totals over the runs (MOVED) are
@@ -127,7 +127,7 @@ rm -f /tmp/joined /tmp/join-*.json /tmp/join-rc
     last=0; [ -e /tmp/joined ] && last=1
     # shellcheck disable=SC2086
     fio $FIO_COMMON --do_verify=1 --output-format=json --output=/tmp/join-$i.json \
-        --name=ns1 --filename="$D1" --size=2M --offset=$((i % 4 * 2))M \
+        --name=ns1 --filename="$D1" --size=1M --offset=$((i % 4 * 2))M \
         --name=ns2 --filename="$D2" --size=2M --offset=$((i % 4 * 2))M --rate_iops=40,20 \
         --name=ns3 --filename="$D3" --size=2M --offset=$((i % 4 * 2))M --rate_iops=40,20 \
         --name=ns4 --filename="$D4" --size=2M --offset=$((i % 4 * 2))M --rate_iops=40,20 \
