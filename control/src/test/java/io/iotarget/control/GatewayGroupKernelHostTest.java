@@ -48,16 +48,18 @@ import static org.junit.jupiter.api.Assertions.fail;
  * {@value #KILLS} times and restarted each time; then a fourth node is started under fio.
  *
  * <p>The test is the host's channel to the nodes and measures them from outside: a thread reads
- * every node's io.stat back to back (about every 10-30 ms) and the pause of a kill is from the
- * last IO of namespace 1 on the dead node to the first on the new owner of group 1 (sampler
- * times: each an upper bound, off by up to one round); the guest prints its own view, the longest
- * gap between two completions of namespace 1 around each kill (fio's per-IO log). Asserted: no
- * IO error and no block failing verification; each kill's group moves and the restarted node
- * gets its two groups back; the fourth node takes groups while fio runs; in the window around
- * its join, io.stat summed over the nodes is exactly what fio moved; namespace 1's writes, summed
- * over the nodes, stay under io.max.global through every move. The pauses are printed with
- * their p50 and max and asserted only loosely (a loaded two-core machine runs the guest in
- * emulation): under {@value #PAUSE_BOUND_MS} ms.
+ * every node's io.stat back to back (a round every 30-85 ms on a loaded two-core machine) and the
+ * pause of a kill is from the last IO of namespace 1 on the dead node to the first on the new
+ * owner of group 1 (sampler times: each an upper bound, off by up to one round); the guest prints
+ * its own view, the longest gap between two completions of namespace 1 around each kill (fio's
+ * per-IO log), which the emulated guest's own stalls blur. Asserted: no IO error and no block
+ * failing verification; each kill's group moves and the restarted node gets its two groups back;
+ * the fourth node takes groups while fio runs; in the window around its join, io.stat summed over
+ * the nodes is exactly what fio moved (across a kill it cannot be: the dead node's io.stat dies
+ * with it, and what it wrote but could not answer is sent again through another); namespace 1's
+ * writes, summed over the nodes, stay under io.max.global through every move; each pause under
+ * the issue's lease_ms + 1 s, which held with a margin of five at a load of 12; the new owner's
+ * optimized presentation only loosely. Numbers: docs/ha.md, bench/results/ha.md.
  */
 class GatewayGroupKernelHostTest {
     private static final String NQN = "nqn.2026-12.io.iotarget:gwhost";
