@@ -14,11 +14,11 @@
 #     again, and the host's path to it is live again.  fio ends with no IO error and no block
 #     failing verification; for each kill the longest gap between two completions of namespace
 #     1 is printed (the guest's view of the pause)
-#   3 runs of fio on all six namespaces, each writing 1 MiB of namespace 1 and 2 MiB of the others once and reading it back
-#     verified, charged: the test reads io.stat on every node before and after; a fourth node is
-#     started while they run, the host connects to it, and it takes groups; the runs go on until
-#     one has run whole after that; no run has an IO error; fio's totals over the runs (MOVED) are
-#     what the test compares io.stat's with
+#   3 runs of fio on all six namespaces, each writing 1 MiB of namespace 1 and 2 MiB of each
+#     other once and reading them back verified, charged: the test reads io.stat on every node
+#     before and after; a fourth node is started while they run, the host connects to it, and it
+#     takes groups; the runs go on until one has run whole after that; no run has an IO error;
+#     fio's totals over the runs (MOVED) are what the test compares io.stat's with
 #
 # Environment: NQN, PORT1..PORT3 (the nodes' NVMe/TCP ports), CTL_PORT (the test's channel), KILLS.
 . /guest/lib.sh
