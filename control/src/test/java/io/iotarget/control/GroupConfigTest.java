@@ -23,6 +23,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -283,6 +286,86 @@ class GroupConfigTest {
             assertTrue(r.ok(), r.toString());
         }
         Await.until(APPLIED, () -> !listOrEmpty(1, "/nvmet/subsystems").contains("nqn.2026-12.io.example:later/"), () -> "gw2 kept it");
+    }
+
+    /**
+     * Two members change one subsystem at once (gw1 its attr_model, gw2 its attr_firmware: one
+     * object in the store), round after round: both may not win, since each swaps the whole
+     * object against the revision it last saw. One gets EAGAIN with a message saying nothing was
+     * changed, and its own tree is put back; the other's change reaches every member and the
+     * store; the refused one, written again, goes through. So no change is lost, neither the
+     * winner's (overwritten by the loser's stale copy) nor the loser's (taken on one member only).
+     */
+    @Test
+    void concurrentChangesToOneSubsystemThroughTwoMembersOneGetsEagainAndNoneIsLost() throws Exception {
+        twoMembers();
+        String subsystem = "/nvmet/subsystems/" + NQN;
+        String[] current = {read(0, subsystem + "/attr_model"), read(0, subsystem + "/attr_firmware")};
+        String[] files = {"attr_model", "attr_firmware"};
+        int refused = 0, rounds = 0;
+        for (; rounds < 60 && refused < 3; rounds++) {
+            String[] wanted = {"model-" + rounds, "fw" + rounds};
+            ControlClient[] clients = {control(0), control(1)};
+            CountDownLatch go = new CountDownLatch(1);
+            List<CompletableFuture<ControlClient.Reply>> replies = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                int member = i;
+                CompletableFuture<ControlClient.Reply> reply = new CompletableFuture<>();
+                Thread.ofPlatform().start(() -> {
+                    try {
+                        go.await();
+                        reply.complete(clients[member].post("write", subsystem + "/" + files[member], null, wanted[member]));
+                    } catch (Exception e) {
+                        reply.completeExceptionally(e);
+                    }
+                });
+                replies.add(reply);
+            }
+            go.countDown();
+            boolean[] ok = new boolean[2];
+            for (int i = 0; i < 2; i++) {
+                ControlClient.Reply r = replies.get(i).get(30, TimeUnit.SECONDS);
+                clients[i].close();
+                ok[i] = r.ok();
+                if (!ok[i]) {
+                    assertEquals("EAGAIN", r.errno(), "round " + rounds + ", gw" + (i + 1) + ": " + r);
+                    assertTrue(r.body().contains("changed meanwhile") && r.body().contains("nothing was changed"), r.body());
+                    assertEquals(current[i], read(i, subsystem + "/" + files[i]), "round " + rounds + ": put back on the refused gw" + (i + 1));
+                    refused++;
+                }
+            }
+            assertTrue(ok[0] || ok[1], "round " + rounds + ": both refused");
+            for (int i = 0; i < 2; i++) if (ok[i]) current[i] = wanted[i];
+            awaitEverywhere(subsystem, files, current, "round " + rounds);
+            // The refused change, written again once its member has seen the winner's: it goes through.
+            for (int i = 0; i < 2; i++) {
+                if (ok[i]) continue;
+                ControlClient.Reply again = write(i, subsystem + "/" + files[i], wanted[i]);
+                assertTrue(again.ok(), "round " + rounds + ", gw" + (i + 1) + " again: " + again);
+                current[i] = wanted[i];
+            }
+            awaitEverywhere(subsystem, files, current, "round " + rounds + ", after the retry");
+        }
+        System.out.println("concurrent changes through gw1 and gw2: " + refused + " refused with EAGAIN in " + rounds + " rounds");
+        assertTrue(refused > 0, "the two writes never met in " + rounds + " rounds");
+    }
+
+    /** Waits until both members and the store hold {@code values} for {@code files} of {@code subsystem}. */
+    private void awaitEverywhere(String subsystem, String[] files, String[] values, String when) throws Exception {
+        String key = PREFIX + "subsystems/" + NQN;
+        Await.until(APPLIED, () -> {
+            for (int m = 0; m < 2; m++) for (int f = 0; f < files.length; f++) if (!values[f].equals(readOrError(m, subsystem + "/" + files[f]))) return false;
+            try (EtcdClient client = EtcdClient.create(etcd.uri(), EtcdClient.Access.NONE, Duration.ofSeconds(2))) {
+                EtcdClient.KeyValue kv = client.range(key).kvs().stream().filter(k -> k.key().equals(key)).findFirst().orElse(null);
+                if (kv == null) return false;
+                var stored = new ObjectMapper().readTree(kv.value());
+                for (int f = 0; f < files.length; f++) if (!values[f].equals(stored.path(files[f]).asText())) return false;
+                return true;
+            } catch (IOException e) {
+                return false;
+            }
+        }, () -> when + ": wanted " + Arrays.toString(values) + " everywhere; gw1 " + readOrError(0, subsystem + "/" + files[0]) + " "
+                 + readOrError(0, subsystem + "/" + files[1]) + ", gw2 " + readOrError(1, subsystem + "/" + files[0]) + " " + readOrError(1, subsystem + "/" + files[1]));
     }
 
     private List<String> listOrEmpty(int i, String path) {
