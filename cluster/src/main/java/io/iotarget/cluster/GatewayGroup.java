@@ -44,7 +44,11 @@ import java.util.concurrent.locks.LockSupport;
  * The groups are the union of the members' {@code ana_groups}. One member decides: the live
  * member whose name sorts first (the <em>leader</em>; any member's compare-and-swap would be safe,
  * one decider keeps moves to one per interval). Each interval it reads the group at one revision
- * and writes, if neither the members nor the owners changed since (a compare on their prefixes):
+ * and writes, if neither the members nor the owners changed since (a compare on their prefixes).
+ * First it fences at the storage ({@link StorageFence}) every member whose lease ended — a node a
+ * controller-ID range names that has no member key — once per end of its lease, whether it owned
+ * ANA groups or not: a host may have sent it a write on a non-optimized path, and a member that
+ * was paused with one could land it after the host, timed out, wrote newer data elsewhere. Then:
  * <ol>
  *   <li><b>failover</b>: a group without an owner, or whose owner has no member key (its lease is
  *       gone from etcd: by its {@link Fence} it stopped before), gets the least-loaded live member
@@ -142,6 +146,13 @@ public final class GatewayGroup implements AutoCloseable {
 
     /** Fences a dead member's clients at the storage before a failover ({@link #fenceStorageWith}). */
     private volatile StorageFence storageFence = StorageFence.NONE;
+    /**
+     * Members whose lease ended that this node fenced at the storage as the leader, until it sees
+     * them live again; those it warned it could not fence. Loop thread. A new leader (or this one
+     * restarted) starts empty and fences each dead member once more: blocklisting is idempotent.
+     */
+    private final Set<String> fencedGone = new TreeSet<>();
+    private final Set<String> unfenceable = new TreeSet<>();
 
     /**
      * Sets how a member whose lease ended is fenced at the storage before its groups get new
@@ -378,7 +389,9 @@ public final class GatewayGroup implements AutoCloseable {
             Map<String, EtcdClient.KeyValue> keys = read(range);
             View now = parse(range.revision(), keys);
             view = now;
-            if (leader(now)) decide(now, keys, range.revision());
+            fencedGone.removeAll(now.members().keySet());                  // live again: a later end of its lease is fenced anew
+            unfenceable.removeAll(now.members().keySet());
+            if (leader(now)) decide(now, keys, range.revision(), fenceGone(now, keys));
             handOver(now, keys);
             Set<Integer> served = new TreeSet<>(local.anaGroups());
             Set<Integer> optimized = new TreeSet<>();
@@ -466,7 +479,8 @@ public final class GatewayGroup implements AutoCloseable {
         SortedSet<Integer> groups = new TreeSet<>();
         for (MemberView m : live.values()) groups.addAll(m.serves());
         Map<String, Integer> load = new TreeMap<>();
-        for (String n : live.keySet()) load.put(n, 0);
+        // Only members that serve a group take part in balancing: one with none would always be "the fewest" and no move could reach it.
+        for (MemberView m : live.values()) if (!m.serves().isEmpty()) load.put(m.node(), 0);
         boolean moving = false;
         for (int g : groups) {
             Owner o = v.owners().get(g);
@@ -540,16 +554,51 @@ public final class GatewayGroup implements AutoCloseable {
         return v.toString();
     }
 
-    /** Writes the leader's decision if neither members nor owners changed since {@code revision}. */
-    private void decide(View v, Map<String, EtcdClient.KeyValue> keys, long revision) throws IOException {
+    /**
+     * Section 3's first step, as the leader: fences at the storage every member whose lease ended (a node a
+     * controller-ID range names, with no member key) and that this node has not fenced since it
+     * was last seen live — owner of ANA groups or not: a host may have sent a write down a
+     * non-optimized path too, and the member may have been paused with it. Once per end of a
+     * lease ({@link #fencedGone}); one that fails is tried again next interval. Returns the
+     * members that could not be fenced.
+     */
+    private Set<String> fenceGone(View v, Map<String, EtcdClient.KeyValue> keys) {
+        Set<String> unfenced = new TreeSet<>();
+        for (EtcdClient.KeyValue kv : keys.values()) {
+            if (!kv.key().startsWith(base() + "ranges/")) continue;
+            String gone = text(kv, "node");
+            if (gone == null || gone.equals(node) || v.members().containsKey(gone) || fencedGone.contains(gone)) continue;
+            try {
+                storageFence.fence(gone);
+                fencedGone.add(gone);
+                unfenceable.remove(gone);
+                LOG.log(System.Logger.Level.INFO, "cluster: gateway group " + group + ": " + gone + "'s lease ended: its clients are fenced at the storage");
+            } catch (IOException e) {
+                unfenced.add(gone);
+                // An ANA owner's groups wait for it (decide); the warning once, while it keeps failing.
+                LOG.log(unfenceable.add(gone) ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+                        "cluster: gateway group " + group + ": " + gone + "'s lease ended, but its clients cannot be fenced at the storage ("
+                        + e.getMessage() + "): tried again every interval; any ANA group it owned gets no new owner until then");
+            }
+        }
+        return unfenced;
+    }
+
+    /**
+     * Writes the leader's decision if neither members nor owners changed since {@code revision};
+     * a failover only once the dead owner is fenced ({@code unfenced}: {@link #fenceGone} failed on them).
+     */
+    private void decide(View v, Map<String, EtcdClient.KeyValue> keys, long revision, Set<String> unfenced) throws IOException {
         Decision d = plan(v);
         if (d.values().isEmpty()) return;
-        for (String node : d.dead()) {
+        for (String dead : d.dead()) {
+            if (fencedGone.contains(dead)) continue;
+            if (unfenced.contains(dead)) return;          // its groups stay without a live owner (every member non-optimized: still reachable)
             try {
-                storageFence.fence(node);
+                storageFence.fence(dead);                 // an owner no range names (its slot was taken over)
+                fencedGone.add(dead);
             } catch (IOException e) {
-                // Its groups stay without a live owner (every member non-optimized: still reachable) until it can be fenced.
-                LOG.log(System.Logger.Level.WARNING, "cluster: gateway group " + group + ": " + node + " is gone, but its clients cannot be fenced"
+                LOG.log(System.Logger.Level.WARNING, "cluster: gateway group " + group + ": " + dead + " is gone, but its clients cannot be fenced"
                                                      + " at the storage (" + e.getMessage() + "): its ANA groups get no new owner until they can be");
                 return;
             }

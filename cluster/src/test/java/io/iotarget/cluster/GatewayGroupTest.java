@@ -286,6 +286,33 @@ class GatewayGroupTest {
         }
     }
 
+    @Test
+    void aMemberThatOwnedNoGroupIsFencedAtTheStorageOnceEachTimeItsLeaseEnds() throws Exception {
+        List<String> fenced = new CopyOnWriteArrayList<>();
+        StorageFence storage = fenced::add;
+        try (TcpRelay relay = TcpRelay.start("127.0.0.1", etcd.clientPort(0))) {
+            Node a = node("a", etcd.uri(), SIX, storage);
+            Node b = node("b", etcd.uri(), SIX, storage);
+            // z serves no shared namespace: it never owns an ANA group, but a host may still write through it
+            Node z = node("z", "etcd://" + relay.hostPort(), Set.of(), storage);
+            Await.until(Duration.ofSeconds(20), () -> spread(SIX, 3, a, b) && memberKeyPresent("z"), () -> "not 3 each: " + optimized(a, b, z));
+            assertEquals(List.of(), fenced, "no member's lease ended yet");
+
+            relay.cut();
+            Await.until(Duration.ofSeconds(20), () -> fenced.contains("z"), () -> "z's lease ended but it was never fenced: " + fenced);
+            Thread.sleep(10 * INTERVAL_MS);                          // ten more intervals of the leader: z stays dead, and is not fenced again
+            assertEquals(List.of("z"), fenced, "z fenced once while it stays dead");
+            assertTrue(z.optimized.isEmpty() && spread(SIX, 3, a, b), "nothing moved: " + optimized(a, b, z));
+
+            relay.restore();
+            Await.until(Duration.ofSeconds(20), () -> memberKeyPresent("z") && a.group.view().members().containsKey("z"),
+                        () -> "z did not re-join");
+            relay.cut();
+            Await.until(Duration.ofSeconds(20), () -> fenced.size() == 2, () -> "z's second lease ended but it was not fenced again: " + fenced);
+            assertEquals(List.of("z", "z"), fenced, "only z, once per end of its lease");
+        }
+    }
+
     /** For every group, each "+G" of one node comes after the "-G" of the node that presented it before. */
     private static void assertHandedOver(Node... nodes) {
         List<long[]> events = new ArrayList<>();                     // {time, node index, group, +1/-1}
