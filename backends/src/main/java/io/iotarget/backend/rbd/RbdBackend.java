@@ -159,9 +159,9 @@ public final class RbdBackend implements Backend {
             if (options.keyring() != null) confSet(arena, c, "keyring", options.keyring().toString());
             confSet(arena, c, "rbd_cache", "false");
             // librbd dispatches each aio call on the thread that makes it instead of handing it to its io_context_pool
-            // first: one thread wake-up and about two context switches fewer per request, which a QD1 request's latency
-            // shows on a shared core (bench/results/rbd.md). What could then block that thread is the objecter's budget
-            // (1024 ops, 100 MiB): off, because the engine's queue_depth and the buffer pool already bound what is in flight.
+            // first: one thread wake-up and about four context switches fewer per request (bench/results/rbd.md). What could
+            // then block that thread is the objecter's budget (1024 ops, 100 MiB): off, because the engine's queue_depth and
+            // the buffer pool already bound what is in flight.
             confSet(arena, c, "rbd_non_blocking_aio", "false");
             confSet(arena, c, "objecter_inflight_ops", "0");
             confSet(arena, c, "objecter_inflight_op_bytes", "0");
