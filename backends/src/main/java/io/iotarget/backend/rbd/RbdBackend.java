@@ -44,6 +44,16 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * which has no asynchronous form: {@link #startMapExtents} runs it on this backend's own
  * {@value #MAP_THREADS} threads, so an NBD loop never waits a round trip to the OSDs for it.
  *
+ * <p>librbd runs each aio call's dispatch (image and object requests, the objecter's send) on
+ * the thread that calls {@link #start} ({@code rbd_non_blocking_aio = false}), with the
+ * objecter's in-flight throttles off so that nothing there waits for a budget: a request that
+ * would have to wait for an image refresh or a lock is queued by librbd itself. The engine's
+ * {@code queue_depth} per backend and the buffer pool bound the requests and bytes in flight.
+ * The calling thread (an NBD or NVMe/TCP loop, the engine's releaser) therefore spends librbd's
+ * submission CPU, and librbd's threads only the completions; librbd may also call the
+ * completion back on the calling thread before its aio call returns, which {@link #start}
+ * allows for.
+ *
  * <p>librbd's client-side cache is turned off ({@code rbd_cache = false}, whatever ceph.conf
  * says): a write then completes only once the OSDs have it, so FUA needs nothing more and a
  * flush finds nothing to write, and two gateways that serve one image see each other's writes.
@@ -148,6 +158,13 @@ public final class RbdBackend implements Backend {
                          (int) invoke(() -> (int) Librbd.RADOS_CONF_READ_FILE.invokeExact(c, conf)));
             if (options.keyring() != null) confSet(arena, c, "keyring", options.keyring().toString());
             confSet(arena, c, "rbd_cache", "false");
+            // librbd dispatches each aio call on the thread that makes it instead of handing it to its io_context_pool
+            // first: one thread wake-up and about four context switches fewer per request (bench/results/rbd.md). What could
+            // then block that thread is the objecter's budget (1024 ops, 100 MiB): off, because the engine's queue_depth and
+            // the buffer pool already bound what is in flight.
+            confSet(arena, c, "rbd_non_blocking_aio", "false");
+            confSet(arena, c, "objecter_inflight_ops", "0");
+            confSet(arena, c, "objecter_inflight_op_bytes", "0");
             confSet(arena, c, "client_mount_timeout", CONNECT_TIMEOUT_SECONDS);
             Librbd.check("rados_connect", (int) invoke(() -> (int) Librbd.RADOS_CONNECT.invokeExact(c)));
             Librbd.check("rados_ioctx_create(" + options.pool() + ")",

@@ -224,6 +224,48 @@ class RbdBackendTest {
         }
     }
 
+    /**
+     * librbd dispatches on the caller's thread (an NBD loop's): with the cluster paused, more
+     * writes than the objecter's default budget (100 MiB) are all started without the caller
+     * waiting for one to end; they complete once the cluster resumes.
+     */
+    @Test
+    void startDoesNotWaitForTheObjectersBudgetWhenTheClusterHoldsTheWrites() throws Exception {
+        String image = newImage();
+        int count = 30;                                 // 30 x 4 MiB in flight: 120 MiB
+        byte[] data = random((int) (4 * MiB), 13);
+        ByteBuffer src = ByteBuffer.allocateDirect(data.length).put(data).flip();
+        List<Done> writes = new ArrayList<>();
+        try (RbdBackend b = open(image, 4 * MiB)) {
+            ceph.ceph("osd", "pause");
+            CompletableFuture<Void> started;
+            try {
+                b.awaitLatestOsdMap();                  // from here on the client holds every write, its budget taken
+                started = CompletableFuture.runAsync(() -> {
+                    for (int i = 0; i < count; i++) {
+                        Done done = new Done();
+                        synchronized (writes) {
+                            writes.add(done);
+                        }
+                        try {
+                            assertEquals(null, b.start(new IoRequest().set(IoOp.WRITE, 0, 0, data.length, src.duplicate()), engine, done));
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                });
+                started.get(60, TimeUnit.SECONDS);      // with the budget on, the 26th start would wait for the cluster
+            } finally {
+                ceph.ceph("osd", "unpause");
+            }
+            synchronized (writes) {
+                assertEquals(count, writes.size());
+                for (Done d : writes) assertEquals(IoStatus.OK, d.get(60, TimeUnit.SECONDS));
+            }
+            assertArrayEquals(data, readAsync(b, 0, data.length, true));
+        }
+    }
+
     @Test
     void discardAndWriteZeroesReadAsZeroesAndBlockStatusSeesWhatIsAllocated() throws Exception {
         String image = newImage();
