@@ -305,9 +305,7 @@ public final class Main {
                 }
                 case "web" -> {
                     if (!rest.isEmpty()) throw new UsageException("web");
-                    ControlClient.Reply code = client.post("web-login", null, null, null);
-                    yield code.ok() ? new ControlClient.Reply(200, "open " + client.origin() + "/login?code=" + code.body().strip()
-                                                     + "   (once, within 2 minutes)\n", null) : code;
+                    yield client.post("web-login", null, null, null);         // the server's line, with the address as we named it
                 }
                 case "save" -> {
                     if (rest.size() > 1) throw new UsageException("save [FILE]");

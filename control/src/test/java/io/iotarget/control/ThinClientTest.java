@@ -140,7 +140,7 @@ class ThinClientTest {
     /**
      * ls -l and save, whose text the server makes whole (LongListing, ConfigSaver): from one
      * server, the perl client prints the Java client's bytes, a group's listing, an attribute
-     * directory's, a refusal and the saved configuration alike.
+     * directory's, a refusal and the saved configuration alike; and web's line, but for its code.
      */
     @Test
     void shouldPrintTheServersLongListingsAndSavedConfigurationAsTheJavaClient() throws Exception {
@@ -166,7 +166,16 @@ class ThinClientTest {
         assertTrue(java(control, tokens, "ls", "-l", "/nbd/exports/e").out().lines().anyMatch(l -> l.matches("cgroup +/tenants/a")),
                 "an attribute and its value");
         assertEquals(1, thin(control, tokens, "ls", "-l", "tenants/nope").exit());
+        Result web = java(control, tokens, "web");
+        assertTrue(web.out().matches("open http://" + control.replace(".", "\\.") + "/login\\?code=[A-Za-z0-9_-]{43} {3}\\(once, within 2 minutes\\)\n"),
+                web.out());
+        assertEquals(withoutCode(web), withoutCode(thin(control, tokens, "web")), "web: the same line, with a code of its own");
+        assertFalse(Files.exists(handedOver), "web handed to the Java client");
         assertTrue(thin(control, tokens, "save").out().contains("riops=1000"), "the saved configuration holds a's io.max");
+    }
+
+    private static Result withoutCode(Result r) {
+        return new Result(r.exit(), r.out().replaceAll("code=[A-Za-z0-9_-]+", "code=CODE"), r.err());
     }
 
     @Test

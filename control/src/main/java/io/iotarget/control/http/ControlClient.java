@@ -151,11 +151,6 @@ public final class ControlClient implements AutoCloseable {
         return new ControlClient(https, address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
     }
 
-    /** {@code http://HOST:PORT} or {@code https://HOST:PORT}, as the endpoint was named to {@link #connect}. */
-    public String origin() {
-        return (https ? "https://" : "http://") + hostPort;
-    }
-
     public Reply get(String op, String path) throws IOException {
         return call("GET", op, path, null, null);
     }

@@ -80,7 +80,9 @@ import java.util.function.Supplier;
  *                                  a last "event: gone" (ENODEV) if the group is removed
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
  *  GET  /v1/proof?challenge=C      200 base64url HMAC-SHA256(token, C and the Host): no token needed ({@link ControlToken})
- *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
+ *  POST /v1/web-login              200 what {@code iotarget web} prints: "open ORIGIN/login?code=CODE   (once,
+ *                                  within 2 minutes)", ORIGIN as the request's Host names this endpoint
+ *                                  (the web view, {@link WebView})
  *  GET  /                          the web view; with a session cookie, or the page that says how to log in
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
@@ -478,10 +480,11 @@ public final class ControlEndpoint implements AutoCloseable {
             ex.out().set("Allow", post ? "GET" : "POST");
             return new Reply(405, "use " + (post ? "GET" : "POST") + " for " + op + "\n", Errno.EOPNOTSUPP);
         }
-        return operate(ex, op);
+        return operate(ex, op, ownOrigin);
     }
 
-    private Reply operate(Exchange ex, String op) throws ControlException {
+    /** {@code origin}: this endpoint as the client named it (its Host), for the web view's address. */
+    private Reply operate(Exchange ex, String op, String origin) throws ControlException {
         Map<String, String> q = query(ex.uri().getRawQuery());
         String path = q.get("path");
         String value = new String(ex.body(), StandardCharsets.UTF_8);
@@ -505,7 +508,8 @@ public final class ControlEndpoint implements AutoCloseable {
                 return ok(save.text());
             }
             case "web-login" -> {
-                return ok(web.newCode() + "\n");
+                return ok("open " + origin + WebView.LOGIN_PATH + "?code=" + web.newCode() + "   (once, within "
+                          + TimeUnit.NANOSECONDS.toMinutes(WebSessions.CODE_LIFETIME_NS) + " minutes)\n");
             }
             case "write" -> tree.write(required(path), value);
             case "mkdir" -> tree.mkdir(required(path));
