@@ -77,7 +77,6 @@ public final class ControlClient implements AutoCloseable {
     private static final int PROOF_TIMEOUT_MS = 10_000;
     private static final int READ_TIMEOUT_MS = 60_000;
     private static final int CHALLENGE_BYTES = 32;
-    private final boolean https;
     private final InetAddress address;
     private final String host;
     private final int port;
@@ -90,8 +89,7 @@ public final class ControlClient implements AutoCloseable {
     /** The connection whose listener proved itself, or null before the first request and after it closed. */
     private DefaultBHttpClientConnection proven;
 
-    private ControlClient(boolean https, InetAddress address, String host, int port, String hostPort, Path tokenFile, byte[] token, SSLContext tls) {
-        this.https = https;
+    private ControlClient(InetAddress address, String host, int port, String hostPort, Path tokenFile, byte[] token, SSLContext tls) {
         this.address = address;
         this.host = host;
         this.port = port;
@@ -148,7 +146,7 @@ public final class ControlClient implements AutoCloseable {
         } else if (caFile != null) {
             throw new TargetException("--cacert is for https:// endpoints; " + control + " is plain HTTP");
         }
-        return new ControlClient(https, address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
+        return new ControlClient(address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
     }
 
     public Reply get(String op, String path) throws IOException {
