@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How long each CLI command takes against a running server: starts `bin/iotarget serve` on a
 # small config (ephemeral ports, its own token directory), then runs each client command RUNS
-# times (default 21) and prints the median, min and max wall time in milliseconds. Results:
+# times (default 21) and prints the median, min and max wall time in milliseconds, and the load
+# average before and after. Results:
 # bench/results/cli.md. The machine is shared: run it under `flock /tmp/iotarget-build.lock`
 # and `flock /tmp/iotarget-heavy.lock` so that no build or other benchmark runs alongside.
 # Times are taken with bash's $EPOCHREALTIME, not `date`: a fork costs 5-15 ms here.
@@ -63,6 +64,8 @@ measure() {
 }
 
 echo "client: $cli" >&2
+read -r load1 load5 load15 _ < /proc/loadavg
+echo "load average at start: $load1 $load5 $load15 ($(date -u +%H:%M) UTC)"
 measure "help"                                   $cli help
 measure "help write"                             $cli help write
 measure "read tenants/a/io.stat"                 $cli read tenants/a/io.stat
@@ -70,6 +73,11 @@ measure "read tenants/a/iotarget.io.stat"        $cli read tenants/a/iotarget.io
 measure "write tenants/a/io.max \"disk riops=1000\"" $cli write tenants/a/io.max "disk riops=1000"
 measure "ls tenants"                             $cli ls tenants
 measure "devices"                                $cli devices
+measure "ls -l /backends/disk (attributes)"     $cli ls -l /backends/disk
+measure "save"                                   $cli save
+measure "web"                                    $cli web
+# A group's ls -l measures its rates over one second (LongListing.INTERVAL): 1 s plus the rest.
+measure "ls -l tenants (1 s of it the interval)" $cli ls -l tenants
 measure "mkdir + rmdir tenants/b (2 commands)"   sh -c "$cli mkdir tenants/b && $cli rmdir tenants/b"
 
 # A setup script's cost: 300 tenants (mkdir, io.max, rmdir: 900 commands) as one batch.
@@ -82,3 +90,5 @@ $cli batch < "$batch" > /dev/null || { echo "cli.sh: the batch failed" >&2; exit
 end=$EPOCHREALTIME
 us=$(( ${end/./} - ${start/./} ))
 printf '%-44s %7.1f ms in all, %.2f ms a command\n' "batch of 900 commands (300 tenants)" "${us}e-3" "$(( us / 900 ))e-3"
+read -r load1 load5 load15 _ < /proc/loadavg
+echo "load average at end: $load1 $load5 $load15 ($(date -u +%H:%M) UTC)"

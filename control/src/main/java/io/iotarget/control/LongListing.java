@@ -1,8 +1,9 @@
 package io.iotarget.control;
 
 import io.iotarget.control.http.ControlClient;
-import io.iotarget.control.http.ControlClient.Reply;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.model.ConfigTree;
+import io.iotarget.model.ControlException;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -13,13 +14,14 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * {@code iotarget ls -l [PATH]}: a directory with what is in it, made only of the endpoint's
- * list, read and read-below operations.
+ * {@code iotarget ls -l [PATH]}: a directory with what is in it, made in the server from its
+ * tree, which the endpoint serves whole ({@code GET /v1/list-long}) and every client prints as
+ * it comes: the Java client and scripts/cli-thin alike, so neither formats it (issue 35: the
+ * perl client answers in ~60 ms, where a JVM start alone takes ~90).
  * <ul>
  *   <li>A group (a directory holding cgroup.controllers): one line per device of the group and
  *       of each child group, with the live rates — io.stat read twice, {@code interval} apart,
- *       each time the whole directory's in one request (read-below: ten thousand groups in one
- *       answer, not sixty thousand requests) —
+ *       each time the whole directory's in one pass ({@link ControlEndpoint#readBelow}) —
  *       the average latency and the time io.max held requests per second over the same interval
  *       (iotarget.io.stat, {@link HeldAndLatency}), and the limits: io.weight on that device and
  *       io.max's limits other than max.
@@ -32,9 +34,13 @@ import java.util.Map;
  *  tenants/a  259:0        0   1995      0   7.8M   4.0ms    7.9s     200  wbps=104857600 riops=2000
  * </pre>
  * Rates are per second over the interval; bandwidth in bytes with binary suffixes (K, M, G),
- * as {@code ls -lh}. One command's worth of requests; CLI thread only.
+ * as {@code ls -lh}. {@link #text} sleeps the interval on its caller's thread (the endpoint
+ * runs each request on a virtual thread of its own); any thread. The statics ({@link Sample},
+ * {@link #bytes}, {@link #read}) are also {@code top}'s, on the CLI's thread.
  */
 final class LongListing {
+    /** What {@code ls -l} measures live rates over, and how often {@code top} redraws. */
+    static final Duration INTERVAL = Duration.ofSeconds(1);
     /** After the GROUP column, whose width is the longest name's. */
     private static final String COLUMNS = "s %-8s %6s %6s %6s %6s %7s %7s %7s  %s%n";
     private static final String NO_VALUE = "-";
@@ -42,29 +48,26 @@ final class LongListing {
     private static final List<String> STAT_KEYS = List.of("rbytes", "wbytes", "rios", "wios");
     static final int RBYTES = 0, WBYTES = 1, RIOS = 2, WIOS = 3;
 
-    private final ControlClient client;
+    private final ConfigTree tree;
     private final Duration interval;
 
-    LongListing(ControlClient client, Duration interval) {
-        this.client = client;
+    LongListing(ConfigTree tree, Duration interval) {
+        this.tree = tree;
         this.interval = interval;
     }
 
-    /** The listing of {@code path} ("" is the root group), or the endpoint's refusal to list it. */
-    Reply render(String path) throws IOException {
-        Reply listing = client.get("list", path);
-        if (!listing.ok()) return listing;
-        List<String> entries = listing.body().lines().toList();
-        String body = entries.contains("cgroup.controllers") ? groups(path) : attributes(path, entries);
-        return new Reply(200, body, null);
+    /** The listing of {@code path} ("" is the root group); the tree's refusal to list it is thrown. */
+    String text(String path) throws ControlException {
+        List<String> entries = tree.list(path);
+        return entries.contains("cgroup.controllers") ? groups(path) : attributes(path, entries);
     }
 
-    /** One row per (group, device): the group itself, then its children; two requests for any number of them. */
-    private String groups(String path) throws IOException {
-        Map<String, Map<String, String>> first = client.readBelow(path, List.of("io.stat", "iotarget.io.stat"));
+    /** One row per (group, device): the group itself, then its children; two passes over the tree for any number of them. */
+    private String groups(String path) throws ControlException {
+        Map<String, Map<String, String>> first = ControlEndpoint.readBelow(tree, path, List.of("io.stat", "iotarget.io.stat"));
         long firstNs = System.nanoTime();
         sleep();
-        Map<String, Map<String, String>> second = client.readBelow(path, List.of("io.stat", "iotarget.io.stat", "io.max", "io.weight"));
+        Map<String, Map<String, String>> second = ControlEndpoint.readBelow(tree, path, List.of("io.stat", "iotarget.io.stat", "io.max", "io.weight"));
         long secondNs = System.nanoTime();
         List<String> groups = List.copyOf(second.keySet());
         int width = Math.max("GROUP".length(), groups.stream().mapToInt(g -> shown(g).length()).max().orElse(1));
@@ -160,29 +163,38 @@ final class LongListing {
     }
 
     /** Each entry and its value; a directory, or a file that cannot be read (a link, a write-only file), shows its name alone. */
-    private String attributes(String path, List<String> entries) throws IOException {
+    private String attributes(String path, List<String> entries) {
         int width = entries.stream().mapToInt(String::length).max().orElse(0);
         StringBuilder out = new StringBuilder();
         for (String e : entries) {
-            Reply value = e.endsWith("/") ? null : client.get("read", ControlEndpoint.join(path, e));
-            if (value == null || !value.ok()) {
+            String value = e.endsWith("/") ? null : readOrNull(ControlEndpoint.join(path, e));
+            if (value == null) {
                 out.append(e).append('\n');
             } else {
-                String v = String.join(", ", value.body().strip().lines().toList());
+                String v = String.join(", ", value.strip().lines().toList());
                 out.append(String.format(Locale.ROOT, "%-" + width + "s  %s%n", e, v));
             }
         }
         return out.toString();
     }
 
-    /** A file of {@link ControlClient#readBelow}'s answer, or "" when the group has none (io.max and io.weight are not in the root). */
+    private String readOrNull(String file) {
+        try {
+            return tree.read(file);
+        } catch (ControlException unreadable) {
+            return null;
+        }
+    }
+
+    /** A file of {@link ControlEndpoint#readBelow}'s answer, or "" when the group has none (io.max and io.weight are not in the root). */
     private static String orEmpty(Map<String, String> files, String name) {
         String text = files.get(name);
         return text == null ? "" : text;
     }
 
+    /** {@code top}'s read of one file through the endpoint, "" when it cannot be read. */
     static String read(ControlClient client, String group, String file) throws IOException {
-        Reply r = client.get("read", ControlEndpoint.join(group, file));
+        ControlClient.Reply r = client.get("read", ControlEndpoint.join(group, file));
         return r.ok() ? r.body() : "";
     }
 

@@ -13,7 +13,6 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.ConnectException;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -225,9 +224,6 @@ public final class Main {
         if (failure != null) err.println("iotarget: warning: the service manager was not told " + state.lines().findFirst().orElse("") + ": " + failure);
     }
 
-    /** What {@code ls -l} measures live rates over, and how often {@code top} redraws. */
-    private static final Duration LIVE_RATE_INTERVAL = Duration.ofSeconds(1);
-
     private Main() {
     }
 
@@ -300,18 +296,16 @@ public final class Main {
                     List<String> paths = details ? rest.subList(1, rest.size()) : rest;
                     if (paths.size() > 1) throw new UsageException("ls [-l] [PATH]");
                     String path = paths.isEmpty() ? "" : paths.get(0);
-                    yield details ? new LongListing(client, LIVE_RATE_INTERVAL).render(path) : client.get("list", path);
+                    yield client.get(details ? "list-long" : "list", path);           // -l: the server's text (LongListing)
                 }
                 case "devices" -> client.get("devices", null);
                 case "top" -> {
                     if (!rest.isEmpty() || !prefix.equals("iotarget: ")) throw new UsageException("top   (not in a batch: it reads its keys from stdin)");
-                    yield new Top(client, LIVE_RATE_INTERVAL).run(out);
+                    yield new Top(client, LongListing.INTERVAL).run(out);
                 }
                 case "web" -> {
                     if (!rest.isEmpty()) throw new UsageException("web");
-                    ControlClient.Reply code = client.post("web-login", null, null, null);
-                    yield code.ok() ? new ControlClient.Reply(200, "open " + client.origin() + "/login?code=" + code.body().strip()
-                                                     + "   (once, within 2 minutes)\n", null) : code;
+                    yield client.post("web-login", null, null, null);         // the server's line, with the address as we named it
                 }
                 case "save" -> {
                     if (rest.size() > 1) throw new UsageException("save [FILE]");

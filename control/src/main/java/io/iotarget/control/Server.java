@@ -201,6 +201,7 @@ public final class Server implements AutoCloseable {
                 if (cluster != null) metrics.register(new ClusterMetrics(cluster));
                 if (gateway != null) metrics.register(new GatewayMetrics(gateway, etcdStore.membership().fence()));
                 endpoint = new ControlEndpoint(settings.control().address(), tls, tokenDirectory, served, () -> deviceTable(engine), metrics, saver::save,
+                                              new LongListing(served, LongListing.INTERVAL)::text,
                                               (device, options) -> Calibration.prepare(engine, device, options));
             } catch (BindException e) {
                 throw cannotListen(settings.control(), e);

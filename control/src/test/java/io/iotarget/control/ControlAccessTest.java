@@ -250,7 +250,7 @@ class ControlAccessTest {
             public void rmdir(String path) {
             }
         };
-        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "", new PrometheusRegistry(), () -> "{}\n", (device, options) -> { throw new ControlException(Errno.ENODEV, "no device " + device); })) {
+        try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, broken, () -> "", new PrometheusRegistry(), () -> "{}\n", path -> "", (device, options) -> { throw new ControlException(Errno.ENODEV, "no device " + device); })) {
             ControlClient client = ControlClient.connect(ControlEndpoint.hostPort(endpoint.address()), null, tokens, null);
             assertEquals(new ControlClient.Reply(500, "internal error: java.lang.OutOfMemoryError: Java heap space (the server logged it)\n", "EIO"),
                     client.get("read", "x"));

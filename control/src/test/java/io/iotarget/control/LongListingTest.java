@@ -1,8 +1,9 @@
 package io.iotarget.control;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.iotarget.control.http.ControlClient;
 import io.iotarget.control.http.ControlEndpoint;
+import io.iotarget.control.http.ControlToken;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -10,10 +11,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -119,19 +125,31 @@ class LongListingTest {
         assertTrue(seconds < 6, "ls -l of 10,000 groups took " + seconds + " s");
     }
 
+    /** {@code GET /v1/read-below?path=DIR&files=FILES} with the token: the status and the body. */
+    private HttpResponse<String> readBelow(String dir, String files) throws Exception {
+        String token = ControlToken.read(tokens.resolve("control-" + control.replace(':', '-') + ".token"));
+        try (HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).proxy(HttpClient.Builder.NO_PROXY).build()) {
+            return http.send(HttpRequest.newBuilder(URI.create("http://" + control + "/v1/read-below?path=" + URLEncoder.encode(dir, StandardCharsets.UTF_8)
+                                                               + "&files=" + URLEncoder.encode(files, StandardCharsets.UTF_8)))
+                    .header("Authorization", "Bearer " + token).build(), HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
     @Test
     void shouldReadFilesOfEveryDirectoryBelowInOneRequest() throws Exception {
-        try (ControlClient client = ControlClient.connect(control, null, tokens, null)) {
-            Map<String, Map<String, String>> below = client.readBelow("tenants", List.of("io.max", "io.weight"));
-            assertEquals(List.of("tenants", "tenants/a", "tenants/b"), List.copyOf(below.keySet()));
-            assertEquals("259:0 rbps=max wbps=104857600 riops=2000 wiops=max\n", below.get("tenants/a").get("io.max"));
-            assertEquals("default 300\n", below.get("tenants/a").get("io.weight"));
-            Map<String, String> root = client.readBelow("", List.of("io.max", "cgroup.subtree_control")).get("");
-            assertTrue(root.containsKey("io.max") && root.get("io.max") == null, "the root has no io.max: null, " + root);
-            assertEquals("io\n", root.get("cgroup.subtree_control"));
-            IOException refused = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> client.readBelow("tenants/nope", List.of("io.max")));
-            assertEquals("read-below tenants/nope: No such file or directory (ENOENT): no group tenants/nope", refused.getMessage());
-        }
+        TypeReference<LinkedHashMap<String, Map<String, String>>> byDirectory = new TypeReference<>() { };
+        HttpResponse<String> tenants = readBelow("tenants", "io.max,io.weight");
+        assertEquals(200, tenants.statusCode(), tenants.body());
+        Map<String, Map<String, String>> below = new ObjectMapper().readValue(tenants.body(), byDirectory);
+        assertEquals(List.of("tenants", "tenants/a", "tenants/b"), List.copyOf(below.keySet()));
+        assertEquals("259:0 rbps=max wbps=104857600 riops=2000 wiops=max\n", below.get("tenants/a").get("io.max"));
+        assertEquals("default 300\n", below.get("tenants/a").get("io.weight"));
+        Map<String, String> root = new ObjectMapper().readValue(readBelow("", "io.max,cgroup.subtree_control").body(), byDirectory).get("");
+        assertTrue(root.containsKey("io.max") && root.get("io.max") == null, "the root has no io.max: null, " + root);
+        assertEquals("io\n", root.get("cgroup.subtree_control"));
+        HttpResponse<String> refused = readBelow("tenants/nope", "io.max");
+        assertEquals(404, refused.statusCode());
+        assertEquals("No such file or directory (ENOENT): no group tenants/nope\n", refused.body());
     }
 
     @Test

@@ -30,8 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Issue 35: {@code scripts/cli-thin}, bin/iotarget's quick path for the one-request commands,
- * prints and exits as the Java client does, and hands anything else to the Java client (its
+ * Issue 35: {@code scripts/cli-thin}, bin/iotarget's quick path for the one-request commands
+ * (ls -l and save too: the server writes their text), prints and exits as the Java client does, and hands anything else to the Java client (its
  * {@code IOTARGET_CLI_FALLBACK}) before it has sent anything: never the token to a listener
  * that did not prove itself, nor a token read through a directory another user could change.
  * The fallback here is a script that records its arguments and exits 42.
@@ -137,13 +137,54 @@ class ThinClientTest {
         assertEquals(1, thin(thinServer, thinTokens, "read", "tenants/a/io.max").exit(), "the script ended with tenants/a removed");
     }
 
+    /**
+     * ls -l and save, whose text the server makes whole (LongListing, ConfigSaver): from one
+     * server, the perl client prints the Java client's bytes, a group's listing, an attribute
+     * directory's, a refusal and the saved configuration alike; and web's line, but for its code.
+     */
     @Test
-    void shouldHandUsageErrorsOptionsAndLongListingsToTheJavaClient() throws Exception {
+    void shouldPrintTheServersLongListingsAndSavedConfigurationAsTheJavaClient() throws Exception {
+        Path tokens = Files.createDirectory(work.resolve("tokens"));
+        String control = start(tokens);
+        String subsystem = "/nvmet/subsystems/nqn.2026-11.io.iotarget:s";
+        for (List<String> setUp : List.of(List.of("mkdir", "tenants"), List.of("write", "tenants/cgroup.subtree_control", "+io"),
+                List.of("mkdir", "tenants/a"), List.of("mkdir", "tenants/b"),
+                List.of("write", "tenants/a/io.max", "259:0 riops=1000 wbps=1048576"), List.of("write", "tenants/a/io.weight", "300"),
+                List.of("mkdir", "/nbd/exports/e"), List.of("write", "/nbd/exports/e/backend", "disk"),
+                List.of("write", "/nbd/exports/e/cgroup", "tenants/a"), List.of("mkdir", subsystem))) {
+            assertEquals(0, java(control, tokens, setUp.toArray(String[]::new)).exit(), "iotarget " + setUp);
+        }
+        for (List<String> line : List.of(List.of("ls", "-l"), List.of("ls", "-l", "tenants"), List.of("ls", "-l", "/nbd/exports/e"),
+                List.of("ls", "-l", subsystem), List.of("ls", "-l", "tenants/nope"), List.of("save"))) {
+            String[] args = line.toArray(String[]::new);
+            Result expected = java(control, tokens, args);
+            assertEquals(expected, thin(control, tokens, args), "iotarget " + line);
+            assertFalse(Files.exists(handedOver), "handed to the Java client: " + line);
+        }
+        assertTrue(java(control, tokens, "ls", "-l", "tenants").out().lines()
+                .anyMatch(l -> l.startsWith("tenants/a ") && l.endsWith(" 300  wbps=1048576 riops=1000")), "a's limits in the listing");
+        assertTrue(java(control, tokens, "ls", "-l", "/nbd/exports/e").out().lines().anyMatch(l -> l.matches("cgroup +/tenants/a")),
+                "an attribute and its value");
+        assertEquals(1, thin(control, tokens, "ls", "-l", "tenants/nope").exit());
+        Result web = java(control, tokens, "web");
+        assertTrue(web.out().matches("open http://" + control.replace(".", "\\.") + "/login\\?code=[A-Za-z0-9_-]{43} {3}\\(once, within 2 minutes\\)\n"),
+                web.out());
+        assertEquals(withoutCode(web), withoutCode(thin(control, tokens, "web")), "web: the same line, with a code of its own");
+        assertFalse(Files.exists(handedOver), "web handed to the Java client");
+        assertTrue(thin(control, tokens, "save").out().contains("riops=1000"), "the saved configuration holds a's io.max");
+    }
+
+    private static Result withoutCode(Result r) {
+        return new Result(r.exit(), r.out().replaceAll("code=[A-Za-z0-9_-]+", "code=CODE"), r.err());
+    }
+
+    @Test
+    void shouldHandUsageErrorsOptionsAndFilesToTheJavaClient() throws Exception {
         Path tokens = Files.createDirectory(work.resolve("tokens"));
         String control = start(tokens);
         for (List<String> args : List.of(List.of("read"), List.of("read", "a", "b"), List.of("write", "tenants/a/io.max"),
-                List.of("ls", "-l", "tenants"), List.of("ln", "a"), List.of("--control", control, "read", "io.stat"),
-                List.of("save"), List.of("nosuchcommand"))) {
+                List.of("ls", "-l", "tenants", "b"), List.of("ln", "a"), List.of("--control", control, "read", "io.stat"),
+                List.of("save", "target.json"), List.of("nosuchcommand"))) {
             Files.deleteIfExists(handedOver);
             assertEquals(new Result(HANDED_OVER, "", ""), thin(control, tokens, args.toArray(String[]::new)), "iotarget " + args);
             assertEquals("1|" + String.join("|", args) + "|", Files.readString(handedOver), "the same arguments, with IOTARGET_NO_THIN=1");

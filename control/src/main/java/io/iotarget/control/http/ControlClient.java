@@ -1,8 +1,6 @@
 package io.iotarget.control.http;
 
 import io.iotarget.control.http.ControlToken.TokenUnavailableException;
-import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.model.Errno;
 import io.iotarget.transport.Pem;
 import org.apache.hc.core5.http.ClassicHttpRequest;
@@ -37,9 +35,6 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.Base64;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.function.Consumer;
 
 /**
@@ -82,12 +77,6 @@ public final class ControlClient implements AutoCloseable {
     private static final int PROOF_TIMEOUT_MS = 10_000;
     private static final int READ_TIMEOUT_MS = 60_000;
     private static final int CHALLENGE_BYTES = 32;
-    /** Made on first use: only {@link #readBelow} parses JSON, and a mapper loads ~420 classes a plain read or write does not need. */
-    private static final class Json {
-        static final ObjectMapper MAPPER = new ObjectMapper();
-    }
-
-    private final boolean https;
     private final InetAddress address;
     private final String host;
     private final int port;
@@ -100,8 +89,7 @@ public final class ControlClient implements AutoCloseable {
     /** The connection whose listener proved itself, or null before the first request and after it closed. */
     private DefaultBHttpClientConnection proven;
 
-    private ControlClient(boolean https, InetAddress address, String host, int port, String hostPort, Path tokenFile, byte[] token, SSLContext tls) {
-        this.https = https;
+    private ControlClient(InetAddress address, String host, int port, String hostPort, Path tokenFile, byte[] token, SSLContext tls) {
         this.address = address;
         this.host = host;
         this.port = port;
@@ -158,29 +146,11 @@ public final class ControlClient implements AutoCloseable {
         } else if (caFile != null) {
             throw new TargetException("--cacert is for https:// endpoints; " + control + " is plain HTTP");
         }
-        return new ControlClient(https, address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
-    }
-
-    /** {@code http://HOST:PORT} or {@code https://HOST:PORT}, as the endpoint was named to {@link #connect}. */
-    public String origin() {
-        return (https ? "https://" : "http://") + hostPort;
+        return new ControlClient(address, bareHost, Integer.parseInt(port), hostPort, file, token, tls);
     }
 
     public Reply get(String op, String path) throws IOException {
         return call("GET", op, path, null, null);
-    }
-
-    /**
-     * {@code files} of {@code dir} and of each directory in it, in one request ({@code GET
-     * /v1/read-below}): by directory ({@code dir} first), then by file, null where one cannot be
-     * read. Throws when the endpoint refuses.
-     */
-    public Map<String, Map<String, String>> readBelow(String dir, List<String> files) throws IOException {
-        ClassicHttpRequest request = request("GET", "read-below", dir, null, null);
-        request.setPath(request.getPath() + "&files=" + URLEncoder.encode(String.join(",", files), StandardCharsets.UTF_8));
-        Reply reply = reply(request, execute(request));
-        if (!reply.ok()) throw new IOException("read-below " + dir + ": " + reply.body().strip());
-        return Json.MAPPER.readValue(reply.body(), new TypeReference<LinkedHashMap<String, Map<String, String>>>() { });
     }
 
     public Reply post(String op, String path, String target, String body) throws IOException {

@@ -44,6 +44,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -59,6 +60,8 @@ import java.util.function.Supplier;
  * <pre>
  *  GET  /v1/read?path=P            200 file contents
  *  GET  /v1/list?path=P            200 one entry per line (directories end with '/')
+ *  GET  /v1/list-long?path=P       200 what {@code iotarget ls -l P} prints: a group's rates measured
+ *                                  over one second, its limits; elsewhere each attribute and its value
  *  GET  /v1/read-below?path=P&amp;files=F,G   200 JSON: files F, G of P and of each directory in P,
  *                                  {"P": {"F": "...", "G": null}, "P/c": {...}}, null where one
  *                                  cannot be read; one request for {@code ls -l} of 10,000 groups
@@ -77,7 +80,9 @@ import java.util.function.Supplier;
  *                                  a last "event: gone" (ENODEV) if the group is removed
  *  GET  /metrics                   200 Prometheus text exposition format (docs/metrics.md)
  *  GET  /v1/proof?challenge=C      200 base64url HMAC-SHA256(token, C and the Host): no token needed ({@link ControlToken})
- *  POST /v1/web-login              200 a one-time code for GET /login?code=CODE (the web view, {@link WebView})
+ *  POST /v1/web-login              200 what {@code iotarget web} prints: "open ORIGIN/login?code=CODE   (once,
+ *                                  within 2 minutes)", ORIGIN as the request's Host names this endpoint
+ *                                  (the web view, {@link WebView})
  *  GET  /                          the web view; with a session cookie, or the page that says how to log in
  * </pre>
  * A refused operation answers 4xx with {@code X-Iotarget-Errno: EINVAL} and the message as the
@@ -212,7 +217,7 @@ public final class ControlEndpoint implements AutoCloseable {
     /** All headers together (Netty's, nginx's and Jetty's default). */
     static final int MAX_HEADER_BYTES = 8 * 1024;
     private static final int BACKLOG = 1024;
-    private static final Set<String> READS = Set.of("read", "list", "read-below", "devices", "save");
+    private static final Set<String> READS = Set.of("read", "list", "list-long", "read-below", "devices", "save");
     private static final Set<String> CHANGES = Set.of("write", "mkdir", "rmdir", "link", "unlink", "watch", "web-login", "calibrate");
     /** How often a watch's stream proves the client is still there. */
     static final long HEARTBEAT_NS = 1_000_000_000L;
@@ -249,6 +254,7 @@ public final class ControlEndpoint implements AutoCloseable {
     private final PrometheusTextFormatWriter metricsFormat = PrometheusTextFormatWriter.create();
 
     private final Report save;
+    private final Listing longListing;
     private final Calibrator calibrator;
     private final WebView web;
 
@@ -264,17 +270,25 @@ public final class ControlEndpoint implements AutoCloseable {
         String text() throws ControlException;
     }
 
+    /** A text about one directory of the tree, made when asked; a refusal (no such directory) is thrown. */
+    @FunctionalInterface
+    public interface Listing {
+        String text(String path) throws ControlException;
+    }
+
     /**
      * Binds {@code address}, writes the token file in {@code tokenDirectory}, then serves.
      *
      * @param tls     null for plain HTTP, which only a loopback address may use
      * @param metrics what {@code GET /metrics} scrapes
      * @param save       the configuration as {@code serve --config} takes it
+     * @param longListing what {@code ls -l PATH} prints (control's LongListing): made here, so that
+     *                    every client prints the same text without formatting it
      * @param calibrator {@code calibrate}'s measurements of a device
      * @throws java.net.BindException when the address is taken
      */
     public ControlEndpoint(InetSocketAddress address, SSLContext tls, Path tokenDirectory, ConfigTree tree, Supplier<String> devices,
-                           PrometheusRegistry metrics, Report save, Calibrator calibrator) throws IOException {
+                           PrometheusRegistry metrics, Report save, Listing longListing, Calibrator calibrator) throws IOException {
         if (tls == null && !address.getAddress().isLoopbackAddress()) {
             throw new IllegalArgumentException(hostPort(address) + " is not loopback: the control endpoint serves it only with TLS");
         }
@@ -283,6 +297,7 @@ public final class ControlEndpoint implements AutoCloseable {
         this.devices = devices;
         this.metrics = metrics;
         this.save = save;
+        this.longListing = longListing;
         this.calibrator = calibrator;
         this.connections = new HttpConnections(tls, this::shows, this::answer);
         this.loop = new MultiThreadIoEventLoopGroup(1, Thread.ofPlatform().name("iotarget-control").daemon().factory(),
@@ -465,10 +480,11 @@ public final class ControlEndpoint implements AutoCloseable {
             ex.out().set("Allow", post ? "GET" : "POST");
             return new Reply(405, "use " + (post ? "GET" : "POST") + " for " + op + "\n", Errno.EOPNOTSUPP);
         }
-        return operate(ex, op);
+        return operate(ex, op, ownOrigin);
     }
 
-    private Reply operate(Exchange ex, String op) throws ControlException {
+    /** {@code origin}: this endpoint as the client named it (its Host), for the web view's address. */
+    private Reply operate(Exchange ex, String op, String origin) throws ControlException {
         Map<String, String> q = query(ex.uri().getRawQuery());
         String path = q.get("path");
         String value = new String(ex.body(), StandardCharsets.UTF_8);
@@ -478,6 +494,9 @@ public final class ControlEndpoint implements AutoCloseable {
             }
             case "list" -> {
                 return ok(String.join("\n", tree.list(path == null ? "" : path)) + "\n");
+            }
+            case "list-long" -> {
+                return ok(longListing.text(path == null ? "" : path));
             }
             case "read-below" -> {
                 return readBelow(path == null ? "" : path, required(q.get("files")));
@@ -489,7 +508,8 @@ public final class ControlEndpoint implements AutoCloseable {
                 return ok(save.text());
             }
             case "web-login" -> {
-                return ok(web.newCode() + "\n");
+                return ok("open " + origin + WebView.LOGIN_PATH + "?code=" + web.newCode() + "   (once, within "
+                          + TimeUnit.NANOSECONDS.toMinutes(WebSessions.CODE_LIFETIME_NS) + " minutes)\n");
             }
             case "write" -> tree.write(required(path), value);
             case "mkdir" -> tree.mkdir(required(path));
@@ -511,21 +531,36 @@ public final class ControlEndpoint implements AutoCloseable {
 
     /** {@code files} (comma-separated) of {@code dir} and of each directory in it, as a JSON object by directory, then by file. */
     private Reply readBelow(String dir, String files) throws ControlException {
-        List<String> names = List.of(files.split(","));
+        ObjectNode all = JSON.createObjectNode();
+        readBelow(tree, dir, List.of(files.split(","))).forEach((d, values) -> {
+            ObjectNode json = all.putObject(d);
+            values.forEach(json::put);                                  // null: a JSON null
+        });
+        return new Reply(200, all.toString(), null, "application/json");
+    }
+
+    /**
+     * {@code files} of {@code dir} and of each directory in it, by directory ({@code dir} first,
+     * then the tree's order), then by file; null where one cannot be read: not there (io.max in
+     * the root), or removed meanwhile. Not one snapshot: each file is read when its turn comes.
+     * ENOENT (thrown) when {@code dir} cannot be listed. Any thread.
+     */
+    public static Map<String, Map<String, String>> readBelow(ConfigTree tree, String dir, List<String> files) throws ControlException {
         List<String> dirs = new ArrayList<>(List.of(dir));
         for (String e : tree.list(dir)) if (e.endsWith("/")) dirs.add(join(dir, e.substring(0, e.length() - 1)));
-        ObjectNode all = JSON.createObjectNode();
+        Map<String, Map<String, String>> all = new LinkedHashMap<>();
         for (String d : dirs) {
-            ObjectNode values = all.putObject(d);
-            for (String f : names) {
+            Map<String, String> values = new LinkedHashMap<>();
+            for (String f : files) {
                 try {
                     values.put(f, tree.read(join(d, f)));
-                } catch (ControlException unreadable) {                // not there (io.max in the root), or removed meanwhile
-                    values.putNull(f);
+                } catch (ControlException unreadable) {
+                    values.put(f, null);
                 }
             }
+            all.put(d, values);
         }
-        return new Reply(200, all.toString(), null, "application/json");
+        return all;
     }
 
     /** {@code name} in directory {@code dir} of the tree: "" is the root group, "/" the root of every tree. */

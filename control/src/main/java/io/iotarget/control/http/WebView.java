@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * <h2>1. Logging in without the token in the browser</h2>
  * A browser cannot send the bearer token, and a token in a URL would stay in its history. So
  * {@code bin/iotarget web}, which has the token, asks for a one-time code
- * ({@code POST /v1/web-login}) and prints {@code http://127.0.0.1:9809/login?code=CODE}. Opening
+ * ({@code POST /v1/web-login}, which answers the line the CLI prints) and prints
+ * {@code open http://127.0.0.1:9809/login?code=CODE ...}. Opening
  * it exchanges the code for a session ({@link WebSessions}) kept in a cookie
  * ({@code HttpOnly; SameSite=Strict}, {@code Secure} under TLS, named after the port since
  * cookies are shared by every port of a host) and redirects to {@code /}: the code is used up

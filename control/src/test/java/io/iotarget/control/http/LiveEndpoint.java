@@ -32,7 +32,7 @@ final class LiveEndpoint implements AutoCloseable {
     LiveEndpoint() throws IOException {
         MountTable mounts = new MountTable().mount(MountTable.CGROUP, new CgroupTree(engine.controller()));
         endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, mounts, () -> "NAME MAJ:MIN\n",
-                new PrometheusRegistry(), () -> "{}\n", (device, options) -> Calibration.prepare(engine, device, options));
+                new PrometheusRegistry(), () -> "{}\n", path -> "", (device, options) -> Calibration.prepare(engine, device, options));
         try {
             token = ControlToken.read(endpoint.tokenFile());
         } catch (ControlToken.TokenUnavailableException e) {

@@ -95,7 +95,7 @@ class RequestFailureLogTest {
         };
         logger.addHandler(handler);
         try (ControlEndpoint endpoint = new ControlEndpoint(new InetSocketAddress("127.0.0.1", 0), null, tokens, new BuggyTree(), () -> "",
-                new PrometheusRegistry(), () -> "{}\n", (device, options) -> {
+                new PrometheusRegistry(), () -> "{}\n", path -> "", (device, options) -> {
                     throw new ControlException(Errno.ENODEV, device);
                 })) {
             String token = ControlToken.read(endpoint.tokenFile());
