@@ -75,6 +75,7 @@ measure "ls tenants"                             $cli ls tenants
 measure "devices"                                $cli devices
 measure "ls -l /backends/disk (attributes)"     $cli ls -l /backends/disk
 measure "save"                                   $cli save
+measure "save FILE"                              $cli save "$work/saved.json"
 measure "web"                                    $cli web
 # A group's ls -l measures its rates over one second (LongListing.INTERVAL): 1 s plus the rest.
 measure "ls -l tenants (1 s of it the interval)" $cli ls -l tenants

@@ -172,6 +172,20 @@ class ThinClientTest {
         assertEquals(withoutCode(web), withoutCode(thin(control, tokens, "web")), "web: the same line, with a code of its own");
         assertFalse(Files.exists(handedOver), "web handed to the Java client");
         assertTrue(thin(control, tokens, "save").out().contains("riops=1000"), "the saved configuration holds a's io.max");
+
+        // save FILE: the same bytes in a file of mode 0600 that replaced the old one, no temporary file left.
+        Path saves = Files.createDirectory(work.resolve("saves"));
+        Path byJava = saves.resolve("java.json");
+        Path byThin = saves.resolve("thin.json");
+        Files.writeString(byThin, "old");
+        assertEquals(new Result(0, "", ""), java(control, tokens, "save", byJava.toString()));
+        assertEquals(new Result(0, "", ""), thin(control, tokens, "save", byThin.toString()));
+        assertFalse(Files.exists(handedOver), "save FILE handed to the Java client");
+        assertEquals(Files.readString(byJava), Files.readString(byThin));
+        assertEquals(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"), Files.getPosixFilePermissions(byThin));
+        try (var names = Files.list(saves)) {
+            assertEquals(List.of("java.json", "thin.json"), names.map(n -> n.getFileName().toString()).sorted().toList());
+        }
     }
 
     private static Result withoutCode(Result r) {
@@ -184,7 +198,7 @@ class ThinClientTest {
         String control = start(tokens);
         for (List<String> args : List.of(List.of("read"), List.of("read", "a", "b"), List.of("write", "tenants/a/io.max"),
                 List.of("ls", "-l", "tenants", "b"), List.of("ln", "a"), List.of("--control", control, "read", "io.stat"),
-                List.of("save", "target.json"), List.of("nosuchcommand"))) {
+                List.of("save", "/no/such/dir/target.json"), List.of("nosuchcommand"))) {
             Files.deleteIfExists(handedOver);
             assertEquals(new Result(HANDED_OVER, "", ""), thin(control, tokens, args.toArray(String[]::new)), "iotarget " + args);
             assertEquals("1|" + String.join("|", args) + "|", Files.readString(handedOver), "the same arguments, with IOTARGET_NO_THIN=1");
