@@ -2,23 +2,19 @@ package io.iotarget.control;
 
 import io.iotarget.control.http.ControlToken;
 import io.iotarget.testkit.EtcdCluster;
+import io.iotarget.testkit.GuestChannel;
 import io.iotarget.testkit.GuestVm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -173,32 +169,6 @@ class HighAvailabilityTest {
         return TimeUnit.NANOSECONDS.toMillis(toNs - fromNs);
     }
 
-    /** A line-per-connection channel for the guest script (busybox {@code nc 10.0.2.2 PORT}): one command, one answer line. */
-    private interface Commands {
-        String answer(String[] command) throws Exception;
-    }
-
-    private static ServerSocket channel(Commands commands) throws IOException {
-        ServerSocket channel = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-        Thread.ofVirtual().name("ha-channel").start(() -> {
-            while (!channel.isClosed()) {
-                try (Socket s = channel.accept()) {
-                    String line = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8)).readLine();
-                    String answer;
-                    try {
-                        answer = commands.answer(line == null ? new String[]{""} : line.strip().split("\\s+"));
-                    } catch (Exception e) {
-                        answer = "ERR " + e;
-                    }
-                    s.getOutputStream().write((answer + "\n").getBytes(StandardCharsets.UTF_8));
-                } catch (IOException e) {
-                    // next connection
-                }
-            }
-        });
-        return channel;
-    }
-
     /**
      * The commands both guest scripts use: {@code kill N W} (SIGKILL node N while the host's IO
      * goes through it; the pause is from the kill to the first IO on node W), {@code start N},
@@ -271,7 +241,7 @@ class HighAvailabilityTest {
         long[][] charged = new long[3][4];
         n1.start();
         n2.start();
-        try (ServerSocket channel = channel(p -> switch (p[0]) {
+        try (GuestChannel channel = GuestChannel.open("HighAvailabilityTest", p -> switch (p[0]) {
             case "charge-begin" -> {
                 chargeBegin[1] = n1.stat();
                 chargeBegin[2] = n2.stat();
@@ -291,7 +261,7 @@ class HighAvailabilityTest {
         })) {
             GuestVm.Result result = GuestVm.run(GuestVm.script("ha-host.sh"), Map.of(
                     "NQN", NQN, "PORT1", Integer.toString(n1.nvmePort), "PORT2", Integer.toString(n2.nvmePort),
-                    "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(GuestVm.script("two-nodes.sh")), 600);
+                    "CTL_PORT", Integer.toString(channel.port())), List.of(GuestVm.script("two-nodes.sh")), 600);
             result.lines("CHARGE").forEach(l -> System.out.println("[ha] " + l));
             assertEveryCheck(result, 14);
 
@@ -328,7 +298,7 @@ class HighAvailabilityTest {
             double[] spread = new double[3];
             double[] after = new double[3];
             long[] takeoverMs = {-1};
-            try (ServerSocket channel = channel(p -> switch (p[0]) {
+            try (GuestChannel channel = GuestChannel.open("HighAvailabilityTest", p -> switch (p[0]) {
                 // spread: each node's read rate over 5 s, after 3 s for the shares to settle
                 case "spread" -> {
                     Thread.sleep(3000);
@@ -352,7 +322,7 @@ class HighAvailabilityTest {
             })) {
                 GuestVm.Result result = GuestVm.run(GuestVm.script("ha-global.sh"), Map.of(
                         "NQN", NQN, "PORT1", Integer.toString(nodes[1].nvmePort), "PORT2", Integer.toString(nodes[2].nvmePort),
-                        "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(), 600);
+                        "CTL_PORT", Integer.toString(channel.port())), List.of(), 600);
                 assertEveryCheck(result, 5);
                 double sum = spread[1] + spread[2];
                 assertTrue(sum <= GLOBAL_RIOPS * 1.1 && sum >= GLOBAL_RIOPS * 0.8, "both paths together held to " + GLOBAL_RIOPS + ": " + sum);

@@ -6,20 +6,16 @@ import io.iotarget.control.fence.RadosFence;
 import io.iotarget.testkit.Await;
 import io.iotarget.testkit.CephCluster;
 import io.iotarget.testkit.EtcdCluster;
+import io.iotarget.testkit.GuestChannel;
 import io.iotarget.testkit.GuestVm;
 import io.iotarget.testkit.Prerequisites;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -88,32 +84,6 @@ class RbdMultipathKernelHostTest {
         }
     }
 
-    /** A line-per-connection channel for the guest script (busybox {@code nc 10.0.2.2 PORT}): one command, one answer line. */
-    private interface Commands {
-        String answer(String command) throws Exception;
-    }
-
-    private static ServerSocket channel(Commands commands) throws IOException {
-        ServerSocket channel = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-        Thread.ofVirtual().name("rbd-multipath-channel").start(() -> {
-            while (!channel.isClosed()) {
-                try (Socket s = channel.accept()) {
-                    String line = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8)).readLine();
-                    String answer;
-                    try {
-                        answer = commands.answer(line == null ? "" : line.strip());
-                    } catch (Exception e) {
-                        answer = "ERR " + e;
-                    }
-                    s.getOutputStream().write((answer + "\n").getBytes(StandardCharsets.UTF_8));
-                } catch (IOException e) {
-                    // next connection
-                }
-            }
-        });
-        return channel;
-    }
-
     /** The image's bytes as {@code rbd export} reads them (librbd, no gateway): their SHA-256. */
     private String exportSha256(CephCluster ceph) throws Exception {
         Path exported = dir.resolve("vol1.exported");
@@ -161,7 +131,7 @@ class RbdMultipathKernelHostTest {
                 gateways[1] = ServerProcess.start(config1, dir, null);
                 Await.until(Duration.ofSeconds(30), () -> owns(store, "gw1"), () -> "gw1, alone, owns ANA group 1");
                 gateways[2] = ServerProcess.start(config2, dir, null);
-                try (ServerSocket channel = channel(command -> switch (command) {
+                try (GuestChannel channel = GuestChannel.open("RbdMultipathKernelHostTest", command -> switch (command[0]) {
                     // SIGKILL gw1 under the host's IO; until gw2 owns the group: was gw1's client blocklisted first?
                     case "kill" -> {
                         String address = newestClient(store, "gw1");
@@ -189,7 +159,7 @@ class RbdMultipathKernelHostTest {
                 })) {
                     GuestVm.Result result = GuestVm.run(GuestVm.script("rbd-multipath.sh"), Map.of(
                             "NQN", NQN, "PORT1", Integer.toString(port1), "PORT2", Integer.toString(port2),
-                            "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(GuestVm.script("two-nodes.sh")), 300);
+                            "CTL_PORT", Integer.toString(channel.port())), List.of(GuestVm.script("two-nodes.sh")), 300);
                     result.lines("RESULT").forEach(l -> System.out.println("[rbd-multipath] " + l));
                     System.out.println("[rbd-multipath] blocklist after the takeover:\n" + found[1]);
                     System.out.println("[rbd-multipath] gw2's log:\n" + gateways[2].output());

@@ -2,26 +2,22 @@ package io.iotarget.control;
 
 import io.iotarget.control.ReservationClient.Host;
 import io.iotarget.testkit.EtcdCluster;
+import io.iotarget.testkit.GuestChannel;
 import io.iotarget.testkit.GuestVm;
 import io.iotarget.testkit.TcpRelay;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -126,32 +122,6 @@ class ReservationFenceKernelHostTest {
         }
     }
 
-    /** A line-per-connection channel for the guest script (busybox {@code nc 10.0.2.2 PORT}): one command, one answer line. */
-    private interface Commands {
-        String answer(String[] command) throws Exception;
-    }
-
-    private static ServerSocket channel(Commands commands) throws IOException {
-        ServerSocket channel = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-        Thread.ofVirtual().name("fence-channel").start(() -> {
-            while (!channel.isClosed()) {
-                try (Socket s = channel.accept()) {
-                    String line = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8)).readLine();
-                    String answer;
-                    try {
-                        answer = commands.answer(line == null ? new String[]{""} : line.strip().split("\\s+"));
-                    } catch (Exception e) {
-                        answer = "ERR " + e;
-                    }
-                    s.getOutputStream().write((answer + "\n").getBytes(StandardCharsets.UTF_8));
-                } catch (IOException e) {
-                    // next connection
-                }
-            }
-        });
-        return channel;
-    }
-
     /**
      * Polls {@code node}'s log every 5 ms, on a thread of its own, until {@code text} appears more
      * than {@code before} times, for up to 60 s: completes with the ms from {@code fromNs} to the
@@ -251,7 +221,7 @@ class ReservationFenceKernelHostTest {
                 node2 = new Node(2, etcd.uri(), "non-optimized");
                 Node[] nodes = {null, node1, node2};
                 Node survivor = node2;
-                try (ServerSocket channel = channel(p -> switch (p[0]) {
+                try (GuestChannel channel = GuestChannel.open("ReservationFenceKernelHostTest", p -> switch (p[0]) {
                     case "ios" -> Long.toString(nodes[Integer.parseInt(p[1])].ios());
                     case "cut" -> {
                         int before = node1.logged(" fenced, lease ");
@@ -297,7 +267,7 @@ class ReservationFenceKernelHostTest {
                 })) {
                     GuestVm.Result result = GuestVm.run(GuestVm.script("resv-fence.sh"), Map.of(
                             "NQN", NQN, "PORT1", Integer.toString(node1.nvmePort), "PORT2", Integer.toString(node2.nvmePort),
-                            "CTL_PORT", Integer.toString(channel.getLocalPort())), List.of(GuestVm.script("two-nodes.sh")), 600);
+                            "CTL_PORT", Integer.toString(channel.port())), List.of(GuestVm.script("two-nodes.sh")), 600);
                     result.lines("RESULT").forEach(l -> System.out.println("[fence] " + l));
                     System.out.println("[fence] node 1's log:\n" + node1.server.output() + "\n[fence] node 2's log:\n" + node2.server.output());
                     List<String> failed = result.lines("CHECK").stream().filter(l -> !l.contains(" ok")).toList();
