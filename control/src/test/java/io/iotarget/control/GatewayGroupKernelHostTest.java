@@ -3,18 +3,15 @@ package io.iotarget.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.iotarget.testkit.EtcdCluster;
+import io.iotarget.testkit.GuestChannel;
 import io.iotarget.testkit.GuestVm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -45,7 +42,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * cluster serve six namespaces of one shared subsystem (ANA groups 1-6, two per node), each over
  * a file all nodes open with O_DIRECT, all charged to tenant a, whose {@code io.max.global} caps
  * namespace 1's writes. Under a crc32c-verified fio on all six, the owner of group 1 is SIGKILLed
- * {@value #KILLS} times and restarted each time; then a fourth node is started under fio.
+ * {@link #KILLS} times and restarted each time; then a fourth node is started under fio.
  *
  * <p>The test is the host's channel to the nodes and measures them from outside: a thread reads
  * every node's io.stat back to back (a round every 30-85 ms on a loaded two-core machine) and the
@@ -64,7 +61,12 @@ import static org.junit.jupiter.api.Assertions.fail;
 class GatewayGroupKernelHostTest {
     private static final String NQN = "nqn.2026-12.io.iotarget:gwhost";
     private static final int NAMESPACES = 6;
-    private static final int KILLS = 5;
+    /**
+     * How many times the owner is killed: three in every build (each kill and restart costs ~20 s
+     * of the CI's 30 minutes); the issue's five, whose p50 and max docs/ha.md records, with
+     * {@code -Diotarget.gwhost.kills=5}.
+     */
+    private static final int KILLS = Integer.getInteger("iotarget.gwhost.kills", 3);
     private static final long INTERVAL_MS = 200;
     private static final long LEASE_MS = 1000;
     /**
@@ -327,33 +329,6 @@ class GatewayGroupKernelHostTest {
         return TimeUnit.NANOSECONDS.toMillis(toNs - fromNs);
     }
 
-    /** A line-per-connection channel for the guest script (busybox {@code nc 10.0.2.2 PORT}): one command, one answer line. */
-    private interface Commands {
-        String answer(String command) throws Exception;
-    }
-
-    private static ServerSocket channel(Commands commands) throws IOException {
-        ServerSocket channel = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-        Thread.ofVirtual().name("gw-channel").start(() -> {
-            while (!channel.isClosed()) {
-                try (Socket s = channel.accept()) {
-                    String line = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8)).readLine();
-                    String answer;
-                    try {
-                        answer = commands.answer(line == null ? "" : line.strip());
-                    } catch (Throwable e) {
-                        answer = "ERR " + e;
-                        System.out.println("[gw] " + line + ": " + e);
-                    }
-                    s.getOutputStream().write((answer.replace('\n', ' ') + "\n").getBytes(StandardCharsets.UTF_8));
-                } catch (IOException e) {
-                    // next connection
-                }
-            }
-        });
-        return channel;
-    }
-
     @Test
     void linuxHostRidesOutKilledOwnersRejoinsAndAFourthNodeWithExactChargingUnderIoMaxGlobal() throws Exception {
         GuestVm.require();
@@ -395,7 +370,7 @@ class GatewayGroupKernelHostTest {
             Node gw4 = new Node("gw4", etcd.uri());
             long[] ioWindow = new long[2];
 
-            Commands commands = command -> switch (command) {
+            GuestChannel.Commands commands = command -> switch (command[0]) {
                 case "kill" -> {
                     poll(Duration.ofSeconds(30), () -> balanced(owners()), () -> "not balanced before the kill: " + owners());
                     Map<Integer, String> before = owners();
@@ -478,11 +453,11 @@ class GatewayGroupKernelHostTest {
                 default -> "ERR unknown command " + command;
             };
 
-            try (ServerSocket channel = channel(commands)) {
+            try (GuestChannel channel = GuestChannel.open("GatewayGroupKernelHostTest", commands)) {
                 Node[] first = nodes.values().toArray(new Node[0]);
                 GuestVm.Result result = GuestVm.run(GuestVm.script("gw-host.sh"), Map.of(
                         "NQN", NQN, "PORT1", Integer.toString(first[0].nvmePort), "PORT2", Integer.toString(first[1].nvmePort),
-                        "PORT3", Integer.toString(first[2].nvmePort), "CTL_PORT", Integer.toString(channel.getLocalPort()),
+                        "PORT3", Integer.toString(first[2].nvmePort), "CTL_PORT", Integer.toString(channel.port()),
                         "KILLS", Integer.toString(KILLS)), List.of(), 600);
                 stopSampling = true;
                 sampler.join();
