@@ -223,6 +223,12 @@ public final class EtcdClient implements AutoCloseable {
         return r.path("result").path("TTL").asLong(0);
     }
 
+    /** Whether lease {@code id} exists now (granted, neither expired nor revoked): read from the store, not from any keep-alive. */
+    public boolean leaseAlive(long id) throws IOException {
+        JsonNode r = call("/v3/lease/timetolive", JSON.createObjectNode().put("ID", Long.toString(id)));
+        return r.path("TTL").asLong(-1) > 0;
+    }
+
     /** Revokes lease {@code id}, deleting its keys; a lease already gone is not an error. */
     public void revoke(long id) throws IOException {
         try {

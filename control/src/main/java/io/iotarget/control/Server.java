@@ -158,7 +158,7 @@ public final class Server implements AutoCloseable {
         RadosFence storageFence = null;
         try {
             if (clusterSettings != null) {
-                storageFence = storageFence(clusterSettings, engine);
+                storageFence = storageFence(clusterSettings, engine, etcdStore.membership().fence()::lease);
                 // Before any change can wait for a node or a group fail over: a node whose lease ended is fenced at the storage first.
                 etcdStore.fenceStorageWith(storageFence);
                 if (gateway != null) gateway.fenceStorageWith(storageFence);
@@ -242,7 +242,7 @@ public final class Server implements AutoCloseable {
     static final int EXIT_FENCED = 75;
 
     /** The fence that publishes this node's RADOS clients; a store that cannot be set up (its TLS files) stops the start. */
-    private static RadosFence storageFence(ClusterSettings cluster, Engine engine) throws ConfigException {
+    private static RadosFence storageFence(ClusterSettings cluster, Engine engine, java.util.function.LongSupplier lease) throws ConfigException {
         try {
             return RadosFence.open(cluster, () -> {
                 List<RbdBackend> rbd = new ArrayList<>();
@@ -250,7 +250,7 @@ public final class Server implements AutoCloseable {
                     if (engine.backend(d) instanceof RbdBackend b) rbd.add(b);
                 }
                 return rbd;
-            });
+            }, lease);
         } catch (IOException e) {
             throw new ConfigException("cluster.store = \"" + cluster.store() + "\": " + e.getMessage(), e);
         }

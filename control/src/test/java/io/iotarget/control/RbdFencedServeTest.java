@@ -66,7 +66,7 @@ class RbdFencedServeTest {
                 assertEquals(0, qemuIo(gw1.nbdPort(), "write -P 0x11 0 4k"));
 
                 // Another node takes gw1 for dead and fences it at the storage, then writes over the block.
-                new RadosFence(store, "gw2", () -> List.of(other)).fence("gw1");
+                new RadosFence(store, "gw2", () -> List.of(other), () -> 0).fence("gw1");
                 other.write(0, ByteBuffer.wrap(new byte[4096]).put(0, (byte) 0x22), false);
 
                 assertNotEquals(0, qemuIo(gw1.nbdPort(), "write -P 0x33 0 4k"), "the fenced node's write fails");

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -23,17 +24,24 @@ import java.util.function.Supplier;
  * before it serves, and a node that takes over from this one blocklists them all.
  *
  * <pre>
- *   /iotarget/storage-clients/&lt;node&gt;   {"rados": [{"fsid": "&lt;cluster id&gt;", "addr": "v2:10.0.0.5:0/3141592"}, ...]}
+ *   /iotarget/storage-clients/&lt;node&gt;   {"rados": [{"fsid": "&lt;cluster id&gt;", "addr": "v2:10.0.0.5:0/3141592", "lease": 7587...}, ...]}
  * </pre>
  * The key is on no lease: it must outlive the node, since it is read when the node is dead.
  * The node is its only writer; it keeps the last {@link #KEPT} clients it published, across its
- * restarts too, so that a process paused while its successor started is still named.
+ * restarts too, so that a process paused while its successor started is still named. Each
+ * client carries the membership lease its process held when it opened it (0: none yet), and
+ * keeps it if it is published again.
  *
  * <p>{@link #fence} blocklists each named client through one of this node's own clients of the
  * same Ceph cluster ({@link RbdBackend#blocklist}), then brings every client of this node on
  * that cluster to the latest OSD map: from then on an OSD runs none of the fenced client's IO
  * after any this node sends. A client named on a cluster this node has no client of cannot be
- * fenced from here: {@link #fence} fails, and the caller must not act as if it were.
+ * fenced from here: {@link #fence} fails, and the caller must not act as if it were. A client
+ * whose lease the store still has is left alone: it was opened by a process that holds that
+ * lease now, after every lease that ended — the node's next process, which started and
+ * published before the fence ran; blocklisting it would only make that process exit 75 at its
+ * first IO and start once more. Every client opened before a lease ended carries that lease or
+ * an older one (or none), so it is blocklisted.
  *
  * <p>Any thread; {@link #published} and {@link #fence} may run at once.
  */
@@ -48,24 +56,27 @@ public final class RadosFence implements StorageFence, AutoCloseable {
     private final String node;
     /** This node's open RBD backends: their clients reach the monitors. */
     private final Supplier<List<RbdBackend>> backends;
+    /** The membership lease this node's process holds now, 0 while it has none. */
+    private final LongSupplier lease;
     private final boolean ownsStore;
 
     /** Owns nothing: {@code store} is the caller's. */
-    public RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends) {
-        this(store, node, backends, false);
+    public RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends, LongSupplier lease) {
+        this(store, node, backends, lease, false);
     }
 
-    private RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends, boolean ownsStore) {
+    private RadosFence(EtcdClient store, String node, Supplier<List<RbdBackend>> backends, LongSupplier lease, boolean ownsStore) {
         this.store = store;
         this.node = node;
         this.backends = backends;
+        this.lease = lease;
         this.ownsStore = ownsStore;
     }
 
     /** serve's fence: a client of the cluster's store of its own, closed with the fence. */
-    public static RadosFence open(ClusterSettings cluster, Supplier<List<RbdBackend>> backends) throws IOException {
+    public static RadosFence open(ClusterSettings cluster, Supplier<List<RbdBackend>> backends, LongSupplier lease) throws IOException {
         EtcdClient client = EtcdClient.create(cluster.store(), cluster.access(), Duration.ofMillis(Math.max(1000, cluster.leaseMs())));
-        return new RadosFence(client, cluster.node(), backends, true);
+        return new RadosFence(client, cluster.node(), backends, lease, true);
     }
 
     @Override
@@ -79,17 +90,18 @@ public final class RadosFence implements StorageFence, AutoCloseable {
      * cannot be fenced, so a failure here must keep the backend from serving.
      */
     public synchronized void published(RbdBackend backend) throws IOException {
-        Map<String, String> clients = new LinkedHashMap<>();           // addr -> fsid, oldest first
-        for (JsonNode c : read(node)) clients.put(c.path("addr").asText(), c.path("fsid").asText());
+        Map<String, JsonNode> clients = new LinkedHashMap<>();         // addr -> entry, oldest first
+        for (JsonNode c : read(node)) clients.put(c.path("addr").asText(), c);
         String address = backend.clientAddress();
-        clients.remove(address);
-        clients.put(address, backend.clusterFsid());
+        JsonNode before = clients.remove(address);
+        long openedUnder = before != null ? before.path("lease").asLong(0) : lease.getAsLong();
+        clients.put(address, JSON.createObjectNode().put("fsid", backend.clusterFsid()).put("addr", address).put("lease", openedUnder));
         ObjectNode value = JSON.createObjectNode();
         ArrayNode list = value.putArray("rados");
         int skip = Math.max(0, clients.size() - KEPT);
-        for (var e : clients.entrySet()) {
+        for (JsonNode c : clients.values()) {
             if (skip-- > 0) continue;
-            list.addObject().put("fsid", e.getValue()).put("addr", e.getKey());
+            list.add(c);
         }
         store.put(PREFIX + node, JSON.writeValueAsBytes(value), 0);
     }
@@ -103,6 +115,8 @@ public final class RadosFence implements StorageFence, AutoCloseable {
         for (JsonNode c : read(other)) {
             String fsid = c.path("fsid").asText();
             String address = c.path("addr").asText();
+            long openedUnder = c.path("lease").asLong(0);
+            if (openedUnder != 0 && store.leaseAlive(openedUnder)) continue;      // the node's next process: see the class comment
             List<RbdBackend> via = byCluster.get(fsid);
             if (via == null) {
                 throw new IOException("cannot fence node " + other + ": its RADOS client " + address + " is on Ceph cluster " + fsid

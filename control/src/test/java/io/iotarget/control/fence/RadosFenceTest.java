@@ -20,6 +20,7 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,6 +56,11 @@ class RadosFenceTest {
         return RbdBackend.open(new RbdBackend.Options("rbd", image, null, null, ceph.conf(), null, null, createBytes, 512, false));
     }
 
+    /** The client's address as `ceph osd blocklist ls` lists it: "v2:127.0.0.1:0/123" or "[v2:...,v1:...]" made "127.0.0.1:0/123". */
+    private static String blocklisted(RbdBackend b) throws IOException {
+        return b.clientAddress().replaceAll("^\\[?(v2:)?|[,\\]].*$", "");
+    }
+
     private static byte[] random(long seed) {
         byte[] b = new byte[4096];
         new Random(seed).nextBytes(b);
@@ -72,8 +78,8 @@ class RadosFenceTest {
     @Test
     void aFencedNodesClientIsRefusedByEveryOsdAndTheFencingNodeWritesOn() throws Exception {
         try (RbdBackend onNode1 = open("fence1", 8 << 20); RbdBackend onNode2 = open("fence1", 0)) {
-            RadosFence node1 = new RadosFence(store, "node1", () -> List.of(onNode1));
-            RadosFence node2 = new RadosFence(store, "node2", () -> List.of(onNode2));
+            RadosFence node1 = new RadosFence(store, "node1", () -> List.of(onNode1), () -> 0);
+            RadosFence node2 = new RadosFence(store, "node2", () -> List.of(onNode2), () -> 0);
             node1.published(onNode1);
             node2.published(onNode2);
             onNode1.write(0, ByteBuffer.wrap(random(1)), false);
@@ -87,7 +93,7 @@ class RadosFenceTest {
             assertArrayEquals(random(1), read(onNode2, 0), "node 1's write after the fence never landed");
             assertArrayEquals(random(3), read(onNode2, 4096));
             String listed = ceph.ceph("osd", "blocklist", "ls");
-            java.util.regex.Matcher until = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(onNode1.clientAddress().replaceAll("^\\[?(v2:)?|[,\\]].*$", ""))
+            java.util.regex.Matcher until = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(blocklisted(onNode1))
                                                                              + "\\s+(\\d{4}-\\d{2}-\\d{2})").matcher(listed);
             assertTrue(until.find(), listed);
             assertTrue(java.time.LocalDate.parse(until.group(1)).isAfter(java.time.LocalDate.now().plusDays(29)), "blocklisted for 30 days: " + listed);
@@ -99,13 +105,46 @@ class RadosFenceTest {
     @Test
     void aNodeThatPublishedNoClientNeedsNoFencingAndOneOnAnUnknownClusterCannotBeFenced() throws Exception {
         try (RbdBackend mine = open("fence2", 4 << 20)) {
-            RadosFence fence = new RadosFence(store, "node3", () -> List.of(mine));
+            RadosFence fence = new RadosFence(store, "node3", () -> List.of(mine), () -> 0);
             fence.fence("never-published");                     // nothing to blocklist: returns
             store.put(RadosFence.PREFIX + "elsewhere",
                       "{\"rados\":[{\"fsid\":\"00000000-0000-0000-0000-000000000000\",\"addr\":\"v2:10.9.9.9:0/1\"}]}".getBytes(StandardCharsets.UTF_8), 0);
             IOException e = assertThrows(IOException.class, () -> fence.fence("elsewhere"));
             assertTrue(e.getMessage().contains("no rbd backend"), e.getMessage());
             assertEquals(0, store.range(RadosFence.PREFIX + "node3").kvs().size(), "fencing publishes nothing of its own");
+        }
+    }
+
+    /**
+     * The restart race: node 4's process dies, and its next process opens its image and publishes
+     * the new client before the fence for the old lease runs. Only the old process's client is
+     * blocklisted: the new one, opened under a lease the store still has, writes on.
+     */
+    @Test
+    void theFenceForAnEndedLeaseSparesTheClientOfTheNodesNextProcess() throws Exception {
+        EtcdClient.Lease first = store.grant(60);
+        EtcdClient.Lease second = store.grant(60);
+        try (RbdBackend oldProcess = open("fence3", 4 << 20); RbdBackend newProcess = open("fence3", 0);
+             RbdBackend fencer = open("fence3", 0)) {
+            new RadosFence(store, "node4", () -> List.of(oldProcess), first::id).published(oldProcess);
+            store.revoke(first.id());                            // the first process's lease ended
+            RadosFence next = new RadosFence(store, "node4", () -> List.of(newProcess), second::id);
+            next.published(newProcess);
+            next.published(newProcess);                          // published again: keeps the lease it was opened under
+            assertTrue(store.leaseAlive(second.id()));
+            assertFalse(store.leaseAlive(first.id()));
+
+            new RadosFence(store, "node5", () -> List.of(fencer), () -> 0).fence("node4");
+
+            assertThrows(IOException.class, () -> oldProcess.write(0, ByteBuffer.wrap(random(4)), false));
+            newProcess.write(4096, ByteBuffer.wrap(random(5)), false);
+            assertArrayEquals(random(5), read(fencer, 4096), "the next process's write landed");
+            String listed = ceph.ceph("osd", "blocklist", "ls");
+            assertFalse(listed.contains(blocklisted(newProcess)), listed);
+
+            store.revoke(second.id());                           // and once that process's lease ends too, its client goes
+            new RadosFence(store, "node5", () -> List.of(fencer), () -> 0).fence("node4");
+            assertThrows(IOException.class, () -> newProcess.write(8192, ByteBuffer.wrap(random(6)), false));
         }
     }
 }
