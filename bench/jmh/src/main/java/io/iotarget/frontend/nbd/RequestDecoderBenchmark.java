@@ -65,6 +65,7 @@ public class RequestDecoderBenchmark {
         while (decoder.decode(stream, sink) == RequestDecoder.Result.EVENT) {
             // every header, and every payload of a write, is one event
         }
+        if (stream.hasRemaining()) throw new IllegalStateException("the benchmark's stream did not decode");
         return sink.lastOffset;
     }
 
