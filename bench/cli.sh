@@ -15,6 +15,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 runs="${1:-21}"
+case "$runs" in ""|*[!0-9]*|0) sed -n '2,14p' "$0" >&2; exit 2 ;; esac   # not a count of runs: the usage
 cli="${CLI:-$here/bin/iotarget}"
 . "$here/scripts/env.sh"
 build_jar

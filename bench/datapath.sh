@@ -30,6 +30,9 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+# The command as given, with the settings it took from the environment: the output names it above
+# its tables, so that a results file quotes each figure with the command that made it.
+COMMAND="$(for v in SERVER_CPU FIO_CPU BENCH_DIR BASELINE_JAR POLL_US; do if [[ -n "${!v:-}" ]]; then printf '%s=%q ' "$v" "${!v}"; fi; done)bench/datapath.sh$(if (($#)); then printf ' %q' "$@"; fi)"
 RUNTIME=10 REPEATS=3 OUT="" SECTIONS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -180,13 +183,14 @@ for rep in $(seq "$REPEATS"); do
 done
 
 python3 - "$RESULTS" "$RUNTIME" "$REPEATS" "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo -dirty)" \
-  "$(cut -d' ' -f1-3 /proc/loadavg)" "${LOADS[*]}" <<'PY' | tee "${OUT:-/dev/null}"
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "${LOADS[*]}" "$COMMAND" <<'PY' | tee "${OUT:-/dev/null}"
 import statistics, sys, collections
 rows = collections.defaultdict(dict)          # (section, workload, system) -> {rep: values}
 for line in open(sys.argv[1]):
     rep, section, w, system, iops, mib, p99, cpu = line.split()
     rows[(section, w, system)][rep] = (float(iops), float(mib), float(p99), float(cpu))
 med = {k: [statistics.median(x[i] for x in v.values()) for i in range(4)] for k, v in rows.items()}
+print(f"```sh\n{sys.argv[7]}\n```\n")
 print(f"commit {sys.argv[4]}, fio, {sys.argv[2]} s per run, median of {sys.argv[3]} alternating runs, servers pinned to one core and fio "
       f"to another, every system warmed first; 1-min load average at the start of each repeat {sys.argv[6]}, load average at the end {sys.argv[5]}")
 def name(w):
