@@ -8,8 +8,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -26,6 +24,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static io.iotarget.control.ReservationClient.ACQUIRE;
 import static io.iotarget.control.ReservationClient.ACQUIRE_ACQUIRE;
 import static io.iotarget.control.ReservationClient.ACQUIRE_PREEMPT_AND_ABORT;
@@ -96,13 +95,6 @@ class PausedNodeReservationTest {
             ch.read(b, lba * BLOCK);
         }
         return b.array();
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket()) {
-            s.bind(new InetSocketAddress("127.0.0.1", 0));
-            return s.getLocalPort();
-        }
     }
 
     /** Node {@code id}'s config: the shared file, namespace 1 with resv_enable, its own cntlid range, the cluster in {@code etcd}. */

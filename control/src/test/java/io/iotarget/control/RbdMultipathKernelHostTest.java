@@ -14,8 +14,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -25,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -49,13 +48,6 @@ class RbdMultipathKernelHostTest {
 
     @TempDir
     Path dir;
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket()) {
-            s.bind(new InetSocketAddress("127.0.0.1", 0));
-            return s.getLocalPort();
-        }
-    }
 
     /** Gateway {@code node}'s config, as docs/rbd.md writes it (listening on loopback, where the guest reaches the host). */
     private Path config(String node, int nvmePort, EtcdCluster etcd, CephCluster ceph) throws IOException {

@@ -10,8 +10,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static io.iotarget.control.ReservationClient.ACQUIRE;
 import static io.iotarget.control.ReservationClient.ACQUIRE_PREEMPT_AND_ABORT;
 import static io.iotarget.control.ReservationClient.REGISTER;
@@ -112,13 +111,6 @@ class ReservationFenceKernelHostTest {
             int n = 0;
             for (int i = out.indexOf(text); i >= 0; i = out.indexOf(text, i + 1)) n++;
             return n;
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket()) {
-            s.bind(new InetSocketAddress("127.0.0.1", 0));
-            return s.getLocalPort();
         }
     }
 

@@ -8,13 +8,12 @@ import io.iotarget.testkit.EtcdCluster;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,12 +34,6 @@ class ReservationServeTest {
 
     @TempDir
     Path dir;
-
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
 
     /** {@code serverKeys} go into the server section, {@code sections} after the others. */
     private static String config(int port, String serverKeys, String sections) {

@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -189,12 +190,6 @@ class TokenHandshakeTest {
         List<String> c = new ArrayList<>(CliProcess.AS_NOBODY);
         c.addAll(List.of(command));
         Tools.ok(10, c.toArray(String[]::new));
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
     }
 
     /** Starts {@link Squatter} as nobody on {@code port}; returns the file its record goes to. */

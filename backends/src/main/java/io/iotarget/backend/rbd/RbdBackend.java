@@ -98,7 +98,7 @@ public final class RbdBackend implements Backend {
     /** Where rbd_aio_create_completion leaves the completion: one pointer per submitting thread, so that no IO allocates it. */
     private static final ThreadLocal<MemorySegment> COMPLETION_OUT = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
     /** Seconds rados_connect waits for a monitor before it fails (librados' own default, 300, would hold the control tree for 5 minutes). */
-    static final String CONNECT_TIMEOUT_SECONDS = "30";
+    static final int CONNECT_TIMEOUT_SECONDS = 30;
 
     private final Options options;
     private final MemorySegment cluster;
@@ -144,6 +144,11 @@ public final class RbdBackend implements Backend {
      * @throws IOException    librbd1 is not installed
      */
     public static RbdBackend open(Options options) throws IOException {
+        return open(options, CONNECT_TIMEOUT_SECONDS);
+    }
+
+    /** {@link #open(Options)}, waiting {@code connectTimeoutSeconds} for a monitor: its test's way to time out in seconds, not 30. */
+    static RbdBackend open(Options options, int connectTimeoutSeconds) throws IOException {
         if (Librbd.unavailable() != null) throw new IOException("librbd cannot be loaded: " + Librbd.unavailable() + " (apt-get install librbd1)");
         MemorySegment cluster = MemorySegment.NULL;
         MemorySegment ioctx = MemorySegment.NULL;
@@ -165,7 +170,7 @@ public final class RbdBackend implements Backend {
             confSet(arena, c, "rbd_non_blocking_aio", "false");
             confSet(arena, c, "objecter_inflight_ops", "0");
             confSet(arena, c, "objecter_inflight_op_bytes", "0");
-            confSet(arena, c, "client_mount_timeout", CONNECT_TIMEOUT_SECONDS);
+            confSet(arena, c, "client_mount_timeout", Integer.toString(connectTimeoutSeconds));
             Librbd.check("rados_connect", (int) invoke(() -> (int) Librbd.RADOS_CONNECT.invokeExact(c)));
             Librbd.check("rados_ioctx_create(" + options.pool() + ")",
                          (int) invoke(() -> (int) Librbd.RADOS_IOCTX_CREATE.invokeExact(c, arena.allocateFrom(options.pool()), out)));

@@ -128,13 +128,20 @@ final class NbdConnection implements ConnectionHandler, IoCallback {
 
     /**
      * Stops the connection from another thread: no more requests are read, requests in flight
-     * still finish and are answered, then the socket closes. Any thread.
+     * still finish and are answered, then the socket closes; a connection still negotiating has
+     * none, so it closes once its queued replies are sent. Any thread.
      */
     void shutdown() {
         connection.loop().execute(() -> {
             if (phase == Phase.CLOSED) return;
             ending = true;
             connection.endInput();
+            if (phase == Phase.NEGOTIATING) {
+                // Not left to the handshake limit: with its input ended, not even a client that has
+                // hung up would be seen to go, and NbdServer.close would wait out its grace for it.
+                connection.closeWhenFlushed();
+                return;
+            }
             dropPendingWrite();
             dropBufferWait();
             finishIfDone();

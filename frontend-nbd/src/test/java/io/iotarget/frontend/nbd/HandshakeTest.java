@@ -244,6 +244,34 @@ class HandshakeTest {
         }
     }
 
+    /**
+     * Closing the server ends a client that is still negotiating at once, as NBD_CMD_DISC would
+     * (it has no requests to answer). It used to be left to the handshake limit, so close waited
+     * up to its 10 s grace for it: also for a client that had just hung up, its end not read yet.
+     */
+    @Test
+    void shouldDisconnectAClientStillNegotiatingAtOnceWhenTheServerCloses() throws Exception {
+        try (Engine engine = new Engine()) {
+            NbdServer server = new NbdServer(engine, Duration.ofSeconds(60));
+            boolean closed = false;
+            try {
+                server.listen(new InetSocketAddress("127.0.0.1", 0));
+                int port = server.localAddresses().getFirst().getPort();
+                try (RawClient silent = new RawClient(port).hello(NbdWire.FLAG_C_FIXED_NEWSTYLE | NbdWire.FLAG_C_NO_ZEROES)) {
+                    assertEquals(1, server.connections().size(), "the client is negotiating");
+                    long start = System.nanoTime();
+                    server.close();
+                    closed = true;
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    assertTrue(ms < 5_000, "close waited for the negotiating client instead of ending it: " + ms + " ms");
+                    assertTrue(silent.closedByServer(), "the client was disconnected");
+                }
+            } finally {
+                if (!closed) server.close();
+            }
+        }
+    }
+
     @Test
     void shouldDisconnectAtTheHandshakeLimitOnTheTransportClockAndNotANanosecondBefore() throws Exception {
         ManualClock clock = new ManualClock(1_000_000_000L);

@@ -17,6 +17,7 @@ import java.io.RandomAccessFile;
 import java.nio.file.Path;
 import java.util.List;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -244,7 +245,7 @@ class NvmetTreeTest {
         tree.write("ports/3/addr_trtype", "tcp");
         tree.write("ports/3/addr_adrfam", "ipv4");
         tree.write("ports/3/addr_traddr", "127.0.0.1");
-        tree.write("ports/3/addr_trsvcid", Integer.toString(TargetFixture.freePort()));
+        tree.write("ports/3/addr_trsvcid", Integer.toString(freePort()));
         assertEquals("not specified\n", tree.read("ports/3/addr_treq"));
         tree.link(S, "ports/3/subsystems/s");
         assertTrue(target.ports.get(3).listening());

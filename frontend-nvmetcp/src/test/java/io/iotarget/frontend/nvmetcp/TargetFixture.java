@@ -10,6 +10,7 @@ import io.iotarget.model.ControlException;
 import io.iotarget.testkit.Await;
 import java.time.Duration;
 
+import static io.iotarget.testkit.Ports.freePort;
 
 /**
  * An engine with a 64 MiB memory device named {@code default} and a target configured the way
@@ -86,15 +87,6 @@ final class TargetFixture implements AutoCloseable {
             } catch (ControlException e) {
                 if (e.errno() != io.iotarget.model.Errno.EADDRINUSE || attempt == 5) throw e;
             }
-        }
-    }
-
-    /** A port nobody listens on right now (the kernel's next ephemeral choice). */
-    static int freePort() {
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return probe.getLocalPort();
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
         }
     }
 

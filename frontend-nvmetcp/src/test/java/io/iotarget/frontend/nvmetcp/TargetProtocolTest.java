@@ -29,6 +29,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
+import static io.iotarget.testkit.Ports.freePort;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -514,7 +515,7 @@ class TargetProtocolTest {
         fixture.tree.write("ports/6/addr_trtype", "tcp");
         fixture.tree.write("ports/6/addr_adrfam", "ipv6");
         fixture.tree.write("ports/6/addr_traddr", "::1");
-        int port = TargetFixture.freePort();
+        int port = freePort();
         fixture.tree.write("ports/6/addr_trsvcid", Integer.toString(port));
         fixture.tree.link("subsystems/" + TargetFixture.NQN, "ports/6/subsystems/default");
         try (TestHost h = new TestHost("::1", port, false, false)) {
