@@ -166,7 +166,8 @@ final class PskEngine extends SSLEngine {
             }
         }
         int available = protocol.getAvailableOutputBytes();
-        if (available == 0 && outboundDone) return result(SSLEngineResult.Status.CLOSED, consumed, 0);
+        // Closed by the peer's close_notify too: Bouncy Castle ends both directions then, and nothing can be sent.
+        if (available == 0 && (outboundDone || protocol.isClosed())) return result(SSLEngineResult.Status.CLOSED, consumed, 0);
         if (available > 0 && !dst.hasRemaining()) return result(SSLEngineResult.Status.BUFFER_OVERFLOW, consumed, 0);
         int produced = available == 0 ? 0 : protocol.readOutput(dst, Math.min(available, dst.remaining()));
         return result(SSLEngineResult.Status.OK, consumed, produced);

@@ -275,6 +275,12 @@ final class TlsLayer {
                     break;                              // the handshake waits for the peer, or nothing is queued
                 }
                 if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.FINISHED) established = true;
+                if (r.getStatus() == SSLEngineResult.Status.CLOSED && !output.isEmpty()) {
+                    // The session is over (the peer's close_notify ends both directions in Bouncy Castle's
+                    // engine): what is queued can never go, and waiting for it would keep the connection
+                    // until a timeout ends it (a client's NBD_OPT_ABORT, answered, then close_notify and FIN).
+                    throw new IOException("the TLS session is closed; " + output.bytes() + " byte(s) of replies cannot be sent");
+                }
                 if (r.getStatus() != SSLEngineResult.Status.OK || r.bytesProduced() == 0) break;
             }
         } finally {

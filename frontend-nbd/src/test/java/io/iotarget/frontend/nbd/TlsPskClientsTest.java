@@ -2,15 +2,18 @@ package io.iotarget.frontend.nbd;
 
 import io.iotarget.model.ControlException;
 import io.iotarget.model.Device;
+import io.iotarget.testkit.Await;
 import io.iotarget.testkit.TestPki;
 import io.iotarget.testkit.Tools;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
@@ -56,6 +59,18 @@ class TlsPskClientsTest {
         target.memoryExport("public", 4 * MiB);
         target.server.tree().write("exports/a/allowed_clients", "psk:alice");
         target.server.tree().write("exports/mixed/allowed_clients", "psk:bob\n" + TestPki.subject(certificateClient.resolve(TestPki.CLIENT_CERT)));
+    }
+
+    /**
+     * Every client's connection ends when the client ends it: none is left for the handshake
+     * limit to close. nbdinfo --list sends NBD_OPT_ABORT and close_notify together; Bouncy
+     * Castle's engine ends the session at close_notify, so the answer to the abort could never be
+     * sent, and the connection used to wait the limit out (10 s).
+     */
+    @AfterEach
+    void noConnectionWaitsForTheHandshakeLimit() throws Exception {
+        Await.within(Duration.ofSeconds(30), () -> target.server.connectionCount() == 0);
+        assertEquals(0, target.server.counters().counter(NbdCounter.HANDSHAKE_TIMEOUTS), "connections closed by the handshake limit");
     }
 
     @AfterAll
