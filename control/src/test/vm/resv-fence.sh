@@ -26,27 +26,14 @@ A_NQN=nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa
 A_ID=aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa
 # blocks A and B write in step 4: 4 KiB each, 0..BLOCKS-1
 BLOCKS=64
-# check, ctl and the two nodes' paths: the helpers both two-node scripts share
+# check, ctl, the two nodes' paths, connect_both, wait_fio and fio_ok: the helpers the two-node scripts share
 . /guest/files/two-nodes.sh
 # centiseconds since boot (busybox date has no %N)
 now_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
-# wait_fio PID SECONDS: fio's exit status, or 124 after SECONDS
-wait_fio() { i=0; while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-  if kill -0 "$1" 2>/dev/null; then kill "$1"; return 124; fi; wait "$1"; }
-fio_ok() { grep -q "err= 0" "$1" && ! grep -qi "verify.*bad\|bad magic\|crc32c.*wanted" "$1"; }
 has_key() { grep -Eiq "rkey *: *(0x)?0*$1\$" /tmp/report.txt; }
 
-modprobe nvme-tcp || die "modprobe nvme-tcp"
-log "kernel $(uname -r), multipath $(cat /sys/module/nvme_core/parameters/multipath)"
-
 # 1 -------------------------------------------------------------- A through both nodes, holding Write Exclusive
-for p in "$PORT1" "$PORT2"; do
-  nvme connect -t tcp -a "$ADDR" -s "$p" -n "$NQN" -q "$A_NQN" -I "$A_ID" --reconnect-delay 1 --ctrl-loss-tmo 120 || die "connect $p"
-done
-NS="$(wait_nvme_ns "$NQN" 20)" || die "no namespace for $NQN"
-nctrls="$(ctrls | wc -l)"
-heads="$(ls /dev | grep -c '^nvme[0-9]*n[0-9]*$')"
-[ "$nctrls" = 2 ] && [ "$heads" = 1 ]; check two-paths-one-namespace $? "$nctrls controllers, $heads namespace node(s): $NS"
+connect_both -q "$A_NQN" -I "$A_ID"
 wait_for 20 path_is 1 optimized && wait_for 20 path_is 2 non-optimized; check ana-initial $? "node 1 $(path_attr 1 ana_state), node 2 $(path_attr 2 ana_state)"
 nvme resv-register "$NS" -n 1 -k 0xa -r 0; check a-register $?
 nvme resv-acquire "$NS" -n 1 -c 0xa -t 1 -a 0; check a-acquire-write-exclusive $?
